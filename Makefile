@@ -1,0 +1,57 @@
+# gnnrepro: `make figures` runs the main job, `make test` the tests. Both set up what they need.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+DEPS   := $(VENV)/.stamp-deps
+BUILD  := $(VENV)/.stamp-build
+CSRC   := $(shell find csrc -name '*.cpp' -o -name '*.cu' -o -name '*.h') setup.py
+THREADS ?= 2
+BENCH_OUT ?= benchmarks/results/sampling-cpu.json
+
+.PHONY: setup test test-gpu asan bench-sampling figures clean
+
+setup: $(BUILD)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch first: a local wheel where pip's find-links has one (no multi-GB CUDA download on CPU
+# machines), else the registry's. Then the package with every extra, built against that torch.
+$(DEPS): pyproject.toml | $(PY)
+	$(PIP) install -q --upgrade pip setuptools wheel ninja numpy pybind11
+	$(PIP) install -q --no-index --no-deps 'torch>=2.3' 2>/dev/null || true
+	$(PIP) install -q 'torch>=2.3'
+	$(PIP) install -q --no-build-isolation -e '.[all]'
+	touch $@
+
+# Rebuild the extension in place (ninja, incremental) when a C++/CUDA source changes.
+$(BUILD): $(DEPS) $(CSRC)
+	$(PY) setup.py -q build_ext --inplace
+	touch $@
+
+test: setup
+	$(PY) -m pytest -q tests
+
+test-gpu: setup
+	$(PY) -m pytest -q tests/gpu
+
+# The sampler tests once more against an AddressSanitizer + UBSan build of the extension.
+asan: setup
+	rm -rf build/asan && mkdir -p build/asan
+	cp -r gnnrepro build/asan/ && rm -f build/asan/gnnrepro/_C*.so
+	GNNREPRO_ASAN=1 FORCE_CPU=1 $(PY) setup.py -q build_ext --build-temp build/asan-obj --build-lib build/asan
+	cd build/asan && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  PYTHONPATH=$(CURDIR)/build/asan ../../$(PY) -m pytest -q -p no:cacheprovider \
+	  $(CURDIR)/tests/test_sampler.py $(CURDIR)/tests/test_sampler_errors.py
+
+bench-sampling: setup
+	$(PY) -m gnnrepro bench sampling --dataset products-sim --scale 0.25 --fanouts 15,10,5 \
+	  --batch-size 1024 --batches 50 --threads $(THREADS) --out $(BENCH_OUT)
+
+figures: setup
+	@echo "make figures: the notebooks arrive with issue 4; run 'make bench-sampling' meanwhile."
+
+clean:
+	rm -rf build gnnrepro/_C*.so $(VENV)/.stamp-*

@@ -1,0 +1,25 @@
+// Operator schemas of the gnnrepro library and the Python module stub.
+//
+// One schema per op; CPU and CUDA kernels register against it (TORCH_LIBRARY_IMPL) in their own
+// files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
+#include <torch/extension.h>
+
+TORCH_LIBRARY(gnnrepro, m) {
+  // Fused neighbour sampling + to_block for all layers of one mini-batch.
+  // fanouts[i] is GNN layer i's fanout (-1: all neighbours); seeds are sampled with fanouts[-1].
+  // node_map: int32 [N], all -1 on entry; used as a dense relabel map and left all -1 on exit.
+  // Returns [indptr, indices, src_nodes] per block, input layer first.
+  m.def(
+      "sample_fused(Tensor indptr, Tensor indices, Tensor seeds, int[] fanouts, bool replace, "
+      "int seed, int batch_id, Tensor(a!) node_map) -> Tensor[]");
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("cuda_compiled", []() {
+#ifdef GNNREPRO_WITH_CUDA
+    return true;
+#else
+    return false;
+#endif
+  }, "Whether the CUDA kernels were compiled into this build.");
+}

@@ -1,0 +1,45 @@
+// Argument checks of sample_fused shared by its CPU and CUDA kernels. The Python wrapper checks
+// the same things first with clear ValueError/TypeError; these TORCH_CHECKs guard direct calls.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace gnnrepro {
+
+inline void check_sample_args(const at::Tensor& indptr, const at::Tensor& indices,
+                              const at::Tensor& seeds, at::IntArrayRef fanouts,
+                              const at::Tensor& node_map) {
+  TORCH_CHECK(indptr.dim() == 1 && indptr.numel() >= 1, "indptr must be 1-D with N+1 >= 1 entries");
+  TORCH_CHECK(indptr.scalar_type() == at::kLong, "indptr must be int64");
+  TORCH_CHECK(indices.dim() == 1, "indices must be 1-D");
+  TORCH_CHECK(indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt,
+              "indices must be int32 or int64");
+  TORCH_CHECK(seeds.dim() == 1 && seeds.scalar_type() == at::kLong, "seeds must be 1-D int64");
+  TORCH_CHECK(indptr.is_contiguous() && indices.is_contiguous() && seeds.is_contiguous() &&
+                  node_map.is_contiguous(),
+              "indptr, indices, seeds and node_map must be contiguous");
+  TORCH_CHECK(indptr.device() == indices.device() && indptr.device() == seeds.device() &&
+                  indptr.device() == node_map.device(),
+              "indptr, indices, seeds and node_map must be on one device");
+  const int64_t num_nodes = indptr.numel() - 1;
+  TORCH_CHECK(node_map.dim() == 1 && node_map.scalar_type() == at::kInt &&
+                  node_map.numel() == num_nodes,
+              "node_map must be int32 [num_nodes]");
+  TORCH_CHECK(num_nodes < std::numeric_limits<int32_t>::max(),
+              "graphs with 2^31 - 1 or more nodes are not supported");
+  TORCH_CHECK(!fanouts.empty(), "fanouts must not be empty");
+  for (int64_t f : fanouts) {
+    TORCH_CHECK(f == -1 || f >= 1, "every fanout must be -1 (all neighbours) or >= 1, got ", f);
+  }
+}
+
+// Edges sampled for one destination of in-degree `degree`.
+inline int64_t pick_count(int64_t degree, int64_t fanout, bool replace) {
+  if (fanout < 0) return degree;
+  if (replace) return degree > 0 ? fanout : 0;
+  return degree < fanout ? degree : fanout;
+}
+
+}  // namespace gnnrepro

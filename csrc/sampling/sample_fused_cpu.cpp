@@ -1,0 +1,208 @@
+// Fused neighbour sampling + to_block on the CPU.
+//
+// Per layer, outward from the seeds: (1) count picks per destination, (2) sample neighbours in
+// parallel over destinations straight into the block's `indices` (global ids, CSC order), and
+// (3) relabel in place with a dense node map: destinations keep their ids 0..num_dst-1 and new
+// sources get the next ids in first-occurrence order. No COO frontier and no hash table is built.
+// Because a layer's sources, in order, are the next layer's destinations, the map needs no reset
+// between layers: it is cleared once, at the end, over the input nodes only.
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "../common/rng.h"
+#include "sample_args.h"
+
+namespace gnnrepro {
+namespace {
+
+constexpr int32_t kUnmapped = -1;
+constexpr int64_t kGrain = 256;
+// Floyd's algorithm checks membership by a linear scan of the picks up to this fanout, and with
+// a bitmap over the neighbour list above it.
+constexpr int64_t kLinearScanMax = 64;
+
+// Restores node_map to all -1 if sampling stops with an error half way.
+class NodeMapGuard {
+ public:
+  NodeMapGuard(int32_t* map, int64_t size) : map_(map), size_(size) {}
+  ~NodeMapGuard() {
+    if (!done_) std::fill(map_, map_ + size_, kUnmapped);
+  }
+  void done() { done_ = true; }
+
+ private:
+  int32_t* map_;
+  int64_t size_;
+  bool done_ = false;
+};
+
+// Picks `count` of the `degree` neighbours starting at `nbrs` into `out` (global ids). Fanout -1
+// (all neighbours) takes them all, with or without replacement.
+template <typename IdT>
+void pick_neighbours(const IdT* nbrs, int64_t degree, int64_t count, int64_t fanout, bool replace,
+                     uint64_t key, int64_t* out, std::vector<uint64_t>& bitmap) {
+  if (fanout < 0 || (count == degree && !replace)) {
+    for (int64_t j = 0; j < degree; ++j) out[j] = nbrs[j];
+    return;
+  }
+  if (replace) {
+    for (int64_t j = 0; j < count; ++j) out[j] = nbrs[below(draw(key, j), degree)];
+    return;
+  }
+  // Floyd's algorithm: a uniform `count`-subset of [0, degree) with `count` draws.
+  int64_t* picked = out;  // offsets first, mapped to ids below
+  if (count <= kLinearScanMax) {
+    for (int64_t j = degree - count, n = 0; j < degree; ++j, ++n) {
+      int64_t t = static_cast<int64_t>(below(draw(key, n), j + 1));
+      for (int64_t q = 0; q < n; ++q) {
+        if (picked[q] == t) {
+          t = j;
+          break;
+        }
+      }
+      picked[n] = t;
+    }
+  } else {
+    bitmap.assign((degree + 63) / 64, 0);
+    for (int64_t j = degree - count, n = 0; j < degree; ++j, ++n) {
+      int64_t t = static_cast<int64_t>(below(draw(key, n), j + 1));
+      if (bitmap[t >> 6] >> (t & 63) & 1) t = j;
+      bitmap[t >> 6] |= uint64_t{1} << (t & 63);
+      picked[n] = t;
+    }
+  }
+  for (int64_t j = 0; j < count; ++j) out[j] = nbrs[picked[j]];
+}
+
+template <typename IdT>
+std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const at::Tensor& indices,
+                                               const at::Tensor& seeds, at::IntArrayRef fanouts,
+                                               bool replace, int64_t seed, int64_t batch_id,
+                                               at::Tensor& node_map) {
+  const int64_t num_nodes = indptr.numel() - 1;
+  const int64_t num_edges = indices.numel();
+  const int64_t* ip = indptr.data_ptr<int64_t>();
+  const IdT* ix = indices.data_ptr<IdT>();
+  int32_t* map = node_map.data_ptr<int32_t>();
+  const auto long_opts = at::TensorOptions().dtype(at::kLong);
+  const int64_t num_layers = static_cast<int64_t>(fanouts.size());
+  std::vector<at::Tensor> out(3 * num_layers);
+
+  NodeMapGuard guard(map, num_nodes);
+  at::Tensor dst = seeds;
+  int64_t num_dst = seeds.numel();
+  {
+    const int64_t* s = seeds.data_ptr<int64_t>();
+    for (int64_t i = 0; i < num_dst; ++i) {
+      const int64_t v = s[i];
+      TORCH_CHECK(v >= 0 && v < num_nodes, "seeds[", i, "] = ", v, " is outside [0, ", num_nodes,
+                  ")");
+      TORCH_CHECK(map[v] == kUnmapped, "seeds must be unique; node ", v, " appears twice");
+      map[v] = static_cast<int32_t>(i);
+    }
+  }
+
+  std::vector<int64_t> start, degree;
+  std::vector<int64_t> new_nodes;
+  for (int64_t layer = num_layers - 1; layer >= 0; --layer) {
+    const int64_t fanout = fanouts[layer];
+    const int64_t* d = dst.data_ptr<int64_t>();
+    at::Tensor block_indptr = at::empty({num_dst + 1}, long_opts);
+    int64_t* bp = block_indptr.data_ptr<int64_t>();
+    start.resize(num_dst);
+    degree.resize(num_dst);
+
+    // (1) Degrees and pick counts; indptr is read once per destination.
+    at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t v = d[i];
+        const int64_t lo = ip[v], hi = ip[v + 1];
+        TORCH_CHECK(0 <= lo && lo <= hi && hi <= num_edges,
+                    "indptr is not a valid CSC offset array at node ", v);
+        start[i] = lo;
+        degree[i] = hi - lo;
+        bp[i + 1] = pick_count(hi - lo, fanout, replace);
+      }
+    });
+    bp[0] = 0;
+    for (int64_t i = 0; i < num_dst; ++i) bp[i + 1] += bp[i];
+    const int64_t block_edges = bp[num_dst];
+    TORCH_CHECK(num_dst + block_edges < std::numeric_limits<int32_t>::max(),
+                "a block with 2^31 - 1 or more sources is not supported");
+
+    // (2) Sample global neighbour ids into the block's indices, in parallel over destinations.
+    at::Tensor block_indices = at::empty({block_edges}, long_opts);
+    int64_t* bi = block_indices.data_ptr<int64_t>();
+    at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
+      std::vector<uint64_t> bitmap;
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t count = bp[i + 1] - bp[i];
+        if (count == 0) continue;
+        const uint64_t key = node_key(static_cast<uint64_t>(seed), static_cast<uint64_t>(batch_id),
+                                      static_cast<uint64_t>(layer), static_cast<uint64_t>(d[i]));
+        int64_t* o = bi + bp[i];
+        pick_neighbours(ix + start[i], degree[i], count, fanout, replace, key, o, bitmap);
+        for (int64_t j = 0; j < count; ++j) {
+          TORCH_CHECK(static_cast<uint64_t>(o[j]) < static_cast<uint64_t>(num_nodes),
+                      "indices holds node id ", o[j], " outside [0, ", num_nodes, ")");
+        }
+      }
+    });
+
+    // (3) Relabel in place; first-occurrence order keeps the result independent of threads.
+    new_nodes.clear();
+    int32_t next = static_cast<int32_t>(num_dst);
+    for (int64_t e = 0; e < block_edges; ++e) {
+      const int64_t u = bi[e];
+      int32_t m = map[u];
+      if (m == kUnmapped) {
+        m = next++;
+        map[u] = m;
+        new_nodes.push_back(u);
+      }
+      bi[e] = m;
+    }
+    const int64_t num_src = num_dst + static_cast<int64_t>(new_nodes.size());
+    at::Tensor src_nodes = at::empty({num_src}, long_opts);
+    int64_t* sn = src_nodes.data_ptr<int64_t>();
+    std::memcpy(sn, d, num_dst * sizeof(int64_t));
+    if (!new_nodes.empty()) std::memcpy(sn + num_dst, new_nodes.data(), new_nodes.size() * sizeof(int64_t));
+
+    out[3 * layer] = block_indptr;
+    out[3 * layer + 1] = block_indices;
+    out[3 * layer + 2] = src_nodes;
+    dst = src_nodes;
+    num_dst = num_src;
+  }
+
+  // The input nodes are every node the map holds: clear just those.
+  const int64_t* input_nodes = dst.data_ptr<int64_t>();
+  at::parallel_for(0, num_dst, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) map[input_nodes[i]] = kUnmapped;
+  });
+  guard.done();
+  return out;
+}
+
+std::vector<at::Tensor> sample_fused_cpu(const at::Tensor& indptr, const at::Tensor& indices,
+                                         const at::Tensor& seeds, at::IntArrayRef fanouts,
+                                         bool replace, int64_t seed, int64_t batch_id,
+                                         at::Tensor node_map) {
+  check_sample_args(indptr, indices, seeds, fanouts, node_map);
+  if (indices.scalar_type() == at::kInt) {
+    return sample_fused_cpu_typed<int32_t>(indptr, indices, seeds, fanouts, replace, seed,
+                                           batch_id, node_map);
+  }
+  return sample_fused_cpu_typed<int64_t>(indptr, indices, seeds, fanouts, replace, seed, batch_id,
+                                         node_map);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(gnnrepro, CPU, m) { m.impl("sample_fused", &sample_fused_cpu); }
+
+}  // namespace gnnrepro

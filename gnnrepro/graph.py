@@ -1,0 +1,133 @@
+"""CSCGraph: the in-neighbour CSC graph every sampler reads.
+
+`indptr[v]:indptr[v+1]` slices `indices` to give the in-neighbours (message sources) of node v.
+The constructor validates everything the C++ kernels rely on, so a CSCGraph is always safe to
+hand to them.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+__all__ = ["CSCGraph"]
+
+_INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+class CSCGraph:
+    """In-neighbour CSC graph: `indptr` int64 [N+1], `indices` int32 or int64 [E]."""
+
+    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, *, validate: bool = True):
+        if not isinstance(indptr, torch.Tensor):
+            raise TypeError(f"indptr must be a torch.Tensor, got {type(indptr).__name__}")
+        if not isinstance(indices, torch.Tensor):
+            raise TypeError(f"indices must be a torch.Tensor, got {type(indices).__name__}")
+        if indptr.dtype != torch.int64:
+            raise TypeError(f"indptr must be int64, got {indptr.dtype}")
+        if indices.dtype not in _INDEX_DTYPES:
+            raise TypeError(f"indices must be int32 or int64, got {indices.dtype}")
+        if indptr.dim() != 1 or indices.dim() != 1:
+            raise ValueError(
+                f"indptr and indices must be 1-D, got shapes {tuple(indptr.shape)} and "
+                f"{tuple(indices.shape)}")
+        if indptr.device != indices.device:
+            raise ValueError(f"indptr is on {indptr.device} but indices is on {indices.device}")
+        if indptr.numel() < 1:
+            raise ValueError("indptr must have at least one element (N+1 with N >= 0)")
+        self.indptr = indptr.contiguous()
+        self.indices = indices.contiguous()
+        if validate:
+            self._validate()
+
+    def _validate(self) -> None:
+        indptr, indices = self.indptr, self.indices
+        num_nodes, num_edges = indptr.numel() - 1, indices.numel()
+        if int(indptr[0]) != 0:
+            raise ValueError(f"indptr must start at 0, starts at {int(indptr[0])}")
+        if int(indptr[-1]) != num_edges:
+            raise ValueError(
+                f"indptr must end at len(indices) = {num_edges}, ends at {int(indptr[-1])}")
+        if num_nodes > 0 and bool((indptr[1:] < indptr[:-1]).any()):
+            first = int(torch.nonzero(indptr[1:] < indptr[:-1])[0, 0])
+            raise ValueError(f"indptr must be non-decreasing; indptr[{first + 1}] < indptr[{first}]")
+        if num_edges > 0:
+            lo, hi = int(indices.min()), int(indices.max())
+            if lo < 0 or hi >= num_nodes:
+                raise ValueError(
+                    f"indices must lie in [0, num_nodes={num_nodes}), found values in [{lo}, {hi}]")
+
+    @classmethod
+    def from_edges(cls, src: torch.Tensor, dst: torch.Tensor, num_nodes: int,
+                   index_dtype: torch.dtype = torch.int64) -> "CSCGraph":
+        """Build from a COO edge list (message flows src -> dst); keeps multi-edges and loops.
+
+        Within one destination, neighbours keep the order of the input edge list.
+        """
+        for name, t in (("src", src), ("dst", dst)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            if t.dtype not in _INDEX_DTYPES:
+                raise TypeError(f"{name} must be an int32 or int64 tensor, got {t.dtype}")
+            if t.dim() != 1:
+                raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
+        if src.numel() != dst.numel():
+            raise ValueError(f"src and dst differ in length: {src.numel()} vs {dst.numel()}")
+        if not isinstance(num_nodes, int) or isinstance(num_nodes, bool) or num_nodes < 0:
+            raise ValueError(f"num_nodes must be a non-negative int, got {num_nodes!r}")
+        if index_dtype not in _INDEX_DTYPES:
+            raise TypeError(f"index_dtype must be torch.int32 or torch.int64, got {index_dtype}")
+        src, dst = src.to(torch.int64), dst.to(torch.int64)
+        for name, t in (("src", src), ("dst", dst)):
+            if t.numel() and (int(t.min()) < 0 or int(t.max()) >= num_nodes):
+                raise ValueError(f"{name} holds node ids outside [0, num_nodes={num_nodes})")
+        order = torch.argsort(dst, stable=True)
+        counts = torch.bincount(dst, minlength=num_nodes)
+        indptr = torch.zeros(num_nodes + 1, dtype=torch.int64)
+        torch.cumsum(counts, 0, out=indptr[1:])
+        return cls(indptr, src[order].to(index_dtype), validate=False)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.indptr.numel() - 1
+
+    @property
+    def num_edges(self) -> int:
+        return self.indices.numel()
+
+    @property
+    def device(self) -> torch.device:
+        return self.indptr.device
+
+    def in_degrees(self) -> torch.Tensor:
+        """In-degree of every node (int64 [N])."""
+        return self.indptr[1:] - self.indptr[:-1]
+
+    def nbytes(self) -> int:
+        """Bytes held by indptr and indices."""
+        return (self.indptr.numel() * self.indptr.element_size()
+                + self.indices.numel() * self.indices.element_size())
+
+    def share_memory_(self) -> "CSCGraph":
+        """Move both arrays to shared memory in place so worker processes map, not copy, them."""
+        self.indptr.share_memory_()
+        self.indices.share_memory_()
+        return self
+
+    def pin_memory_(self) -> "CSCGraph":
+        """Page-lock both arrays in place (cudaHostRegister); no-op with a warning without CUDA."""
+        if not torch.cuda.is_available():
+            warnings.warn("pin_memory_: CUDA is not available; the graph stays pageable",
+                          stacklevel=2)
+            return self
+        cudart = torch.cuda.cudart()
+        for t in (self.indptr, self.indices):
+            if t.numel() and not t.is_pinned():
+                err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+                if int(err) != 0:
+                    raise RuntimeError(f"cudaHostRegister failed with error {int(err)}")
+        return self
+
+    def __repr__(self) -> str:
+        return (f"CSCGraph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
+                f"index_dtype={self.indices.dtype}, device={self.device})")

@@ -1,0 +1,61 @@
+"""Argument checks shared by every sampler, so all raise the same clear errors before any C++."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from gnnrepro.graph import CSCGraph
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def check_graph(graph: object) -> CSCGraph:
+    if not isinstance(graph, CSCGraph):
+        raise TypeError(f"graph must be a gnnrepro.CSCGraph, got {type(graph).__name__}")
+    return graph
+
+
+def check_fanouts(fanouts: Sequence[int]) -> list[int]:
+    """Fanouts as a list of ints, each -1 (all neighbours) or >= 1."""
+    if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
+        raise TypeError(f"fanouts must be a sequence of ints, got {type(fanouts).__name__}")
+    if len(fanouts) == 0:
+        raise ValueError("fanouts must not be empty (one fanout per GNN layer)")
+    out = []
+    for i, f in enumerate(fanouts):
+        if isinstance(f, bool) or not isinstance(f, int):
+            raise TypeError(f"fanouts[{i}] must be an int, got {type(f).__name__}")
+        if f == 0 or f < -1:
+            raise ValueError(f"fanouts[{i}] = {f}: a fanout must be -1 (all neighbours) or >= 1")
+        out.append(int(f))
+    return out
+
+
+def check_seed(seed: int, name: str = "seed") -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"{name} must be an int, got {type(seed).__name__}")
+    if not -(2**63) <= seed < 2**63:
+        raise ValueError(f"{name} = {seed} does not fit in int64")
+    return seed
+
+
+def check_seeds(seeds: object, graph: CSCGraph) -> torch.Tensor:
+    """Seeds as a contiguous int64 tensor on the graph's device: 1-D, unique, in range."""
+    if not isinstance(seeds, torch.Tensor):
+        raise TypeError(f"seeds must be a torch.Tensor, got {type(seeds).__name__}")
+    if seeds.dtype not in _INT_DTYPES:
+        raise TypeError(f"seeds must be an integer tensor, got {seeds.dtype}")
+    if seeds.dim() != 1:
+        raise ValueError(f"seeds must be 1-D, got shape {tuple(seeds.shape)}")
+    if seeds.device != graph.device:
+        raise ValueError(f"seeds are on {seeds.device} but the graph is on {graph.device}")
+    seeds = seeds.to(torch.int64).contiguous()
+    if seeds.numel():
+        lo, hi = int(seeds.min()), int(seeds.max())
+        if lo < 0 or hi >= graph.num_nodes:
+            raise ValueError(
+                f"seeds must lie in [0, num_nodes={graph.num_nodes}), found values in [{lo}, {hi}]")
+        if torch.unique(seeds).numel() != seeds.numel():
+            raise ValueError("seeds must be unique node ids")
+    return seeds

@@ -1,0 +1,44 @@
+"""Shared fixtures: small random graphs with the awkward cases samplers must handle."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnnrepro import CSCGraph
+
+
+def random_graph(num_nodes: int, num_edges: int, *, power_law: bool, seed: int,
+                 index_dtype: torch.dtype = torch.int64) -> CSCGraph:
+    """A random multigraph with self loops; power_law skews both endpoints (hubs and leaves).
+
+    The top 5% of node ids get no in-edges, so some nodes are isolated destinations.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    receivers = int(num_nodes * 0.95)
+    if power_law:
+        weights = (torch.arange(1, num_nodes + 1, dtype=torch.float64) ** -1.1)
+        weights = weights[torch.randperm(num_nodes, generator=gen)]
+        src = torch.multinomial(weights, num_edges, replacement=True, generator=gen)
+        dst = torch.multinomial(weights[:receivers], num_edges, replacement=True, generator=gen)
+    else:
+        src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+        dst = torch.randint(0, receivers, (num_edges,), generator=gen)
+    loops = torch.arange(0, receivers, 7)
+    src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
+    return CSCGraph.from_edges(src, dst, num_nodes, index_dtype=index_dtype)
+
+
+@pytest.fixture(params=["uniform", "power-law"])
+def graph(request) -> CSCGraph:
+    return random_graph(600, 6000, power_law=request.param == "power-law", seed=1,
+                        index_dtype=torch.int32 if request.param == "uniform" else torch.int64)
+
+
+def edge_multiplicity(graph: CSCGraph) -> dict[tuple[int, int], int]:
+    """(dst, src) -> number of parallel edges, over the whole graph."""
+    deg = graph.in_degrees()
+    dst = torch.repeat_interleave(torch.arange(graph.num_nodes), deg)
+    out: dict[tuple[int, int], int] = {}
+    for d, s in zip(dst.tolist(), graph.indices.tolist()):
+        out[(d, s)] = out.get((d, s), 0) + 1
+    return out
