@@ -21,10 +21,10 @@ def build_cuda() -> bool:
 
 def extension():
     cpp = sorted(glob.glob("csrc/**/*.cpp", recursive=True))
-    cxx = ["-O3", "-fopenmp", "-std=c++17"]
+    cxx = ["-O3", "-fopenmp", "-std=c++20"]
     link = ["-fopenmp"]
     if os.environ.get("GNNREPRO_ASAN") == "1":
-        cxx = ["-O1", "-g", "-fopenmp", "-std=c++17", "-fsanitize=address,undefined",
+        cxx = ["-O1", "-g", "-fopenmp", "-std=c++20", "-fsanitize=address,undefined",
                "-fno-omit-frame-pointer"]
         link += ["-fsanitize=address,undefined"]
     if build_cuda():
@@ -32,7 +32,7 @@ def extension():
         return CUDAExtension(
             "gnnrepro._C", cpp + cu,
             define_macros=[("GNNREPRO_WITH_CUDA", None)],
-            extra_compile_args={"cxx": cxx, "nvcc": ["-O3", "-std=c++17", "--expt-relaxed-constexpr"]},
+            extra_compile_args={"cxx": cxx, "nvcc": ["-O3", "-std=c++20", "--expt-relaxed-constexpr"]},
             extra_link_args=link)
     return CppExtension("gnnrepro._C", cpp, extra_compile_args={"cxx": cxx}, extra_link_args=link)
 

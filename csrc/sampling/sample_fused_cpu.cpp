@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "../common/rng.h"
@@ -24,6 +25,9 @@ constexpr int64_t kGrain = 256;
 // Floyd's algorithm checks membership by a linear scan of the picks up to this fanout, and with
 // a bitmap over the neighbour list above it.
 constexpr int64_t kLinearScanMax = 64;
+// How many items ahead the loops prefetch the random cache lines they will touch.
+constexpr int64_t kPrefetchAhead = 8;
+constexpr int64_t kRelabelPrefetchAhead = 16;
 
 // Restores node_map to all -1 if sampling stops with an error half way.
 class NodeMapGuard {
@@ -107,7 +111,6 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
   }
 
   std::vector<int64_t> start, degree;
-  std::vector<int64_t> new_nodes;
   for (int64_t layer = num_layers - 1; layer >= 0; --layer) {
     const int64_t fanout = fanouts[layer];
     const int64_t* d = dst.data_ptr<int64_t>();
@@ -119,6 +122,7 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     // (1) Degrees and pick counts; indptr is read once per destination.
     at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
+        if (i + kPrefetchAhead < end) __builtin_prefetch(ip + d[i + kPrefetchAhead]);
         const int64_t v = d[i];
         const int64_t lo = ip[v], hi = ip[v + 1];
         TORCH_CHECK(0 <= lo && lo <= hi && hi <= num_edges,
@@ -140,6 +144,7 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
       std::vector<uint64_t> bitmap;
       for (int64_t i = begin; i < end; ++i) {
+        if (i + kPrefetchAhead < end) __builtin_prefetch(ix + start[i + kPrefetchAhead]);
         const int64_t count = bp[i + 1] - bp[i];
         if (count == 0) continue;
         const uint64_t key = node_key(static_cast<uint64_t>(seed), static_cast<uint64_t>(batch_id),
@@ -154,23 +159,29 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     });
 
     // (3) Relabel in place; first-occurrence order keeps the result independent of threads.
-    new_nodes.clear();
+    // Branch-free (a new node is as likely as a seen one) with the map entries prefetched.
+    // Uninitialised on purpose: slot k is written before it is read.
+    std::unique_ptr<int64_t[]> fresh_buffer(new int64_t[block_edges > 0 ? block_edges : 1]);
+    int64_t* fresh_nodes = fresh_buffer.get();
+    int64_t num_fresh = 0;
     int32_t next = static_cast<int32_t>(num_dst);
     for (int64_t e = 0; e < block_edges; ++e) {
+      if (e + kRelabelPrefetchAhead < block_edges) __builtin_prefetch(map + bi[e + kRelabelPrefetchAhead]);
       const int64_t u = bi[e];
-      int32_t m = map[u];
-      if (m == kUnmapped) {
-        m = next++;
-        map[u] = m;
-        new_nodes.push_back(u);
-      }
-      bi[e] = m;
+      const int32_t m = map[u];
+      const bool fresh = m == kUnmapped;
+      const int32_t id = fresh ? next : m;
+      map[u] = id;
+      fresh_nodes[num_fresh] = u;
+      num_fresh += fresh;
+      next += fresh;
+      bi[e] = id;
     }
-    const int64_t num_src = num_dst + static_cast<int64_t>(new_nodes.size());
+    const int64_t num_src = num_dst + num_fresh;
     at::Tensor src_nodes = at::empty({num_src}, long_opts);
     int64_t* sn = src_nodes.data_ptr<int64_t>();
     std::memcpy(sn, d, num_dst * sizeof(int64_t));
-    if (!new_nodes.empty()) std::memcpy(sn + num_dst, new_nodes.data(), new_nodes.size() * sizeof(int64_t));
+    if (num_fresh) std::memcpy(sn + num_dst, fresh_nodes, num_fresh * sizeof(int64_t));
 
     out[3 * layer] = block_indptr;
     out[3 * layer + 1] = block_indices;

@@ -1,0 +1,71 @@
+"""Command line: `python -m gnnrepro bench sampling ...` (see --help)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def parse_fanouts(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"fanouts must be comma-separated ints, got {text!r}")
+
+
+def write_json_atomic(path: Path, payload: dict) -> None:
+    """Write JSON to a temp file beside `path` and rename it over, so no half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gnnrepro")
+    commands = parser.add_subparsers(dest="command", required=True)
+    bench = commands.add_parser("bench", help="run a benchmark and write JSON")
+    kinds = bench.add_subparsers(dest="benchmark", required=True)
+    s = kinds.add_parser("sampling", help="DGL samplers vs reference vs fused, side by side")
+    s.add_argument("--dataset", default="products-sim")
+    s.add_argument("--scale", type=float, default=0.25, help="products-sim scale")
+    s.add_argument("--root", default=None, help="dataset root (OGB datasets)")
+    s.add_argument("--fanouts", type=parse_fanouts, default=[15, 10, 5])
+    s.add_argument("--batch-size", type=int, default=1024)
+    s.add_argument("--batches", type=int, default=50)
+    s.add_argument("--threads", type=int, default=2)
+    s.add_argument("--repeats", type=int, default=1, help="passes over the batches")
+    s.add_argument("--samplers", default="dgl-unfused,dgl-fused,reference,fused",
+                   help="comma-separated subset of dgl-unfused,dgl-fused,reference,fused")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "bench" and args.benchmark == "sampling":
+        from gnnrepro.bench import sampling
+        result = sampling.run(dataset=args.dataset, scale=args.scale, root=args.root,
+                              fanouts=args.fanouts, batch_size=args.batch_size,
+                              batches=args.batches, threads=args.threads, repeats=args.repeats,
+                              samplers=[s for s in args.samplers.split(",") if s],
+                              seed=args.seed)
+        print(sampling.format_table(result))
+        if args.out is not None:
+            write_json_atomic(args.out, result)
+            print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

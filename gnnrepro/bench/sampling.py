@@ -1,0 +1,120 @@
+"""`bench sampling`: DGL's samplers, the reference and the fused sampler side by side.
+
+All contenders sample the same seed batches (the first batches of a seeded shuffle of the
+training ids) in one process with the same number of threads; timings are interleaved and the
+median is reported. DGL is timed on its native output (what a DGL user gets), ours on our Blocks.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import torch
+
+from gnnrepro.bench.timing import summarize, time_interleaved
+from gnnrepro.datasets import load
+from gnnrepro.env import environment
+from gnnrepro.graph import CSCGraph
+from gnnrepro.sampling import FusedSampler, MiniBatch, ReferenceSampler
+
+SAMPLERS = ("dgl-unfused", "dgl-fused", "reference", "fused")
+
+
+def seed_batches(train_idx: torch.Tensor, batch_size: int, batches: int,
+                 seed: int) -> list[torch.Tensor]:
+    """The first `batches` full mini-batches of a seeded shuffle of the training ids."""
+    order = train_idx[torch.randperm(train_idx.numel(), generator=torch.Generator().manual_seed(seed))]
+    available = order.numel() // batch_size
+    if available == 0:
+        raise ValueError(f"batch_size={batch_size} exceeds the {order.numel()} training ids")
+    return [order[i * batch_size:(i + 1) * batch_size] for i in range(min(batches, available))]
+
+
+def make_sampler(name: str, graph: CSCGraph, fanouts: list[int], seed: int) -> Callable:
+    """A callable seeds -> sample for the named contender (DGL's returns its native output)."""
+    if name == "fused":
+        return FusedSampler(graph, fanouts, seed=seed).sample
+    if name == "reference":
+        return ReferenceSampler(graph, fanouts, seed=seed).sample
+    if name in ("dgl-fused", "dgl-unfused"):
+        from gnnrepro.baselines import dgl_samplers
+        cls = dgl_samplers.DGLFusedSampler if name == "dgl-fused" else dgl_samplers.DGLUnfusedSampler
+        return cls(graph, fanouts, seed=seed).sample_native
+    raise ValueError(f"unknown sampler {name!r}; choose from {', '.join(SAMPLERS)}")
+
+
+def output_counts(output) -> tuple[int, int]:
+    """(block edges, input nodes) of a MiniBatch or of DGL's (input_nodes, seeds, blocks)."""
+    if isinstance(output, MiniBatch):
+        return sum(b.num_edges for b in output.blocks), output.input_nodes.numel()
+    input_nodes, _, blocks = output
+    return sum(int(b.num_edges()) for b in blocks), int(input_nodes.numel())
+
+
+def run(dataset: str = "products-sim", scale: float = 0.25, root: str | None = None,
+        fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024, batches: int = 50,
+        threads: int = 2, repeats: int = 1, samplers: Sequence[str] = SAMPLERS,
+        seed: int = 0) -> dict:
+    """Time each sampler on the same batches; return the JSON-ready result."""
+    if batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if threads <= 0:
+        raise ValueError(f"threads must be positive, got {threads}")
+    fanouts = list(fanouts)
+    torch.set_num_threads(threads)
+    kwargs = {"scale": scale} if dataset == "products-sim" else {}
+    data = load(dataset, root=root, **kwargs)
+    seed_sets = seed_batches(data.train_idx, batch_size, batches, seed)
+    contenders = {}
+    for name in samplers:
+        contenders[name] = make_sampler(name, data.graph, fanouts, seed)
+    if any(name.startswith("dgl") for name in samplers):
+        from gnnrepro.baselines.dgl_import import set_dgl_threads
+        set_dgl_threads(threads)
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+
+    def observe(name: str, output) -> None:
+        edges, inputs = output_counts(output)
+        totals[name][0] += edges
+        totals[name][1] += inputs
+
+    indexed = list(enumerate(seed_sets))
+    seconds = time_interleaved({n: (lambda x, f=f: f(x[1], x[0])) for n, f in contenders.items()},
+                               indexed, warmup=3, repeats=repeats, observe=observe)
+    result: dict = {
+        "benchmark": "sampling",
+        "params": {"dataset": dataset, "scale": scale if dataset == "products-sim" else None,
+                   "fanouts": fanouts, "batch_size": batch_size, "batches": len(seed_sets),
+                   "threads": threads, "repeats": repeats, "seed": seed,
+                   "num_nodes": data.graph.num_nodes, "num_edges": data.graph.num_edges,
+                   "index_dtype": str(data.graph.indices.dtype)},
+        "samplers": {},
+    }
+    for name, secs in seconds.items():
+        stats = summarize(secs)
+        edges, input_nodes = (total / len(secs) for total in totals[name])
+        result["samplers"][name] = {
+            "ms_per_batch": stats["ms_median"], "ms_p10": stats["ms_p10"],
+            "ms_p90": stats["ms_p90"], "timings": stats["n"],
+            "edges_per_s": edges / (stats["ms_median"] / 1e3),
+            "input_nodes": input_nodes,
+        }
+    ours = result["samplers"].get("fused", {}).get("ms_per_batch")
+    for base in ("dgl_fused", "dgl_unfused"):
+        other = result["samplers"].get(base.replace("_", "-"), {}).get("ms_per_batch")
+        result[f"speedup_vs_{base}"] = other / ours if ours and other else None
+    result["env"] = environment()
+    return result
+
+
+def format_table(result: dict) -> str:
+    """A fixed-width table of the result for the terminal."""
+    lines = [f"{'sampler':<12} {'ms/batch':>9} {'p10':>8} {'p90':>8} {'Medges/s':>9} "
+             f"{'input nodes':>12}"]
+    for name, r in result["samplers"].items():
+        lines.append(f"{name:<12} {r['ms_per_batch']:9.2f} {r['ms_p10']:8.2f} {r['ms_p90']:8.2f} "
+                     f"{r['edges_per_s'] / 1e6:9.2f} {r['input_nodes']:12.0f}")
+    for key in ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused"):
+        if result.get(key):
+            lines.append(f"fused {key.replace('_', ' ')}: {result[key]:.2f}x")
+    return "\n".join(lines)

@@ -1,0 +1,42 @@
+"""Datasets by name: `load("products-sim", scale=0.25)`, `load("ogbn-products")`, ...
+
+Every dataset is built once, cached under `$GNNREPRO_DATA` (default `~/.cache/gnnrepro`) and
+memory-mapped on later loads; see `cache`.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Any, Callable
+
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.ogb_loader import OGB_DATASETS, load_ogb
+from gnnrepro.datasets.products_sim import NAME as PRODUCTS_SIM
+from gnnrepro.datasets.products_sim import load_products_sim
+
+__all__ = ["Dataset", "KNOWN_DATASETS", "load"]
+
+_LOADERS: dict[str, Callable[..., Dataset]] = {
+    PRODUCTS_SIM: load_products_sim,
+    **{name: functools.partial(load_ogb, name) for name in OGB_DATASETS},
+}
+KNOWN_DATASETS: tuple[str, ...] = tuple(_LOADERS)
+
+
+def load(name: str, root: str | Path | None = None, **kwargs: Any) -> Dataset:
+    """Load dataset `name`, building and caching it on first use.
+
+    `root` is the cache directory for products-sim (default `$GNNREPRO_DATA`) and the OGB data
+    directory for ogbn-* (default `$GNNREPRO_OGB_ROOT` or `~/data/ogb`). products-sim takes
+    `scale` (float > 0, default 1.0) and `seed` (int >= 0, default 0); ogbn-* take no options.
+    """
+    if name not in _LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(KNOWN_DATASETS)}")
+    loader = _LOADERS[name]
+    options = [p for p in inspect.signature(loader).parameters if p != "root"]
+    unknown = sorted(set(kwargs) - set(options))
+    if unknown:
+        raise TypeError(f"{name} does not take option(s) {', '.join(unknown)}; it takes: "
+                        f"{', '.join(options) or 'none'}")
+    return loader(root=root, **kwargs)

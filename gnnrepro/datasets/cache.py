@@ -1,0 +1,130 @@
+"""On-disk dataset cache: build once, then memory-map the arrays on every later load.
+
+Layout: `<root>/<name>/<k=v-k=v>/` holding one .npy per array plus `meta.json` (written last).
+Why: generating products-sim or parsing OGB's CSVs takes minutes at full size, while mapping
+.npy files copy-on-write (`mmap_mode="c"`) takes well under a second and shares the page cache
+between processes. A directory is written in full under a temporary name next to its final one
+and renamed into place, so an interrupted build never leaves a half-written entry; a concurrent
+builder that loses the rename race uses the winner's entry.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.graph import CSCGraph
+
+__all__ = ["FORMAT_VERSION", "default_root", "entry_dir", "load_or_build"]
+
+FORMAT_VERSION = 1  # bump when the layout or a generator changes: old entries get rebuilt
+_ARRAYS = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "test_idx")
+_log = logging.getLogger(__name__)
+
+
+def default_root() -> Path:
+    """`$GNNREPRO_DATA`, else `~/.cache/gnnrepro`."""
+    return Path(os.environ.get("GNNREPRO_DATA") or "~/.cache/gnnrepro").expanduser()
+
+
+def entry_dir(root: str | Path, name: str, params: dict[str, Any]) -> Path:
+    """The cache directory of one (name, params); strings (paths) enter it as a short hash."""
+    parts = []
+    for key, value in params.items():
+        if isinstance(value, str):
+            value = hashlib.sha1(value.encode()).hexdigest()[:12]
+        elif not isinstance(value, (bool, int, float)):
+            raise TypeError(f"cache parameter {key}={value!r} must be a str, bool, int or float")
+        parts.append(f"{key}={value}")
+    return Path(root) / name / ("-".join(parts) or "default")
+
+
+def load_or_build(name: str, params: dict[str, Any], build: Callable[[], Dataset],
+                  root: str | Path | None = None) -> Dataset:
+    """The cached (name, params) dataset, calling `build()` and caching it when absent/corrupt.
+
+    The returned arrays are always the memory-mapped cache files, so after a build the in-memory
+    copy is freed and first and later loads return the same thing.
+    """
+    directory = entry_dir(default_root() if root is None else root, name, params)
+    dataset = _read(directory, name, params)
+    if dataset is not None:
+        return dataset
+    if directory.exists():
+        _log.warning("rebuilding invalid cache entry %s", directory)
+        shutil.rmtree(directory, ignore_errors=True)
+    _write(build(), directory, params)
+    dataset = _read(directory, name, params)
+    if dataset is None:
+        raise RuntimeError(f"cache entry {directory} is unreadable right after writing it")
+    return dataset
+
+
+def _read(directory: Path, name: str, params: dict[str, Any]) -> Dataset | None:
+    """The dataset in `directory`, or None if it is missing, partial, stale or corrupt."""
+    try:
+        meta = json.loads((directory / "meta.json").read_text())
+        if (meta.get("format_version") != FORMAT_VERSION or meta.get("name") != name
+                or meta.get("params") != json.loads(json.dumps(params))):
+            return None
+        arrays = {k: np.load(directory / f"{k}.npy", mmap_mode="c") for k in _ARRAYS}
+        counts = meta["counts"]
+        if (arrays["indptr"].shape != (counts["num_nodes"] + 1,)
+                or arrays["indices"].shape != (counts["num_edges"],)
+                or arrays["features"].shape != (counts["num_nodes"], counts["num_features"])
+                or any(arrays[k].shape != (counts[k],) for k in ("train_idx", "val_idx",
+                                                                  "test_idx"))):
+            return None
+        t = {k: torch.from_numpy(a) for k, a in arrays.items()}
+        graph = CSCGraph(t["indptr"], t["indices"], validate=True)
+        return Dataset(graph=graph, features=t["features"], labels=t["labels"],
+                       train_idx=t["train_idx"], val_idx=t["val_idx"], test_idx=t["test_idx"],
+                       num_classes=int(meta["num_classes"]), name=name, params=meta["params"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        _log.warning("ignoring corrupt cache entry %s: %s", directory, err)
+        return None
+
+
+def _write(dataset: Dataset, directory: Path, params: dict[str, Any]) -> None:
+    """Write `dataset` to a temporary sibling of `directory`, then rename it into place.
+
+    `params` (the cache key) is what meta.json records and what later reads must match.
+    """
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    try:
+        tensors = {"indptr": dataset.graph.indptr, "indices": dataset.graph.indices,
+                   "features": dataset.features, "labels": dataset.labels,
+                   "train_idx": dataset.train_idx, "val_idx": dataset.val_idx,
+                   "test_idx": dataset.test_idx}
+        for key, tensor in tensors.items():
+            np.save(tmp / f"{key}.npy", tensor.numpy())
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "name": dataset.name,
+            "num_classes": dataset.num_classes,
+            "params": params,
+            "counts": {"num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
+                       "num_features": dataset.num_features,
+                       **{k: tensors[k].numel() for k in ("train_idx", "val_idx", "test_idx")}},
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        try:
+            os.replace(tmp, directory)
+        except OSError:
+            if not (directory / "meta.json").exists():
+                raise
+            _log.info("another process cached %s first; using its entry", directory)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,62 @@
+"""The environment record every result carries: versions, hardware, threads, git commit."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+_PACKAGES = ("torch", "numpy", "dgl", "ogb", "pandas", "papermill")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> str | None:
+    """HEAD of the repository holding this package, with '+dirty' for uncommitted changes."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+dirty" if dirty.strip() else "")
+
+
+def environment() -> dict:
+    """A JSON-ready description of where and with what a result was produced."""
+    cuda = torch.cuda.is_available()
+    return {
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "versions": {p: _version(p) for p in _PACKAGES} | {"gnnrepro": _version("gnnrepro")},
+        "git_commit": _git_commit(),
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.version.cuda,
+        "gpu": torch.cuda.get_device_name() if cuda else None,
+        "gpu_count": torch.cuda.device_count() if cuda else 0,
+    }
