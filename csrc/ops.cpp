@@ -8,10 +8,11 @@ TORCH_LIBRARY(gnnrepro, m) {
   // Fused neighbour sampling + to_block for all layers of one mini-batch.
   // fanouts[i] is GNN layer i's fanout (-1: all neighbours); seeds are sampled with fanouts[-1].
   // node_map: int32 [N], all -1 on entry; used as a dense relabel map and left all -1 on exit.
+  // workspace: int64 scratch the op grows as needed; keep it across calls to avoid allocations.
   // Returns [indptr, indices, src_nodes] per block, input layer first.
   m.def(
       "sample_fused(Tensor indptr, Tensor indices, Tensor seeds, int[] fanouts, bool replace, "
-      "int seed, int batch_id, Tensor(a!) node_map) -> Tensor[]");
+      "int seed, int batch_id, Tensor(a!) node_map, Tensor(b!) workspace) -> Tensor[]");
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

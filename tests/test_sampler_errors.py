@@ -89,7 +89,7 @@ def test_from_edges_checks(small_graph):
 
 def _op(graph: CSCGraph, seeds: torch.Tensor, node_map: torch.Tensor, fanouts=(3, 3)):
     return ops.sample_fused(graph.indptr, graph.indices, seeds, list(fanouts), False, 0, 0,
-                            node_map)
+                            node_map, torch.empty(0, dtype=torch.int64))
 
 
 def _fresh_map(graph: CSCGraph) -> torch.Tensor:

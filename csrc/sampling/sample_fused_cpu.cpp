@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "../common/rng.h"
@@ -28,6 +27,7 @@ constexpr int64_t kLinearScanMax = 64;
 // How many items ahead the loops prefetch the random cache lines they will touch.
 constexpr int64_t kPrefetchAhead = 8;
 constexpr int64_t kRelabelPrefetchAhead = 16;
+constexpr int64_t kGatherPrefetchAhead = 16;
 
 // Restores node_map to all -1 if sampling stops with an error half way.
 class NodeMapGuard {
@@ -44,31 +44,29 @@ class NodeMapGuard {
   bool done_ = false;
 };
 
-// Picks `count` of the `degree` neighbours starting at `nbrs` into `out` (global ids). Fanout -1
-// (all neighbours) takes them all, with or without replacement.
-template <typename IdT>
-void pick_neighbours(const IdT* nbrs, int64_t degree, int64_t count, int64_t fanout, bool replace,
-                     uint64_t key, int64_t* out, std::vector<uint64_t>& bitmap) {
+// Writes the positions in `indices` of `count` of the `degree` neighbours stored from `start`.
+// Fanout -1 (all neighbours) takes them all, with or without replacement.
+void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout, bool replace,
+                    uint64_t key, int64_t* out, std::vector<uint64_t>& bitmap) {
   if (fanout < 0 || (count == degree && !replace)) {
-    for (int64_t j = 0; j < degree; ++j) out[j] = nbrs[j];
+    for (int64_t j = 0; j < degree; ++j) out[j] = start + j;
     return;
   }
   if (replace) {
-    for (int64_t j = 0; j < count; ++j) out[j] = nbrs[below(draw(key, j), degree)];
+    for (int64_t j = 0; j < count; ++j) out[j] = start + static_cast<int64_t>(below(draw(key, j), degree));
     return;
   }
   // Floyd's algorithm: a uniform `count`-subset of [0, degree) with `count` draws.
-  int64_t* picked = out;  // offsets first, mapped to ids below
   if (count <= kLinearScanMax) {
     for (int64_t j = degree - count, n = 0; j < degree; ++j, ++n) {
       int64_t t = static_cast<int64_t>(below(draw(key, n), j + 1));
       for (int64_t q = 0; q < n; ++q) {
-        if (picked[q] == t) {
+        if (out[q] == t) {
           t = j;
           break;
         }
       }
-      picked[n] = t;
+      out[n] = t;
     }
   } else {
     bitmap.assign((degree + 63) / 64, 0);
@@ -76,17 +74,25 @@ void pick_neighbours(const IdT* nbrs, int64_t degree, int64_t count, int64_t fan
       int64_t t = static_cast<int64_t>(below(draw(key, n), j + 1));
       if (bitmap[t >> 6] >> (t & 63) & 1) t = j;
       bitmap[t >> 6] |= uint64_t{1} << (t & 63);
-      picked[n] = t;
+      out[n] = t;
     }
   }
-  for (int64_t j = 0; j < count; ++j) out[j] = nbrs[picked[j]];
+  for (int64_t j = 0; j < count; ++j) out[j] += start;
+}
+
+// The workspace's data with room for `size` int64 values. The workspace lives across calls (the
+// Python sampler owns it, like node_map), so steady-state batches allocate and page-fault
+// nothing but their outputs. Contents are not preserved when it grows.
+int64_t* grow(at::Tensor& workspace, int64_t size) {
+  if (workspace.numel() < size) workspace.resize_({size + size / 4});
+  return workspace.data_ptr<int64_t>();
 }
 
 template <typename IdT>
 std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const at::Tensor& indices,
                                                const at::Tensor& seeds, at::IntArrayRef fanouts,
                                                bool replace, int64_t seed, int64_t batch_id,
-                                               at::Tensor& node_map) {
+                                               at::Tensor& node_map, at::Tensor& workspace) {
   const int64_t num_nodes = indptr.numel() - 1;
   const int64_t num_edges = indices.numel();
   const int64_t* ip = indptr.data_ptr<int64_t>();
@@ -110,14 +116,13 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     }
   }
 
-  std::vector<int64_t> start, degree;
   for (int64_t layer = num_layers - 1; layer >= 0; --layer) {
     const int64_t fanout = fanouts[layer];
     const int64_t* d = dst.data_ptr<int64_t>();
     at::Tensor block_indptr = at::empty({num_dst + 1}, long_opts);
     int64_t* bp = block_indptr.data_ptr<int64_t>();
-    start.resize(num_dst);
-    degree.resize(num_dst);
+    int64_t* start = grow(workspace, 2 * num_dst);
+    int64_t* degree = start + num_dst;
 
     // (1) Degrees and pick counts; indptr is read once per destination.
     at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
@@ -138,31 +143,33 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     TORCH_CHECK(num_dst + block_edges < std::numeric_limits<int32_t>::max(),
                 "a block with 2^31 - 1 or more sources is not supported");
 
-    // (2) Sample global neighbour ids into the block's indices, in parallel over destinations.
+    // (2) Sample, in parallel over destinations: first the picked positions (random numbers
+    // only, sequential writes), then a gather of the neighbour ids with prefetching, so the
+    // random reads of `indices` (mostly one cache line per pick: frontiers favour hubs) overlap.
     at::Tensor block_indices = at::empty({block_edges}, long_opts);
     int64_t* bi = block_indices.data_ptr<int64_t>();
     at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
       std::vector<uint64_t> bitmap;
       for (int64_t i = begin; i < end; ++i) {
-        if (i + kPrefetchAhead < end) __builtin_prefetch(ix + start[i + kPrefetchAhead]);
         const int64_t count = bp[i + 1] - bp[i];
         if (count == 0) continue;
         const uint64_t key = node_key(static_cast<uint64_t>(seed), static_cast<uint64_t>(batch_id),
                                       static_cast<uint64_t>(layer), static_cast<uint64_t>(d[i]));
-        int64_t* o = bi + bp[i];
-        pick_neighbours(ix + start[i], degree[i], count, fanout, replace, key, o, bitmap);
-        for (int64_t j = 0; j < count; ++j) {
-          TORCH_CHECK(static_cast<uint64_t>(o[j]) < static_cast<uint64_t>(num_nodes),
-                      "indices holds node id ", o[j], " outside [0, ", num_nodes, ")");
-        }
+        pick_positions(start[i], degree[i], count, fanout, replace, key, bi + bp[i], bitmap);
+      }
+      const int64_t e_end = bp[end];
+      for (int64_t e = bp[begin]; e < e_end; ++e) {
+        if (e + kGatherPrefetchAhead < e_end) __builtin_prefetch(ix + bi[e + kGatherPrefetchAhead]);
+        const int64_t u = ix[bi[e]];
+        TORCH_CHECK(static_cast<uint64_t>(u) < static_cast<uint64_t>(num_nodes),
+                    "indices holds node id ", u, " outside [0, ", num_nodes, ")");
+        bi[e] = u;
       }
     });
 
     // (3) Relabel in place; first-occurrence order keeps the result independent of threads.
     // Branch-free (a new node is as likely as a seen one) with the map entries prefetched.
-    // Uninitialised on purpose: slot k is written before it is read.
-    std::unique_ptr<int64_t[]> fresh_buffer(new int64_t[block_edges > 0 ? block_edges : 1]);
-    int64_t* fresh_nodes = fresh_buffer.get();
+    int64_t* fresh_nodes = grow(workspace, block_edges);  // slot k is written before it is read
     int64_t num_fresh = 0;
     int32_t next = static_cast<int32_t>(num_dst);
     for (int64_t e = 0; e < block_edges; ++e) {
@@ -202,14 +209,17 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
 std::vector<at::Tensor> sample_fused_cpu(const at::Tensor& indptr, const at::Tensor& indices,
                                          const at::Tensor& seeds, at::IntArrayRef fanouts,
                                          bool replace, int64_t seed, int64_t batch_id,
-                                         at::Tensor node_map) {
+                                         at::Tensor node_map, at::Tensor workspace) {
   check_sample_args(indptr, indices, seeds, fanouts, node_map);
+  TORCH_CHECK(workspace.dim() == 1 && workspace.scalar_type() == at::kLong &&
+                  workspace.device() == indptr.device(),
+              "workspace must be a 1-D int64 tensor on the graph's device");
   if (indices.scalar_type() == at::kInt) {
     return sample_fused_cpu_typed<int32_t>(indptr, indices, seeds, fanouts, replace, seed,
-                                           batch_id, node_map);
+                                           batch_id, node_map, workspace);
   }
   return sample_fused_cpu_typed<int64_t>(indptr, indices, seeds, fanouts, replace, seed, batch_id,
-                                         node_map);
+                                         node_map, workspace);
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ def output_counts(output) -> tuple[int, int]:
 
 def run(dataset: str = "products-sim", scale: float = 0.25, root: str | None = None,
         fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024, batches: int = 50,
-        threads: int = 2, repeats: int = 1, samplers: Sequence[str] = SAMPLERS,
+        threads: int = 2, repeats: int = 3, samplers: Sequence[str] = SAMPLERS,
         seed: int = 0) -> dict:
     """Time each sampler on the same batches; return the JSON-ready result."""
     if batch_size <= 0:

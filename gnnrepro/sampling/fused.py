@@ -38,13 +38,14 @@ class FusedSampler:
             raise TypeError(f"replace must be a bool, got {type(replace).__name__}")
         self.replace = replace
         self.seed = check_seed(seed)
-        self._node_map: torch.Tensor | None = None
+        self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
+        self._workspace: torch.Tensor | None = None  # op scratch, grown by the op
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:
-        # The relabel map is per-process scratch: a worker builds its own instead of pickling it.
+        # The op's scratch is per process: a worker builds its own instead of pickling it.
         state = self.__dict__.copy()
-        state["_node_map"] = None
+        state["_node_map"] = state["_workspace"] = None
         del state["_lock"]
         return state
 
@@ -57,11 +58,12 @@ class FusedSampler:
         seeds = check_seeds(seeds, self.graph)
         batch_id = check_seed(batch_id, "batch_id")
         g = self.graph
-        with self._lock:  # the node map is scratch shared by calls on this sampler
+        with self._lock:  # the op's scratch is shared by calls on this sampler
             if self._node_map is None:
                 self._node_map = torch.full((g.num_nodes,), -1, dtype=torch.int32,
                                             device=g.device)
+                self._workspace = torch.empty(0, dtype=torch.int64, device=g.device)
             flat = _ops.ops.sample_fused(g.indptr, g.indices, seeds, self.fanouts, self.replace,
-                                         self.seed, batch_id, self._node_map)
+                                         self.seed, batch_id, self._node_map, self._workspace)
         blocks = blocks_from_op(flat)
         return MiniBatch(seeds, blocks[0].src_nodes, blocks, batch_id=batch_id)
