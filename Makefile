@@ -37,14 +37,21 @@ test-gpu: setup
 	$(PY) -m pytest -q tests/gpu
 
 # The sampler tests once more against an AddressSanitizer + UBSan build of the extension.
+# Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are
+# printed if the run fails.
+ASAN_TESTS := tests/test_sampler.py tests/test_sampler_errors.py
 asan: setup
 	rm -rf build/asan && mkdir -p build/asan
 	cp -r gnnrepro build/asan/ && rm -f build/asan/gnnrepro/_C*.so
 	GNNREPRO_ASAN=1 FORCE_CPU=1 $(PY) setup.py -q build_ext --build-temp build/asan-obj --build-lib build/asan
 	cd build/asan && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
-	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/build/asan/report \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build/asan/report \
 	  PYTHONPATH=$(CURDIR)/build/asan ../../$(PY) -m pytest -q -p no:cacheprovider \
-	  $(CURDIR)/tests/test_sampler.py $(CURDIR)/tests/test_sampler_errors.py
+	  $(addprefix $(CURDIR)/,$(ASAN_TESTS)) \
+	  || { cat $(CURDIR)/build/asan/report.* 2>/dev/null | grep -v '^    #[1-9][0-9]'; exit 1; }
+	@if ls build/asan/report.* >/dev/null 2>&1; then cat build/asan/report.*; exit 1; fi
+	@echo "asan: no sanitizer reports"
 
 bench-sampling: setup
 	$(PY) -m gnnrepro bench sampling --dataset products-sim --scale 0.25 --fanouts 15,10,5 \

@@ -13,6 +13,12 @@ TORCH_LIBRARY(gnnrepro, m) {
   m.def(
       "sample_fused(Tensor indptr, Tensor indices, Tensor seeds, int[] fanouts, bool replace, "
       "int seed, int batch_id, Tensor(a!) node_map, Tensor(b!) workspace) -> Tensor[]");
+
+  // ---- Feature extraction (csrc/features) ----
+  // Row gather: out[i, :] = src[index[i], :] for a 2-D contiguous src, int64 or int32 index, into
+  // a caller-owned contiguous `out` of src's dtype with at least len(index) rows (e.g. a pinned
+  // staging buffer). Returns out[:len(index)], a view of out.
+  m.def("gather_rows(Tensor src, Tensor index, Tensor(a!) out) -> Tensor(a!)");
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

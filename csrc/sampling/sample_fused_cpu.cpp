@@ -187,7 +187,7 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     const int64_t num_src = num_dst + num_fresh;
     at::Tensor src_nodes = at::empty({num_src}, long_opts);
     int64_t* sn = src_nodes.data_ptr<int64_t>();
-    std::memcpy(sn, d, num_dst * sizeof(int64_t));
+    if (num_dst) std::memcpy(sn, d, num_dst * sizeof(int64_t));  // empty tensors hold null
     if (num_fresh) std::memcpy(sn + num_dst, fresh_nodes, num_fresh * sizeof(int64_t));
 
     out[3 * layer] = block_indptr;

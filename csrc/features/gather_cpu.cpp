@@ -1,0 +1,85 @@
+// Multi-threaded row gather on the CPU: out[i, :] = src[index[i], :].
+//
+// This is stage 2 (feature extraction) of every mini-batch: the rows of the input nodes are
+// copied straight into a caller-owned buffer (in the pipeline a pinned staging slot, so the
+// host-to-device copy that follows needs no bounce buffer). Rows are copied as bytes, so every
+// dtype works; the reads are random, so each thread prefetches the rows a few iterations ahead
+// to keep several cache misses in flight instead of one.
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace gnnrepro {
+namespace {
+
+// Rows ahead of the one being copied whose cache lines are prefetched.
+constexpr int64_t kPrefetchRows = 8;
+// Bytes of each upcoming row that are prefetched (the hardware prefetcher streams the rest).
+constexpr int64_t kPrefetchBytes = 512;
+constexpr int64_t kCacheLine = 64;
+// Bytes one parallel task copies at least, so small gathers stay on the calling thread.
+constexpr int64_t kGrainBytes = 64 * 1024;
+
+template <typename IdT>
+void gather_rows_typed(const char* src, int64_t num_rows, int64_t row_bytes, const IdT* index,
+                       int64_t n, char* out) {
+  const int64_t grain = std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(row_bytes, 1));
+  const int64_t prefetch_bytes = std::min(row_bytes, kPrefetchBytes);
+  at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      if (i + kPrefetchRows < end) {
+        const auto ahead = static_cast<int64_t>(index[i + kPrefetchRows]);
+        if (static_cast<uint64_t>(ahead) < static_cast<uint64_t>(num_rows)) {
+          const char* p = src + ahead * row_bytes;
+          for (int64_t b = 0; b < prefetch_bytes; b += kCacheLine) __builtin_prefetch(p + b);
+        }
+      }
+      const auto row = static_cast<int64_t>(index[i]);
+      TORCH_CHECK(static_cast<uint64_t>(row) < static_cast<uint64_t>(num_rows), "index[", i,
+                  "] = ", row, " is outside [0, ", num_rows, ")");
+      std::memcpy(out + i * row_bytes, src + row * row_bytes, row_bytes);
+    }
+  });
+}
+
+at::Tensor gather_rows_cpu(const at::Tensor& src, const at::Tensor& index, at::Tensor& out) {
+  TORCH_CHECK(src.dim() == 2, "src must be 2-D, got ", src.dim(), "-D");
+  TORCH_CHECK(src.is_contiguous(), "src must be contiguous");
+  TORCH_CHECK(src.layout() == at::kStrided && !src.is_quantized(), "src must be a dense tensor");
+  TORCH_CHECK(index.dim() == 1, "index must be 1-D, got ", index.dim(), "-D");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index must be int64 or int32, got ", index.scalar_type());
+  TORCH_CHECK(out.dim() == 2, "out must be 2-D, got ", out.dim(), "-D");
+  TORCH_CHECK(out.scalar_type() == src.scalar_type(), "out has dtype ", out.scalar_type(),
+              " but src has ", src.scalar_type());
+  TORCH_CHECK(out.is_contiguous(), "out must be contiguous");
+  TORCH_CHECK(src.device().is_cpu() && index.device().is_cpu() && out.device().is_cpu(),
+              "src, index and out must all be CPU tensors");
+  TORCH_CHECK(out.size(1) == src.size(1), "out has ", out.size(1), " columns but src has ",
+              src.size(1));
+  const int64_t n = index.numel();
+  TORCH_CHECK(out.size(0) >= n, "out has ", out.size(0), " rows, fewer than the ", n,
+              " indices");
+  at::Tensor result = out.narrow(0, 0, n);
+  if (n == 0 || src.size(1) == 0) return result;
+  at::assert_no_overlap(result, src);
+  const at::Tensor idx = index.contiguous();
+  const int64_t row_bytes = src.size(1) * static_cast<int64_t>(src.element_size());
+  const auto* s = static_cast<const char*>(src.const_data_ptr());
+  auto* o = static_cast<char*>(out.data_ptr());
+  if (idx.scalar_type() == at::kInt) {
+    gather_rows_typed(s, src.size(0), row_bytes, idx.const_data_ptr<int32_t>(), n, o);
+  } else {
+    gather_rows_typed(s, src.size(0), row_bytes, idx.const_data_ptr<int64_t>(), n, o);
+  }
+  return result;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(gnnrepro, CPU, m) { m.impl("gather_rows", &gather_rows_cpu); }
+
+}  // namespace gnnrepro

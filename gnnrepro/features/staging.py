@@ -1,0 +1,142 @@
+"""StagingRing: reusable (pinned) host buffers that gathered features pass through to the GPU.
+
+Why: allocating a pinned buffer per mini-batch costs a cudaHostAlloc (milliseconds, and it
+serialises with the GPU), and a pageable one makes the host-to-device copy synchronous and slow.
+A ring of a few fixed buffers, each handed out only when its previous batch no longer needs it,
+costs neither. A slot is busy from `acquire()` until `release()`, or until the event given to
+`release_after(event)` (e.g. a CUDA event recorded after the copy out of the slot) completes.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol
+
+import torch
+
+from gnnrepro.features.store import pin_in_place
+
+__all__ = ["StagingRing", "StagingSlot"]
+
+# How often a waiting acquire() re-checks the events of slots released with release_after().
+_POLL_S = 0.0005
+
+
+class Event(Protocol):
+    """Anything with a non-blocking completion check, such as torch.cuda.Event."""
+
+    def query(self) -> bool: ...
+
+
+class StagingSlot:
+    """One buffer of a StagingRing: `buffer` is [max_rows, dim]; write the first rows you need."""
+
+    def __init__(self, ring: "StagingRing", index: int, buffer: torch.Tensor):
+        self.ring = ring
+        self.index = index
+        self.buffer = buffer
+
+    def release(self) -> None:
+        """Return the slot to the ring now; it may be handed out again at once."""
+        self.ring._release(self, None)
+
+    def release_after(self, event: Event) -> None:
+        """Return the slot once `event.query()` is True (e.g. its device copy has finished)."""
+        if not callable(getattr(event, "query", None)):
+            raise TypeError(f"event must have a query() method, got {type(event).__name__}")
+        self.ring._release(self, event)
+
+    def __repr__(self) -> str:
+        return f"StagingSlot(index={self.index}, shape={tuple(self.buffer.shape)})"
+
+
+class StagingRing:
+    """`slots` buffers of [max_rows, dim] `dtype`, allocated once and handed out round-robin.
+
+    `pin=True` page-locks them when CUDA is available (silently pageable otherwise).
+    `share=True` puts them in shared memory (pinned in place), so worker processes can gather
+    straight into them; the ring's bookkeeping itself stays in the process that created it.
+    `acquire()` is thread-safe.
+    """
+
+    def __init__(self, slots: int, max_rows: int, dim: int, dtype: torch.dtype = torch.float32,
+                 pin: bool = True, *, share: bool = False):
+        for name, value, low in (("slots", slots, 1), ("max_rows", max_rows, 1), ("dim", dim, 1)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            if value < low:
+                raise ValueError(f"{name} must be >= {low}, got {value}")
+        if not isinstance(dtype, torch.dtype):
+            raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
+        for name, flag in (("pin", pin), ("share", share)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        cuda = pin and torch.cuda.is_available()
+        if share:
+            self.buffers = torch.empty((slots, max_rows, dim), dtype=dtype).share_memory_()
+            self.pinned = cuda and pin_in_place(self.buffers, self)
+        else:
+            self.buffers = torch.empty((slots, max_rows, dim), dtype=dtype, pin_memory=cuda)
+            self.pinned = cuda
+        self.slots = [StagingSlot(self, i, self.buffers[i]) for i in range(slots)]
+        self._events: list[Event | None] = [None] * slots  # pending release of a busy slot
+        self._busy = [False] * slots
+        self._next = 0
+        self._cond = threading.Condition()
+
+    @property
+    def num_busy(self) -> int:
+        """Slots not available to acquire() right now."""
+        with self._cond:
+            return sum(self._busy[i] and not self._completed(i) for i in range(len(self.slots)))
+
+    def acquire(self, timeout: float | None = 30.0) -> StagingSlot:
+        """The next free slot in ring order, marked busy; waits up to `timeout` s (None: forever).
+
+        Raises TimeoutError if every slot stays busy that long, which usually means slots are
+        acquired but never released, or more batches are in flight than the ring has slots.
+        """
+        if timeout is not None and (isinstance(timeout, bool) or
+                                    not isinstance(timeout, (int, float)) or timeout < 0):
+            raise ValueError(f"timeout must be None or a number >= 0, got {timeout!r}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        n = len(self.slots)
+        with self._cond:
+            while True:
+                for k in range(n):
+                    i = (self._next + k) % n
+                    if not self._busy[i] or self._completed(i):
+                        self._busy[i], self._events[i] = True, None
+                        self._next = (i + 1) % n
+                        return self.slots[i]
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    raise TimeoutError(
+                        f"all {n} staging slots are still busy after {timeout} s: release each "
+                        "acquired slot (release() or release_after(event)) once its batch has "
+                        "been copied out, or use a ring with more slots")
+                if any(e is not None for e in self._events):  # events do not notify: poll
+                    wait = _POLL_S if wait is None else min(wait, _POLL_S)
+                self._cond.wait(wait)
+
+    def _completed(self, i: int) -> bool:
+        """Whether busy slot i's release event has completed (False if it has none yet)."""
+        event = self._events[i]
+        return event is not None and bool(event.query())
+
+    def _release(self, slot: StagingSlot, event: Event | None) -> None:
+        if slot.ring is not self:
+            raise ValueError("slot belongs to another StagingRing")
+        with self._cond:
+            if not self._busy[slot.index] or self._events[slot.index] is not None:
+                raise RuntimeError(f"staging slot {slot.index} is not held: released twice?")
+            if event is None:
+                self._busy[slot.index] = False
+            else:
+                self._events[slot.index] = event
+            self._cond.notify()
+
+    def __repr__(self) -> str:
+        _, max_rows, dim = self.buffers.shape
+        return (f"StagingRing(slots={len(self.slots)}, max_rows={max_rows}, dim={dim}, "
+                f"dtype={self.buffers.dtype}, pinned={self.pinned}, busy={self.num_busy})")

@@ -1,0 +1,202 @@
+"""Feature stores: where node features live and how a mini-batch's rows are gathered from them.
+
+`InMemoryFeatureStore` keeps one copy of the feature table per machine, in shared memory that
+every training and worker process maps (never copies), page-locked in place when CUDA is present
+so host-to-device copies and GPU-side (UVA) reads of it run at full PCIe speed.
+"""
+from __future__ import annotations
+
+import abc
+import warnings
+import weakref
+
+import torch
+
+from gnnrepro import _ops
+
+__all__ = ["FeatureStore", "InMemoryFeatureStore", "check_ids", "check_out", "pin_in_place"]
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def pin_in_place(tensor: torch.Tensor, owner: object) -> bool:
+    """Page-lock `tensor`'s memory in place with cudaHostRegister; False if that is impossible.
+
+    Why not `tensor.pin_memory()`: it returns a pinned *copy*, doubling a table that may take
+    most of the host's memory and unsharing it from other processes. The registration is undone
+    when `owner` is garbage-collected (not at interpreter exit, where the OS cleans up), so the
+    address range can be registered again later. Memory that is already pinned is left alone.
+    """
+    if not torch.cuda.is_available() or tensor.numel() == 0:
+        return False
+    if tensor.is_pinned():
+        return True
+    cudart = torch.cuda.cudart()
+    ptr = tensor.untyped_storage().data_ptr()
+    err = int(cudart.cudaHostRegister(ptr, tensor.untyped_storage().nbytes(), 0))
+    if err != 0:
+        return False
+    weakref.finalize(owner, cudart.cudaHostUnregister, ptr).atexit = False
+    return True
+
+
+def check_ids(ids: object, num_nodes: int) -> torch.Tensor:
+    """`ids` as a 1-D int32/int64 CPU tensor of node ids in [0, num_nodes), else a clear error."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a torch.Tensor, got {type(ids).__name__}")
+    if ids.dtype not in _INT_DTYPES:
+        raise TypeError(f"ids must be an integer tensor, got {ids.dtype}")
+    if ids.dim() != 1:
+        raise ValueError(f"ids must be 1-D, got shape {tuple(ids.shape)}")
+    if ids.device.type != "cpu":
+        raise ValueError(f"ids must be on the CPU (where the features are), got {ids.device}")
+    if ids.dtype not in (torch.int32, torch.int64):
+        ids = ids.to(torch.int64)
+    if ids.numel():
+        lo, hi = (int(v) for v in torch.aminmax(ids))
+        if lo < 0 or hi >= num_nodes:
+            raise ValueError(
+                f"ids must lie in [0, num_nodes={num_nodes}), found values in [{lo}, {hi}]")
+    return ids
+
+
+def check_out(out: object, rows: int, dim: int, dtype: torch.dtype) -> torch.Tensor:
+    """Validate a caller's output buffer: a contiguous CPU [>= rows, dim] tensor of `dtype`."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if out.dtype != dtype:
+        raise TypeError(f"out must have the features' dtype {dtype}, got {out.dtype}")
+    if out.device.type != "cpu":
+        raise ValueError(f"out must be a CPU tensor, got {out.device}")
+    if out.dim() != 2 or out.shape[1] != dim or out.shape[0] < rows:
+        raise ValueError(f"out must have shape [>= {rows}, {dim}], got {tuple(out.shape)}")
+    if not out.is_contiguous():
+        raise ValueError("out must be contiguous")
+    return out
+
+
+class FeatureStore(abc.ABC):
+    """A [num_nodes, dim] feature table that mini-batches gather rows from."""
+
+    @property
+    @abc.abstractmethod
+    def num_nodes(self) -> int: ...
+
+    @property
+    @abc.abstractmethod
+    def dim(self) -> int: ...
+
+    @property
+    @abc.abstractmethod
+    def dtype(self) -> torch.dtype: ...
+
+    @abc.abstractmethod
+    def nbytes(self) -> int:
+        """Bytes of the whole table."""
+
+    @abc.abstractmethod
+    def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows `ids` as a [len(ids), dim] tensor, written into `out[:len(ids)]` when given."""
+
+
+
+class InMemoryFeatureStore(FeatureStore):
+    """Features held in host memory: one shared copy per machine, pinned in place with CUDA.
+
+    `share=True` makes the table cheap to hand to worker processes (torch.multiprocessing sends
+    a handle to the same pages, not the data). A tensor already in shared memory is used as it
+    is; so is a file mapping made with `torch.from_file(..., shared=True)`, which is pickled by
+    its file name and mapped again in the receiver. Anything else - including the datasets'
+    features, which are *copy-on-write* numpy memmaps of the cache files - is moved into shared
+    memory once, in place (`share_memory_()` swaps the tensor's storage; the caller's tensor
+    sees it). Why copy a file mapping: a private (copy-on-write) mapping is per process, so
+    torch.multiprocessing would copy it into shared memory on every send anyway, and pinning it
+    (cudaHostRegister) would force a private copy of every page in every process that pins.
+
+    `pin=True` page-locks the table in place when CUDA is available (see `pin_in_place`); if
+    that fails (locked-memory limits, too little RAM) the table stays pageable with one warning.
+    Pinning is per process: a store received by another process is not pinned there (workers
+    that only gather on the CPU do not need it); call `pin_memory_()` where it is wanted.
+    """
+
+    def __init__(self, features: torch.Tensor, *, share: bool = True, pin: bool = True):
+        if not isinstance(features, torch.Tensor):
+            raise TypeError(f"features must be a torch.Tensor, got {type(features).__name__}")
+        if not features.is_floating_point():
+            raise TypeError(f"features must be a floating-point tensor, got {features.dtype}")
+        if features.dim() != 2:
+            raise ValueError(f"features must be 2-D [num_nodes, dim], got shape "
+                             f"{tuple(features.shape)}")
+        if features.device.type != "cpu":
+            raise ValueError(f"features must be a CPU tensor, got {features.device}")
+        if not features.is_contiguous():
+            raise ValueError("features must be contiguous")
+        for name, flag in (("share", share), ("pin", pin)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        if share and not features.is_shared():
+            features.share_memory_()
+        self.features = features
+        self.pinned = False
+        if pin:
+            self.pin_memory_()
+
+    @property
+    def num_nodes(self) -> int:
+        return self.features.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.features.shape[1]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.features.dtype
+
+    def nbytes(self) -> int:
+        return self.features.numel() * self.features.element_size()
+
+    def pin_memory_(self) -> "InMemoryFeatureStore":
+        """Page-lock the table in this process if CUDA is available; warn once if that fails."""
+        if torch.cuda.is_available() and not self.pinned:
+            self.pinned = pin_in_place(self.features, self)
+            if not self.pinned:
+                warnings.warn(f"could not page-lock the {self.nbytes() / 2**30:.2f} GiB feature "
+                              "table (cudaHostRegister failed); it stays pageable and "
+                              "host-to-device copies will be slower", stacklevel=2)
+        return self
+
+    def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows `ids` (int32/int64, repeats allowed) via the multi-threaded C++ gather.
+
+        With `out` (e.g. a pinned staging buffer with room for at least len(ids) rows) nothing
+        is allocated and the result is the view `out[:len(ids)]`.
+        """
+        ids = check_ids(ids, self.num_nodes)
+        if out is None:
+            out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
+        else:
+            out = check_out(out, ids.numel(), self.dim, self.dtype)
+        return _ops.ops.gather_rows(self.features, ids, out)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["pinned"] = False  # page-locking does not travel to another process
+        filename = self.features.untyped_storage().filename
+        if filename is not None:  # torch cannot send a file mapping's handle: send its name
+            state["features"] = (filename, self.features.untyped_storage().nbytes(),
+                                 self.features.storage_offset(), self.dtype,
+                                 tuple(self.features.shape))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        if isinstance(state["features"], tuple):
+            filename, nbytes, offset, dtype, shape = state["features"]
+            itemsize = torch.empty(0, dtype=dtype).element_size()
+            flat = torch.from_file(filename, shared=True, size=nbytes // itemsize, dtype=dtype)
+            state["features"] = flat[offset: offset + shape[0] * shape[1]].view(shape)
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return (f"InMemoryFeatureStore(num_nodes={self.num_nodes}, dim={self.dim}, "
+                f"dtype={self.dtype}, shared={self.features.is_shared()}, pinned={self.pinned})")

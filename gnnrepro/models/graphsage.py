@@ -1,0 +1,89 @@
+"""GraphSAGE with the mean aggregator on sampled Blocks, in plain torch ops (CPU or CUDA).
+
+Each layer maps a block's source features h [num_src, d] to destination features
+`W_self h[:num_dst] + W_neigh mean_{u in N(v)} h[u]` (the bias lives in W_self, as in DGL's
+SAGEConv); a destination with no sampled neighbours gets a zero neighbour mean.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from gnnrepro.sampling.block import Block
+
+__all__ = ["GraphSAGE", "SAGEConv"]
+
+
+def _check_dims(**dims: int) -> None:
+    for name, value in dims.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def _check_dropout(dropout: float) -> float:
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
+        raise TypeError(f"dropout must be a float, got {type(dropout).__name__}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
+    return float(dropout)
+
+
+class SAGEConv(nn.Module):
+    """One mean-aggregator GraphSAGE layer on a Block."""
+
+    def __init__(self, in_dim: int, out_dim: int):
+        super().__init__()
+        _check_dims(in_dim=in_dim, out_dim=out_dim)
+        self.fc_self = nn.Linear(in_dim, out_dim)
+        self.fc_neigh = nn.Linear(in_dim, out_dim, bias=False)
+
+    def forward(self, block: Block, h: torch.Tensor) -> torch.Tensor:
+        """[block.num_src, in_dim] source features -> [block.num_dst, out_dim]."""
+        # The mean is linear, so project first when that shrinks what is aggregated.
+        project_first = self.fc_neigh.out_features < self.fc_neigh.in_features
+        msg = self.fc_neigh(h) if project_first else h
+        agg = msg.new_zeros((block.num_dst, msg.shape[1]))
+        agg.index_add_(0, block.edge_dst(), msg[block.indices])
+        degree = block.in_degrees().clamp_(min=1).to(agg.dtype).unsqueeze(1)
+        neigh = agg / degree
+        if not project_first:
+            neigh = self.fc_neigh(neigh)
+        return self.fc_self(h[: block.num_dst]) + neigh
+
+
+class GraphSAGE(nn.Module):
+    """`num_layers` SAGEConv layers with ReLU and dropout between them (none after the last).
+
+    `forward(blocks, x)` takes the mini-batch's blocks, input layer first, and the input nodes'
+    features x [blocks[0].num_src, in_dim]; it returns logits [blocks[-1].num_dst, out_dim].
+    """
+
+    def __init__(self, in_dim: int, hidden: int = 256, out_dim: int = 47, num_layers: int = 3,
+                 dropout: float = 0.5):
+        super().__init__()
+        _check_dims(in_dim=in_dim, hidden=hidden, out_dim=out_dim, num_layers=num_layers)
+        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
+        self.layers = nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+    def forward(self, blocks: Sequence[Block], x: torch.Tensor) -> torch.Tensor:
+        if len(blocks) != self.num_layers:
+            raise ValueError(f"blocks has {len(blocks)} blocks but the model has "
+                             f"{self.num_layers} layers")
+        if x.dim() != 2 or x.shape[0] != blocks[0].num_src:
+            raise ValueError(f"x must have one row per input node of blocks[0] "
+                             f"({blocks[0].num_src}), got shape {tuple(x.shape)}")
+        h = x
+        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+            h = layer(block, h)
+            if i < self.num_layers - 1:
+                h = self.dropout(torch.relu(h))
+        return h

@@ -1,0 +1,49 @@
+"""`python -m gnnrepro bench sampling` end to end on a tiny graph: structure, not speed."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from gnnrepro.__main__ import main
+
+
+@pytest.fixture(autouse=True)
+def private_cache_and_threads(tmp_path, monkeypatch):
+    """A private dataset cache; the bench sets torch's thread count, so restore it after."""
+    monkeypatch.setenv("GNNREPRO_DATA", str(tmp_path / "cache"))
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_bench_sampling_writes_side_by_side_json(tmp_path, capsys):
+    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    out = tmp_path / "bench.json"
+    assert main(["bench", "sampling", "--scale", "0.002", "--fanouts", "4,3", "--batch-size",
+                 "64", "--batches", "4", "--threads", "1", "--repeats", "2",
+                 "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["samplers"]) == {"dgl-unfused", "dgl-fused", "reference", "fused"}
+    for name, r in result["samplers"].items():
+        assert r["timings"] == 4 * 2, name
+        assert r["ms_per_batch"] > 0 and r["edges_per_s"] > 0
+        assert 64 <= r["input_nodes"] <= 64 * (1 + 3 + 3 * 4), name
+    fused = result["samplers"]["fused"]
+    assert result["speedup_vs_dgl_fused"] == pytest.approx(
+        result["samplers"]["dgl-fused"]["ms_per_batch"] / fused["ms_per_batch"])
+    assert result["params"]["fanouts"] == [4, 3] and result["params"]["batches"] == 4
+    assert result["env"]["versions"]["torch"] and result["env"]["torch_threads"] == 1
+    assert "fused speedup vs dgl fused" in capsys.readouterr().out
+    assert not list(tmp_path.glob(".bench.json.*")), "a temp file was left behind"
+
+
+def test_bench_sampling_rejects_bad_arguments():
+    with pytest.raises(SystemExit):
+        main(["bench", "sampling", "--fanouts", "4,x"])
+    with pytest.raises(ValueError, match="unknown sampler"):
+        main(["bench", "sampling", "--scale", "0.002", "--samplers", "fused,nope",
+              "--batch-size", "16", "--batches", "1"])
+    with pytest.raises(ValueError, match="batch_size"):
+        main(["bench", "sampling", "--scale", "0.002", "--batch-size", "0"])
