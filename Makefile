@@ -17,12 +17,13 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # torch first: a local wheel where pip's find-links has one (no multi-GB CUDA download on CPU
-# machines), else the registry's. Then the package with every extra, built against that torch.
+# machines), else the registry's. Then the package with every extra; its extension is built by
+# the next rule, against that torch.
 $(DEPS): pyproject.toml | $(PY)
 	$(PIP) install -q --upgrade pip setuptools wheel ninja numpy pybind11
 	$(PIP) install -q --no-index --no-deps 'torch>=2.3' 2>/dev/null || true
 	$(PIP) install -q 'torch>=2.3'
-	$(PIP) install -q --no-build-isolation -e '.[all]'
+	GNNREPRO_NO_EXT=1 $(PIP) install -q --no-build-isolation -e '.[all]'
 	touch $@
 
 # Rebuild the extension in place (ninja, incremental) when a C++/CUDA source changes.

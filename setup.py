@@ -1,7 +1,8 @@
 """Builds gnnrepro._C: the C++ ops always, the CUDA kernels when torch has CUDA and nvcc exists.
 
 FORCE_CUDA=1 / FORCE_CPU=1 override the detection; GNNREPRO_ASAN=1 builds with AddressSanitizer
-(see `make asan`).
+(see `make asan`); GNNREPRO_NO_EXT=1 installs the Python package alone (`make setup` then builds
+the extension in place, incrementally, with `setup.py build_ext --inplace`).
 """
 import glob
 import os
@@ -37,4 +38,4 @@ def extension():
     return CppExtension("gnnrepro._C", cpp, extra_compile_args={"cxx": cxx}, extra_link_args=link)
 
 
-setup(ext_modules=[extension()], cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)})
+setup(ext_modules=[] if os.environ.get("GNNREPRO_NO_EXT") == "1" else [extension()], cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)})

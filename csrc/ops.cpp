@@ -7,8 +7,13 @@
 TORCH_LIBRARY(gnnrepro, m) {
   // Fused neighbour sampling + to_block for all layers of one mini-batch.
   // fanouts[i] is GNN layer i's fanout (-1: all neighbours); seeds are sampled with fanouts[-1].
-  // node_map: int32 [N], all -1 on entry; used as a dense relabel map and left all -1 on exit.
+  // node_map: int32 [N], all -1 on entry and on exit (also after an error): the dense relabel
+  // map. An entry outside [-1, sources so far) raises, so no content makes the op read or write
+  // out of bounds or emit an out-of-range id; an in-range leftover cannot be told from a real
+  // id, so the map belongs to this op alone (FusedSampler owns one per process).
   // workspace: int64 scratch the op grows as needed; keep it across calls to avoid allocations.
+  // Neither may share memory with an input. Keep both across calls: then a batch allocates
+  // nothing but its outputs.
   // Returns [indptr, indices, src_nodes] per block, input layer first.
   m.def(
       "sample_fused(Tensor indptr, Tensor indices, Tensor seeds, int[] fanouts, bool replace, "

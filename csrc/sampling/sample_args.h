@@ -31,7 +31,8 @@ inline void check_sample_args(const at::Tensor& indptr, const at::Tensor& indice
               "graphs with 2^31 - 1 or more nodes are not supported");
   TORCH_CHECK(!fanouts.empty(), "fanouts must not be empty");
   for (int64_t f : fanouts) {
-    TORCH_CHECK(f == -1 || f >= 1, "every fanout must be -1 (all neighbours) or >= 1, got ", f);
+    TORCH_CHECK(f == -1 || (f >= 1 && f <= std::numeric_limits<int32_t>::max()),
+                "every fanout must be -1 (all neighbours) or in [1, 2^31 - 1], got ", f);
   }
 }
 

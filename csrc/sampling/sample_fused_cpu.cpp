@@ -4,8 +4,9 @@
 // parallel over destinations straight into the block's `indices` (global ids, CSC order), and
 // (3) relabel in place with a dense node map: destinations keep their ids 0..num_dst-1 and new
 // sources get the next ids in first-occurrence order. No COO frontier and no hash table is built.
-// Because a layer's sources, in order, are the next layer's destinations, the map needs no reset
-// between layers: it is cleared once, at the end, over the input nodes only.
+// A layer's sources, in order, are the next layer's destinations, so the map carries over
+// between layers and is cleared once, at the end, over the input nodes only.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -19,7 +20,6 @@
 namespace gnnrepro {
 namespace {
 
-constexpr int32_t kUnmapped = -1;
 constexpr int64_t kGrain = 256;
 // Floyd's algorithm checks membership by a linear scan of the picks up to this fanout, and with
 // a bitmap over the neighbour list above it.
@@ -28,21 +28,6 @@ constexpr int64_t kLinearScanMax = 64;
 constexpr int64_t kPrefetchAhead = 8;
 constexpr int64_t kRelabelPrefetchAhead = 16;
 constexpr int64_t kGatherPrefetchAhead = 16;
-
-// Restores node_map to all -1 if sampling stops with an error half way.
-class NodeMapGuard {
- public:
-  NodeMapGuard(int32_t* map, int64_t size) : map_(map), size_(size) {}
-  ~NodeMapGuard() {
-    if (!done_) std::fill(map_, map_ + size_, kUnmapped);
-  }
-  void done() { done_ = true; }
-
- private:
-  int32_t* map_;
-  int64_t size_;
-  bool done_ = false;
-};
 
 // Writes the positions in `indices` of `count` of the `degree` neighbours stored from `start`.
 // Fanout -1 (all neighbours) takes them all, with or without replacement.
@@ -82,11 +67,29 @@ void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout
 
 // The workspace's data with room for `size` int64 values. The workspace lives across calls (the
 // Python sampler owns it, like node_map), so steady-state batches allocate and page-fault
-// nothing but their outputs. Contents are not preserved when it grows.
+// nothing but their outputs. Growing keeps the contents (resize_ copies) but moves them:
+// pointers into the workspace must be taken again after every call.
 int64_t* grow(at::Tensor& workspace, int64_t size) {
   if (workspace.numel() < size) workspace.resize_({size + size / 4});
   return workspace.data_ptr<int64_t>();
 }
+
+constexpr int32_t kUnmapped = -1;
+
+// Restores node_map to all -1 if sampling stops with an error half way.
+class NodeMapGuard {
+ public:
+  NodeMapGuard(int32_t* map, int64_t size) : map_(map), size_(size) {}
+  ~NodeMapGuard() {
+    if (!done_) std::fill(map_, map_ + size_, kUnmapped);
+  }
+  void done() { done_ = true; }
+
+ private:
+  int32_t* map_;
+  int64_t size_;
+  bool done_ = false;
+};
 
 template <typename IdT>
 std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const at::Tensor& indices,
@@ -111,7 +114,12 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
       const int64_t v = s[i];
       TORCH_CHECK(v >= 0 && v < num_nodes, "seeds[", i, "] = ", v, " is outside [0, ", num_nodes,
                   ")");
-      TORCH_CHECK(map[v] == kUnmapped, "seeds must be unique; node ", v, " appears twice");
+      const int32_t m = map[v];
+      if (m != kUnmapped) {
+        TORCH_CHECK(!(m >= 0 && m < i && s[m] == v), "seeds must be unique; node ", v,
+                    " appears twice");
+        TORCH_CHECK(false, "node_map must be all -1 on entry");
+      }
       map[v] = static_cast<int32_t>(i);
     }
   }
@@ -121,6 +129,7 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     const int64_t* d = dst.data_ptr<int64_t>();
     at::Tensor block_indptr = at::empty({num_dst + 1}, long_opts);
     int64_t* bp = block_indptr.data_ptr<int64_t>();
+    // Workspace layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
     int64_t* start = grow(workspace, 2 * num_dst);
     int64_t* degree = start + num_dst;
 
@@ -137,11 +146,18 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
         bp[i + 1] = pick_count(hi - lo, fanout, replace);
       }
     });
+    // Local ids are int32 in the map: sources (<= num_dst + edges) must stay below 2^31 - 1.
+    const int64_t limit = std::numeric_limits<int32_t>::max() - 1 - num_dst;
     bp[0] = 0;
-    for (int64_t i = 0; i < num_dst; ++i) bp[i + 1] += bp[i];
+    for (int64_t i = 0; i < num_dst; ++i) {
+      TORCH_CHECK(bp[i + 1] <= limit - bp[i],
+                  "a block with 2^31 - 1 or more sources plus edges is not supported");
+      bp[i + 1] += bp[i];
+    }
     const int64_t block_edges = bp[num_dst];
-    TORCH_CHECK(num_dst + block_edges < std::numeric_limits<int32_t>::max(),
-                "a block with 2^31 - 1 or more sources is not supported");
+    start = grow(workspace, 3 * num_dst + block_edges);
+    degree = start + num_dst;
+    int64_t* src = degree + num_dst;
 
     // (2) Sample, in parallel over destinations: first the picked positions (random numbers
     // only, sequential writes), then a gather of the neighbour ids with prefetching, so the
@@ -167,37 +183,39 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
       }
     });
 
-    // (3) Relabel in place; first-occurrence order keeps the result independent of threads.
-    // Branch-free (a new node is as likely as a seen one) with the map entries prefetched.
-    int64_t* fresh_nodes = grow(workspace, block_edges);  // slot k is written before it is read
-    int64_t num_fresh = 0;
-    int32_t next = static_cast<int32_t>(num_dst);
+    // (3) Relabel in place: destinations keep ids 0..num_dst-1 (the previous layer mapped
+    // them so), new sources take the next ids in first-occurrence order, so the result does
+    // not depend on threads. Branch-free (a new node is as likely as a seen one), with the map
+    // entries prefetched. An entry outside [-1, next) can only come from a map that was not
+    // all -1 on entry: it is reported instead of leaking into the block.
+    if (num_dst) std::memcpy(src, d, num_dst * sizeof(int64_t));  // empty tensors hold null
+    int64_t next = num_dst;
+    bool map_ok = true;
     for (int64_t e = 0; e < block_edges; ++e) {
       if (e + kRelabelPrefetchAhead < block_edges) __builtin_prefetch(map + bi[e + kRelabelPrefetchAhead]);
       const int64_t u = bi[e];
-      const int32_t m = map[u];
+      const int64_t m = map[u];
       const bool fresh = m == kUnmapped;
-      const int32_t id = fresh ? next : m;
-      map[u] = id;
-      fresh_nodes[num_fresh] = u;
-      num_fresh += fresh;
+      map_ok &= static_cast<uint64_t>(m + 1) <= static_cast<uint64_t>(next);  // -1 <= m < next
+      const int64_t id = fresh ? next : m;
+      map[u] = static_cast<int32_t>(id);
+      src[next] = u;  // kept only if u is new: next advances past it
       next += fresh;
       bi[e] = id;
     }
-    const int64_t num_src = num_dst + num_fresh;
-    at::Tensor src_nodes = at::empty({num_src}, long_opts);
-    int64_t* sn = src_nodes.data_ptr<int64_t>();
-    if (num_dst) std::memcpy(sn, d, num_dst * sizeof(int64_t));  // empty tensors hold null
-    if (num_fresh) std::memcpy(sn + num_dst, fresh_nodes, num_fresh * sizeof(int64_t));
+    TORCH_CHECK(map_ok, "node_map must be all -1 on entry");
+    at::Tensor src_nodes = at::empty({next}, long_opts);
+    if (next) std::memcpy(src_nodes.data_ptr<int64_t>(), src, next * sizeof(int64_t));
 
     out[3 * layer] = block_indptr;
     out[3 * layer + 1] = block_indices;
     out[3 * layer + 2] = src_nodes;
     dst = src_nodes;
-    num_dst = num_src;
+    num_dst = next;
   }
 
-  // The input nodes are every node the map holds: clear just those.
+  // Every node the map holds is an input node (each layer's sources include its destinations):
+  // clearing just those restores the all -1 invariant.
   const int64_t* input_nodes = dst.data_ptr<int64_t>();
   at::parallel_for(0, num_dst, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) map[input_nodes[i]] = kUnmapped;
@@ -212,8 +230,15 @@ std::vector<at::Tensor> sample_fused_cpu(const at::Tensor& indptr, const at::Ten
                                          at::Tensor node_map, at::Tensor workspace) {
   check_sample_args(indptr, indices, seeds, fanouts, node_map);
   TORCH_CHECK(workspace.dim() == 1 && workspace.scalar_type() == at::kLong &&
-                  workspace.device() == indptr.device(),
-              "workspace must be a 1-D int64 tensor on the graph's device");
+                  workspace.is_contiguous() && workspace.device() == indptr.device(),
+              "workspace must be a contiguous 1-D int64 tensor on the graph's device");
+  // The op writes node_map and workspace (and may reallocate the workspace): neither may share
+  // memory with an input or with each other.
+  for (const at::Tensor* input : {&indptr, &indices, &seeds}) {
+    at::assert_no_overlap(node_map, *input);
+    at::assert_no_overlap(workspace, *input);
+  }
+  at::assert_no_overlap(workspace, node_map);
   if (indices.scalar_type() == at::kInt) {
     return sample_fused_cpu_typed<int32_t>(indptr, indices, seeds, fanouts, replace, seed,
                                            batch_id, node_map, workspace);

@@ -30,26 +30,13 @@ import torch
 
 from gnnrepro.baselines.dgl_import import import_dgl
 from gnnrepro.graph import CSCGraph
-from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, check_seeds
+from gnnrepro.sampling.args import (check_fanouts, check_graph, check_seed, check_seeds,
+                                    stream_seed)
 from gnnrepro.sampling.block import Block, MiniBatch
 
 __all__ = ["DGLUnfusedSampler", "DGLFusedSampler"]
 
-_MASK64 = (1 << 64) - 1
 _INT32_LIMIT = 2**31  # graphs with fewer nodes and edges than this get int32 ids
-
-
-def _dgl_seed(seed: int, batch_id: int) -> int:
-    """Mix (seed, batch_id) into a non-negative int32 for `dgl.seed`.
-
-    DGL seeds OpenMP thread t with `seed + t`, so seeds of consecutive batches must not be
-    consecutive integers (thread 1 of batch b would replay thread 0 of batch b + 1): mix them
-    with the splitmix64 finaliser.
-    """
-    z = (seed * 0x9E3779B97F4A7C15 + batch_id + 1) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return (z ^ (z >> 31)) & 0x3FFFFFFF
 
 
 def _to_block(dgl_block, nid: str) -> Block:
@@ -109,7 +96,7 @@ class _DGLSampler:
         seeds = check_seeds(seeds, self.graph).to(self._idtype)
         batch_id = check_seed(batch_id, "batch_id")
         self._dgl.utils.set_num_threads(torch.get_num_threads())
-        self._dgl.seed(_dgl_seed(self.seed, batch_id))
+        self._dgl.seed(stream_seed(self.seed, batch_id))
         return self._sample_blocks(seeds)
 
     def sample(self, seeds: torch.Tensor, batch_id: int = 0) -> MiniBatch:

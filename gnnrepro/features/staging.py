@@ -125,8 +125,6 @@ class StagingRing:
         return event is not None and bool(event.query())
 
     def _release(self, slot: StagingSlot, event: Event | None) -> None:
-        if slot.ring is not self:
-            raise ValueError("slot belongs to another StagingRing")
         with self._cond:
             if not self._busy[slot.index] or self._events[slot.index] is not None:
                 raise RuntimeError(f"staging slot {slot.index} is not held: released twice?")

@@ -7,6 +7,7 @@ so host-to-device copies and GPU-side (UVA) reads of it run at full PCIe speed.
 from __future__ import annotations
 
 import abc
+import ctypes
 import warnings
 import weakref
 
@@ -33,11 +34,29 @@ def pin_in_place(tensor: torch.Tensor, owner: object) -> bool:
         return True
     cudart = torch.cuda.cudart()
     ptr = tensor.untyped_storage().data_ptr()
-    err = int(cudart.cudaHostRegister(ptr, tensor.untyped_storage().nbytes(), 0))
-    if err != 0:
+    if int(cudart.cudaHostRegister(ptr, tensor.untyped_storage().nbytes(), 0)):
+        _clear_cuda_error()
         return False
-    weakref.finalize(owner, cudart.cudaHostUnregister, ptr).atexit = False
+    weakref.finalize(owner, _unregister, cudart, ptr).atexit = False
     return True
+
+
+def _unregister(cudart: object, ptr: int) -> None:
+    if int(cudart.cudaHostUnregister(ptr)):
+        _clear_cuda_error()
+
+
+def _clear_cuda_error() -> None:
+    """Reset the CUDA runtime's per-thread "last error" after a failed cudart call.
+
+    torch's cudart bindings return the error code but leave it recorded, so the next kernel
+    launch check anywhere in torch would raise it as its own. torch exposes no cudaGetLastError,
+    so call it in the libcudart this process has loaded (the same instance torch uses).
+    """
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "libcudart.so" in line}
+    for path in paths:
+        ctypes.CDLL(path).cudaGetLastError()
 
 
 def check_ids(ids: object, num_nodes: int) -> torch.Tensor:

@@ -2,7 +2,9 @@
 
 Each layer maps a block's source features h [num_src, d] to destination features
 `W_self h[:num_dst] + W_neigh mean_{u in N(v)} h[u]` (the bias lives in W_self, as in DGL's
-SAGEConv); a destination with no sampled neighbours gets a zero neighbour mean.
+SAGEConv); a destination with no sampled neighbours gets a zero neighbour mean. The sum runs
+as an index_add_ over the block's edges: deterministic on the CPU; on CUDA it uses atomics, so
+bit-identical reruns there need torch.use_deterministic_algorithms(True).
 """
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ import torch
 from gnnrepro.graph import CSCGraph
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+MAX_FANOUT = 2**31 - 1  # block sizes are counted in int32 local ids
+_MASK64 = (1 << 64) - 1
 
 
 def check_graph(graph: object) -> CSCGraph:
@@ -26,8 +28,9 @@ def check_fanouts(fanouts: Sequence[int]) -> list[int]:
     for i, f in enumerate(fanouts):
         if isinstance(f, bool) or not isinstance(f, int):
             raise TypeError(f"fanouts[{i}] must be an int, got {type(f).__name__}")
-        if f == 0 or f < -1:
-            raise ValueError(f"fanouts[{i}] = {f}: a fanout must be -1 (all neighbours) or >= 1")
+        if f == 0 or f < -1 or f > MAX_FANOUT:
+            raise ValueError(f"fanouts[{i}] = {f}: a fanout must be -1 (all neighbours) or in "
+                             f"[1, {MAX_FANOUT}]")
         out.append(int(f))
     return out
 
@@ -59,3 +62,16 @@ def check_seeds(seeds: object, graph: CSCGraph) -> torch.Tensor:
         if torch.unique(seeds).numel() != seeds.numel():
             raise ValueError("seeds must be unique node ids")
     return seeds
+
+
+def stream_seed(seed: int, batch_id: int) -> int:
+    """A non-negative int31 that mixes (seed, batch_id), for RNGs seeded with one integer.
+
+    Plain arithmetic like seed * K + batch_id collides ((0, K) and (1, 0)), and generators that
+    seed their threads with seed + thread id need unrelated seeds for consecutive batches, so
+    mix with the splitmix64 finaliser.
+    """
+    z = (seed * 0x9E3779B97F4A7C15 + batch_id + 1) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) & 0x3FFFFFFF

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import torch
 
 from gnnrepro.graph import CSCGraph
-from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, check_seeds
+from gnnrepro.sampling.args import (check_fanouts, check_graph, check_seed, check_seeds,
+                                    stream_seed)
 from gnnrepro.sampling.block import Block, MiniBatch
 
 __all__ = ["ReferenceSampler"]
@@ -39,7 +40,7 @@ class ReferenceSampler:
         seeds = check_seeds(seeds, self.graph)
         batch_id = check_seed(batch_id, "batch_id")
         gen = torch.Generator(device=self.graph.device)
-        gen.manual_seed((self.seed * 1_000_003 + batch_id) % (2**63))
+        gen.manual_seed(stream_seed(self.seed, batch_id))
         blocks: list[Block] = []
         dst = seeds
         for fanout in reversed(self.fanouts):
@@ -95,7 +96,10 @@ def _distinct_offsets(degree: torch.Tensor, k: int, gen: torch.Generator) -> tor
         return torch.empty(0, k, dtype=torch.int64, device=dev)
     if k > _MAX_WALK_FANOUT:
         row = torch.repeat_interleave(torch.arange(rows, device=dev), degree)
-        order = torch.argsort(torch.rand(row.numel(), generator=gen, device=dev))
+        # float64 keys: float32's 24-bit keys tie on hub rows, and ties would be broken by
+        # the sort rather than the generator.
+        keys = torch.rand(row.numel(), generator=gen, device=dev, dtype=torch.float64)
+        order = torch.argsort(keys)
         order = order[torch.argsort(row[order], stable=True)]  # by row, random within a row
         row_start = torch.cumsum(degree, 0) - degree
         firsts = row_start.unsqueeze(1) + torch.arange(k, device=dev)

@@ -1,0 +1,226 @@
+"""Adversarial direct calls of the fused op (memory safety) and the statistical cases a code
+review found missing: joint uniformity of subsets, thread invariance on every sampling path.
+
+Cases that once crashed the interpreter run in a subprocess, so a regression fails one test
+instead of killing the whole pytest run.
+"""
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+
+import pytest
+import torch
+
+from conftest import random_graph
+from gnnrepro import CSCGraph
+from gnnrepro._ops import ops
+from gnnrepro.sampling import FusedSampler, ReferenceSampler
+
+
+def _run_isolated(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def _fresh_map(n: int) -> torch.Tensor:
+    return torch.full((n,), -1, dtype=torch.int32)
+
+
+def _ws() -> torch.Tensor:
+    return torch.empty(0, dtype=torch.int64)
+
+
+def test_huge_fanout_with_replacement_raises_instead_of_crashing():
+    """fanout 2**62 with replace=True over 4 seeds overflows the int64 prefix sum of the block's
+    indptr to 0, passes the block-size check and writes 2**62 picks into an empty tensor."""
+    proc = _run_isolated("""
+        import torch
+        from gnnrepro import CSCGraph
+        from gnnrepro._ops import ops
+        from gnnrepro.sampling import FusedSampler, ReferenceSampler
+        g = CSCGraph.from_edges(torch.tensor([1, 2, 3, 0]), torch.tensor([0, 1, 2, 3]), 4)
+        seeds = torch.tensor([0, 1, 2, 3])
+        for cls in (FusedSampler, ReferenceSampler):
+            try:
+                cls(g, [2**62], replace=True).sample(seeds)
+                print("no-error", cls.__name__, flush=True)
+            except (ValueError, RuntimeError):
+                print("ok", cls.__name__, flush=True)
+        nm = torch.full((4,), -1, dtype=torch.int32)
+        try:
+            ops.sample_fused(g.indptr, g.indices, seeds, [2**62], True, 0, 0, nm,
+                             torch.empty(0, dtype=torch.int64))
+            print("no-error op", flush=True)
+        except RuntimeError:
+            print("ok op" if bool((nm == -1).all()) else "dirty-map op", flush=True)
+    """)
+    assert proc.returncode == 0 and proc.stdout.split("\n")[:3] == [
+        "ok FusedSampler", "ok ReferenceSampler", "ok op"], (
+        f"rc={proc.returncode} stdout={proc.stdout!r} stderr={proc.stderr[-500:]!r}")
+
+
+def test_workspace_aliasing_an_input_is_rejected():
+    """workspace is Tensor(b!) but its overlap with the read-only inputs is not checked: passing
+    `seeds` as the workspace resizes (frees) the seeds' storage while the op still reads it
+    (use-after-free, segfault); passing `indptr` overwrites and resizes the caller's graph."""
+    proc = _run_isolated("""
+        import torch
+        from gnnrepro import CSCGraph
+        from gnnrepro._ops import ops
+        n = 300_000
+        g = CSCGraph.from_edges(torch.arange(n), torch.arange(n).roll(1), n)
+        for case in ("seeds", "indptr"):
+            indptr = g.indptr.clone()
+            seeds = torch.arange(0, n, 2)
+            keep = (indptr.clone(), seeds.clone())
+            nm = torch.full((n,), -1, dtype=torch.int32)
+            ws = seeds if case == "seeds" else indptr
+            try:
+                ops.sample_fused(indptr, g.indices, seeds, [2, 2], False, 0, 0, nm, ws)
+                print("no-error", case, flush=True)
+            except RuntimeError:
+                same = torch.equal(indptr, keep[0]) and torch.equal(seeds, keep[1])
+                clean = bool((nm == -1).all())
+                print("ok" if same and clean else "inputs-changed", case, flush=True)
+    """)
+    assert proc.returncode == 0 and proc.stdout.split("\n")[:2] == ["ok seeds", "ok indptr"], (
+        f"rc={proc.returncode} stdout={proc.stdout!r} stderr={proc.stderr[-500:]!r}")
+
+
+def test_non_contiguous_workspace_is_not_written_past_its_elements():
+    """A stride-0 workspace (expand) of numel 4096 owns one int64; the op writes 4096 contiguous
+    int64 from its data pointer (here into the rest of `base`; with a 1-element storage it is a
+    heap overflow). The op must refuse it (or use it correctly) and leave `base[1:]` alone."""
+    g = random_graph(1000, 4000, power_law=False, seed=0)
+    base = torch.zeros(8192, dtype=torch.int64)
+    ws = base[:1].expand(4096)
+    nm = _fresh_map(g.num_nodes)
+    seeds = torch.arange(1000)
+    try:
+        out = ops.sample_fused(g.indptr, g.indices, seeds, [3], False, 0, 0, nm, ws)
+    except RuntimeError:
+        out = None
+    assert bool((base[1:] == 0).all()), "the op wrote outside the workspace's elements"
+    assert bool((nm == -1).all())
+    if out is not None:
+        ref = ops.sample_fused(g.indptr, g.indices, seeds, [3], False, 0, 0, nm, _ws())
+        assert all(torch.equal(a, b) for a, b in zip(out, ref))
+
+
+@pytest.mark.parametrize("stale", [1_000_000, 5, -7])
+def test_out_of_range_node_map_entry_raises_and_the_map_is_restored(stale):
+    """An entry outside [-1, next) must neither leak into the block nor stay behind."""
+    g = CSCGraph.from_edges(torch.tensor([1, 2, 3]), torch.tensor([0, 0, 0]), 5)
+    nm = _fresh_map(5)
+    nm[2] = stale
+    with pytest.raises(RuntimeError, match="node_map must be all -1"):
+        ops.sample_fused(g.indptr, g.indices, torch.tensor([0]), [-1], False, 0, 0, nm, _ws())
+    assert bool((nm == -1).all()), "node_map must be all -1 after an error"
+
+
+def test_garbage_node_map_never_yields_out_of_range_ids():
+    """Whatever the map holds, the op raises or returns blocks whose ids are in range."""
+    g = random_graph(400, 4000, power_law=True, seed=5)
+    seeds = torch.randperm(400, generator=torch.Generator().manual_seed(2))[:60]
+    gen = torch.Generator().manual_seed(3)
+    for trial in range(20):
+        garbage = torch.randint(-3, 500, (400,), dtype=torch.int32, generator=gen)
+        garbage[torch.rand(400, generator=gen) < 0.9] = -1
+        try:
+            flat = ops.sample_fused(g.indptr, g.indices, seeds, [5, 5], False, 1, trial,
+                                    garbage, _ws())
+        except RuntimeError:
+            assert bool((garbage == -1).all())
+            continue
+        for indptr, indices, src_nodes in zip(flat[0::3], flat[1::3], flat[2::3]):
+            assert indices.numel() == 0 or int(indices.max()) < src_nodes.numel()
+            assert int(indices.min(initial=0) if indices.numel() else 0) >= 0
+
+
+def _same_dst_graph(num_dst: int, degree: int) -> CSCGraph:
+    """num_dst destinations 0..num_dst-1, each with in-neighbours num_dst + (0..degree-1)."""
+    dst = torch.arange(num_dst).repeat_interleave(degree)
+    src = num_dst + torch.arange(degree).repeat(num_dst)
+    return CSCGraph.from_edges(src, dst, num_dst + degree)
+
+
+@pytest.mark.parametrize("degree,k", [(6, 3), (66, 65)])  # Floyd: linear-scan and bitmap paths
+def test_floyd_subsets_are_jointly_uniform(degree, k):
+    """The existing chi-square tests only check marginals; a sampler with uniform marginals but
+    correlated picks (e.g. a random window) passes them. Here every k-subset must be equally
+    likely (for k = degree - 1 the subset is identified by the one neighbour left out)."""
+    scipy_stats = pytest.importorskip("scipy.stats")
+    num_dst = 20000
+    g = _same_dst_graph(num_dst, degree)
+    ip, ix, sn = ops.sample_fused(g.indptr, g.indices, torch.arange(num_dst), [k], False, 7, 0,
+                                  _fresh_map(g.num_nodes), _ws())
+    picks = (sn[ix] - num_dst).view(num_dst, k).sort(dim=1).values
+    assert bool((picks[:, 1:] > picks[:, :-1]).all()), "picks of one destination must be distinct"
+    if k == degree - 1:
+        left_out = degree * (degree - 1) // 2 - picks.sum(1)
+        observed = torch.bincount(left_out, minlength=degree).tolist()
+    else:
+        counts = Counter(map(tuple, picks.tolist()))
+        observed = [counts.get(s, 0) for s in itertools.combinations(range(degree), k)]
+    p_value = scipy_stats.chisquare(observed).pvalue
+    assert p_value > 1e-3, f"k-subsets are not uniform (p = {p_value:.2e})"
+
+
+@pytest.mark.parametrize("fanouts,replace", [([70, -1], False), ([100, 3], True)])
+def test_bit_identical_across_threads_bitmap_path_and_full_fanout(fanouts, replace):
+    """The existing thread test uses fanouts <= 10 and int32 indices only."""
+    graph = random_graph(3000, 120_000, power_law=True, seed=7)  # int64 indices, hubs > 64
+    seeds = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(0))[:600]
+    sampler = FusedSampler(graph, fanouts, replace=replace, seed=3)
+    before = torch.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            results.append(sampler.sample(seeds, batch_id=1))
+    finally:
+        torch.set_num_threads(before)
+    for other in results[1:]:
+        for a, b in zip(results[0].blocks, other.blocks):
+            assert torch.equal(a.indptr, b.indptr) and torch.equal(a.indices, b.indices)
+            assert torch.equal(a.src_nodes, b.src_nodes)
+
+
+def test_stale_workspace_contents_do_not_change_the_result():
+    """The workspace persists across calls: output must not depend on what it held before."""
+    g = random_graph(2000, 30000, power_law=True, seed=5)
+    seeds = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(2))[:300]
+    args = (g.indptr, g.indices, seeds, [8, 70], False, 1, 3)
+    fresh = ops.sample_fused(*args, _fresh_map(g.num_nodes), _ws())
+    garbage = torch.randint(-2**62, 2**62, (1 << 20,), generator=torch.Generator().manual_seed(9))
+    stale = ops.sample_fused(*args, _fresh_map(g.num_nodes), garbage)
+    assert all(torch.equal(a, b) for a, b in zip(fresh, stale))
+
+
+def test_fanout_at_least_max_degree_matches_reference_exactly(graph):
+    """No randomness when every destination keeps all neighbours via a finite fanout (the
+    count == degree branch, not fanout -1): fused and reference blocks must be identical."""
+    max_degree = int(graph.in_degrees().max())
+    seeds = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(4))[:50]
+    fused = FusedSampler(graph, [max_degree, max_degree + 5]).sample(seeds)
+    ref = ReferenceSampler(graph, [max_degree, max_degree + 5]).sample(seeds)
+    for a, b in zip(fused.blocks, ref.blocks):
+        assert torch.equal(a.indptr, b.indptr) and torch.equal(a.indices, b.indices)
+        assert torch.equal(a.src_nodes, b.src_nodes)
+
+
+@pytest.mark.parametrize("workspace", [
+    torch.empty(0, dtype=torch.int32), torch.empty(0, dtype=torch.float64),
+    torch.empty(2, 8, dtype=torch.int64), torch.empty(0, dtype=torch.int64, device="meta")])
+def test_op_rejects_bad_workspace(workspace):
+    """Untested so far: the workspace checks (dtype, 1-D, device)."""
+    g = random_graph(100, 800, power_law=False, seed=0)
+    nm = _fresh_map(g.num_nodes)
+    with pytest.raises(RuntimeError):
+        ops.sample_fused(g.indptr, g.indices, torch.tensor([1, 2, 3]), [3, 3], False, 0, 0, nm,
+                         workspace)
+    assert bool((nm == -1).all())
