@@ -37,10 +37,11 @@ test: setup
 test-gpu: setup
 	$(PY) -m pytest -q tests/gpu
 
-# The sampler tests once more against an AddressSanitizer + UBSan build of the extension.
+# The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.
 # Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are
 # printed if the run fails.
-ASAN_TESTS := tests/test_sampler.py tests/test_sampler_errors.py
+ASAN_TESTS := tests/test_sampler.py tests/test_sampler_errors.py tests/test_sampler_adversarial.py \
+              tests/test_features.py
 asan: setup
 	rm -rf build/asan && mkdir -p build/asan
 	cp -r gnnrepro build/asan/ && rm -f build/asan/gnnrepro/_C*.so

@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=int, default=1024)
     s.add_argument("--batches", type=int, default=50)
     s.add_argument("--threads", type=int, default=2)
-    s.add_argument("--repeats", type=int, default=3, help="interleaved passes over the batches")
+    s.add_argument("--repeats", type=int, default=4,
+                   help="passes over the batches, interleaved in segments of 8 batches")
     s.add_argument("--samplers", default="dgl-unfused,dgl-fused,reference,fused",
                    help="comma-separated subset of dgl-unfused,dgl-fused,reference,fused")
     s.add_argument("--seed", type=int, default=0)

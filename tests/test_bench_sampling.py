@@ -47,3 +47,14 @@ def test_bench_sampling_rejects_bad_arguments():
               "--batch-size", "16", "--batches", "1"])
     with pytest.raises(ValueError, match="batch_size"):
         main(["bench", "sampling", "--scale", "0.002", "--batch-size", "0"])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+def test_williams_orders_balance_who_follows_whom(n):
+    from collections import Counter
+
+    from gnnrepro.bench.timing import williams_orders
+    orders = williams_orders(n)
+    assert all(sorted(order) == list(range(n)) for order in orders)
+    follows = Counter((order[i], order[i + 1]) for order in orders for i in range(n - 1))
+    assert len(follows) == n * (n - 1) and len(set(follows.values())) <= 1

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../common/ordered_pipeline.h"
 #include "../common/rng.h"
 #include "sample_args.h"
 
@@ -21,16 +22,16 @@ namespace gnnrepro {
 namespace {
 
 constexpr int64_t kGrain = 256;
-// Floyd's algorithm checks membership by a linear scan of the picks up to this fanout, and with
-// a bitmap over the neighbour list above it.
-constexpr int64_t kLinearScanMax = 64;
+// Destinations per chunk of the overlapped sample/relabel pipeline (~4k edges at fanout 15).
+constexpr int64_t kChunk = 1024;
 // How many items ahead the loops prefetch the random cache lines they will touch.
-constexpr int64_t kPrefetchAhead = 8;
-constexpr int64_t kRelabelPrefetchAhead = 16;
-constexpr int64_t kGatherPrefetchAhead = 16;
+constexpr int64_t kPrefetchAhead = 16;
+constexpr int64_t kRelabelPrefetchAhead = 32;
+constexpr int64_t kGatherPrefetchAhead = 64;
 
 // Writes the positions in `indices` of `count` of the `degree` neighbours stored from `start`.
-// Fanout -1 (all neighbours) takes them all, with or without replacement.
+// Fanout -1 (all neighbours) takes them all, with or without replacement. `bitmap` is all zero
+// on entry and on exit (it grows to the largest degree seen).
 void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout, bool replace,
                     uint64_t key, int64_t* out, std::vector<uint64_t>& bitmap) {
   if (fanout < 0 || (count == degree && !replace)) {
@@ -41,28 +42,22 @@ void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout
     for (int64_t j = 0; j < count; ++j) out[j] = start + static_cast<int64_t>(below(draw(key, j), degree));
     return;
   }
-  // Floyd's algorithm: a uniform `count`-subset of [0, degree) with `count` draws.
-  if (count <= kLinearScanMax) {
-    for (int64_t j = degree - count, n = 0; j < degree; ++j, ++n) {
-      int64_t t = static_cast<int64_t>(below(draw(key, n), j + 1));
-      for (int64_t q = 0; q < n; ++q) {
-        if (out[q] == t) {
-          t = j;
-          break;
-        }
-      }
-      out[n] = t;
-    }
-  } else {
-    bitmap.assign((degree + 63) / 64, 0);
-    for (int64_t j = degree - count, n = 0; j < degree; ++j, ++n) {
-      int64_t t = static_cast<int64_t>(below(draw(key, n), j + 1));
-      if (bitmap[t >> 6] >> (t & 63) & 1) t = j;
-      bitmap[t >> 6] |= uint64_t{1} << (t & 63);
-      out[n] = t;
-    }
+  // Floyd's algorithm: a uniform `count`-subset of [0, degree) with `count` draws. Membership
+  // in a bitmap, not a scan of the picks: a scan ends at a data-dependent point and costs about
+  // one branch mispredict per pick.
+  const auto words = static_cast<size_t>((degree + 63) / 64);
+  if (bitmap.size() < words) bitmap.resize(words, 0);
+  uint64_t* bits = bitmap.data();
+  for (int64_t j = degree - count, n = 0; j < degree; ++j, ++n) {
+    const int64_t r = static_cast<int64_t>(below(draw(key, n), j + 1));
+    const int64_t t = (bits[r >> 6] >> (r & 63) & 1) ? j : r;
+    bits[t >> 6] |= uint64_t{1} << (t & 63);
+    out[n] = start + t;
   }
-  for (int64_t j = 0; j < count; ++j) out[j] += start;
+  for (int64_t n = 0; n < count; ++n) {
+    const int64_t t = out[n] - start;
+    bits[t >> 6] &= ~(uint64_t{1} << (t & 63));
+  }
 }
 
 // The workspace's data with room for `size` int64 values. The workspace lives across calls (the
@@ -159,12 +154,19 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     degree = start + num_dst;
     int64_t* src = degree + num_dst;
 
-    // (2) Sample, in parallel over destinations: first the picked positions (random numbers
-    // only, sequential writes), then a gather of the neighbour ids with prefetching, so the
-    // random reads of `indices` (mostly one cache line per pick: frontiers favour hubs) overlap.
+    // (2) + (3), overlapped chunk by chunk (ordered_pipeline): threads sample chunks of
+    // destinations while one thread at a time relabels the sampled chunks in order.
     at::Tensor block_indices = at::empty({block_edges}, long_opts);
     int64_t* bi = block_indices.data_ptr<int64_t>();
-    at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
+    if (num_dst) std::memcpy(src, d, num_dst * sizeof(int64_t));  // empty tensors hold null
+    int64_t next = num_dst;
+    bool map_ok = true;
+
+    // (2) Sample a chunk: first the picked positions (random numbers only, sequential writes),
+    // then a gather of the neighbour ids with prefetching, so the random reads of `indices`
+    // (mostly one cache line per pick: frontiers favour hubs) overlap.
+    const auto sample_chunk = [&](int64_t chunk) {
+      const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
       std::vector<uint64_t> bitmap;
       for (int64_t i = begin; i < end; ++i) {
         const int64_t count = bp[i + 1] - bp[i];
@@ -181,28 +183,31 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
                     "indices holds node id ", u, " outside [0, ", num_nodes, ")");
         bi[e] = u;
       }
-    });
+    };
 
-    // (3) Relabel in place: destinations keep ids 0..num_dst-1 (the previous layer mapped
-    // them so), new sources take the next ids in first-occurrence order, so the result does
-    // not depend on threads. Branch-free (a new node is as likely as a seen one), with the map
-    // entries prefetched. An entry outside [-1, next) can only come from a map that was not
-    // all -1 on entry: it is reported instead of leaking into the block.
-    if (num_dst) std::memcpy(src, d, num_dst * sizeof(int64_t));  // empty tensors hold null
-    int64_t next = num_dst;
-    bool map_ok = true;
-    for (int64_t e = 0; e < block_edges; ++e) {
-      if (e + kRelabelPrefetchAhead < block_edges) __builtin_prefetch(map + bi[e + kRelabelPrefetchAhead]);
-      const int64_t u = bi[e];
-      const int64_t m = map[u];
-      const bool fresh = m == kUnmapped;
-      map_ok &= static_cast<uint64_t>(m + 1) <= static_cast<uint64_t>(next);  // -1 <= m < next
-      const int64_t id = fresh ? next : m;
-      map[u] = static_cast<int32_t>(id);
-      src[next] = u;  // kept only if u is new: next advances past it
-      next += fresh;
-      bi[e] = id;
-    }
+    // (3) Relabel a chunk in place: destinations keep ids 0..num_dst-1 (the previous layer
+    // mapped them so), new sources take the next ids in first-occurrence order; chunks come in
+    // order, so the result does not depend on threads. Branch-free (a new node is as likely as
+    // a seen one), with the map entries prefetched. An entry outside [-1, next) can only come
+    // from a map that was not all -1 on entry: it is reported instead of leaking into the block.
+    const auto relabel_chunk = [&](int64_t chunk) {
+      const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
+      const int64_t e_end = bp[end];
+      for (int64_t e = bp[begin]; e < e_end; ++e) {
+        if (e + kRelabelPrefetchAhead < e_end) __builtin_prefetch(map + bi[e + kRelabelPrefetchAhead]);
+        const int64_t u = bi[e];
+        const int64_t m = map[u];
+        const bool fresh = m == kUnmapped;
+        map_ok &= static_cast<uint64_t>(m + 1) <= static_cast<uint64_t>(next);  // -1 <= m < next
+        const int64_t id = fresh ? next : m;
+        map[u] = static_cast<int32_t>(id);
+        src[next] = u;  // kept only if u is new: next advances past it
+        next += fresh;
+        bi[e] = id;
+      }
+    };
+
+    ordered_pipeline((num_dst + kChunk - 1) / kChunk, sample_chunk, relabel_chunk);
     TORCH_CHECK(map_ok, "node_map must be all -1 on entry");
     at::Tensor src_nodes = at::empty({next}, long_opts);
     if (next) std::memcpy(src_nodes.data_ptr<int64_t>(), src, next * sizeof(int64_t));

@@ -1,9 +1,11 @@
-"""Side-by-side timing: warm-up, then passes interleaved across contenders, then medians.
+"""Side-by-side timing: warm-up, then short runs interleaved across contenders, then medians.
 
-Each contender runs a whole pass over the inputs back to back (its steady state, as in a
-training loop), passes alternate between contenders, and the order rotates every round, so
-drift in machine state (other load, frequency) spreads evenly over contenders while one
-contender's memory traffic does not pollute another's individual calls.
+Inputs are cut into segments of a few consecutive calls. Each contender runs a segment back to
+back (near its steady state, as in a training loop), then the next contender runs the same
+segment, in an order from a Williams design, in which every contender follows every other
+equally often. Short segments make slow drift of the machine (other tenants, frequency) hit all
+contenders alike, and the balanced orders make one contender's aftermath (evicted caches, the
+allocator state its frees left) burden all alike, which a plain rotation does not do.
 """
 from __future__ import annotations
 
@@ -13,35 +15,59 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def time_interleaved(contenders: dict[str, Callable[[Any], Any]], inputs: Sequence[Any],
-                     warmup: int = 3, repeats: int = 3,
-                     observe: Callable[[str, Any], None] | None = None) -> dict[str, list[float]]:
-    """Seconds per call of each contender on each input over `repeats` interleaved rounds.
+def williams_orders(n: int) -> list[list[int]]:
+    """Orders of 0..n-1, one per round, in which each item follows each other equally often.
 
-    Before each pass the contender runs `warmup` untimed calls. `observe(name, output)`, if
-    given, sees every timed call's output outside the timed region.
+    n rounds for even n, 2n for odd n (the rows plus their reverses).
+    """
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    rows = [[(x + r) % n for x in first] for r in range(n)]
+    return rows if n % 2 == 0 else rows + [row[::-1] for row in rows]
+
+
+def time_interleaved(contenders: dict[str, Callable[[Any], Any]], inputs: Sequence[Any],
+                     warmup: int = 3, repeats: int = 4, segment: int = 8,
+                     observe: Callable[[str, Any], None] | None = None) -> dict[str, list[float]]:
+    """Seconds per call of each contender on each input, `repeats` times over, interleaved.
+
+    Every contender first makes `warmup` untimed calls; then, per round and per segment of
+    `segment` inputs, each contender times its calls on the segment. `observe(name, output)`,
+    if given, sees every timed call's output outside the timed region.
     """
     if not contenders:
         raise ValueError("contenders must not be empty")
     if len(inputs) == 0:
         raise ValueError("inputs must not be empty")
-    if repeats < 1 or warmup < 0:
-        raise ValueError(f"repeats must be >= 1 and warmup >= 0, got {repeats} and {warmup}")
+    if repeats < 1 or warmup < 0 or segment < 1:
+        raise ValueError(f"repeats and segment must be >= 1 and warmup >= 0, got {repeats}, "
+                         f"{segment} and {warmup}")
     names = list(contenders)
+    orders = williams_orders(len(names))
+    inputs = list(inputs)
+    segments = [inputs[i:i + segment] for i in range(0, len(inputs), segment)]
+    for name in names:
+        for x in inputs[:warmup]:
+            contenders[name](x)
     seconds: dict[str, list[float]] = {name: [] for name in names}
-    for round_ in range(repeats):
-        for k in range(len(names)):
-            name = names[(round_ + k) % len(names)]
-            run = contenders[name]
-            for x in list(inputs)[:warmup]:
-                run(x)
-            for x in inputs:
-                start = time.perf_counter()
-                output = run(x)
-                seconds[name].append(time.perf_counter() - start)
-                if observe is not None:
-                    observe(name, output)
-                del output
+    step = 0
+    for _ in range(repeats):
+        for part in segments:
+            for k in orders[step % len(orders)]:
+                name, run = names[k], contenders[names[k]]
+                for x in part:
+                    start = time.perf_counter()
+                    output = run(x)
+                    seconds[name].append(time.perf_counter() - start)
+                    if observe is not None:
+                        observe(name, output)
+                    del output
+            step += 1
     return seconds
 
 
