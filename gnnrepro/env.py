@@ -30,27 +30,31 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _git_commit() -> str | None:
-    """HEAD of the repository holding this package, with '+dirty' for uncommitted changes."""
+def _git_state() -> tuple[str | None, list[str]]:
+    """HEAD of the repository holding this package ('+dirty' if tracked files changed) and the
+    changed tracked paths, so a result says exactly what code produced it."""
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, capture_output=True, text=True, timeout=10).stdout
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                cwd=root, capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
-        return None
-    return head + ("+dirty" if dirty.strip() else "")
+        return None, []
+    dirty = [line[3:] for line in status.splitlines() if line.strip()]
+    return head + ("+dirty" if dirty else ""), dirty
 
 
 def environment() -> dict:
     """A JSON-ready description of where and with what a result was produced."""
     cuda = torch.cuda.is_available()
+    commit, dirty = _git_state()
     return {
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "versions": {p: _version(p) for p in _PACKAGES} | {"gnnrepro": _version("gnnrepro")},
-        "git_commit": _git_commit(),
+        "git_commit": commit,
+        "git_dirty_files": dirty,
         "hostname": platform.node(),
         "platform": platform.platform(),
         "cpu": _cpu_model(),
