@@ -98,11 +98,15 @@ def test_full_neighbourhood_matches_reference_exactly(graph):
         assert torch.equal(a.src_nodes, b.src_nodes)
 
 
-@pytest.mark.parametrize("replace", [False, True])
-def test_bit_identical_across_thread_counts(replace):
-    graph = random_graph(5000, 100_000, power_law=True, seed=7, index_dtype=torch.int32)
+@pytest.mark.parametrize("index_dtype,fanouts,replace", [
+    (torch.int32, [10, 10, 5], False), (torch.int32, [10, 10, 5], True),
+    (torch.int64, [70, -1], False),  # hubs above 64 neighbours, and fanout -1
+    (torch.int64, [100, 3], True),
+])
+def test_bit_identical_across_thread_counts(index_dtype, fanouts, replace):
+    graph = random_graph(5000, 150_000, power_law=True, seed=7, index_dtype=index_dtype)
     seeds = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(0))[:1500]
-    sampler = FusedSampler(graph, [10, 10, 5], replace=replace, seed=11)
+    sampler = FusedSampler(graph, fanouts, replace=replace, seed=11)
     before = torch.get_num_threads()
     try:
         results = []
