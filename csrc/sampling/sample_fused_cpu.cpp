@@ -22,7 +22,7 @@ namespace gnnrepro {
 namespace {
 
 constexpr int64_t kGrain = 256;
-// Destinations per chunk of the overlapped sample/relabel pipeline (~4k edges at fanout 15).
+// Destinations per chunk of the overlapped sample/relabel pipeline (~15k edges at fanout 15).
 constexpr int64_t kChunk = 1024;
 // How many items ahead the loops prefetch the random cache lines they will touch.
 constexpr int64_t kPrefetchAhead = 16;
@@ -43,8 +43,8 @@ void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout
     return;
   }
   // Floyd's algorithm: a uniform `count`-subset of [0, degree) with `count` draws. Membership
-  // in a bitmap, not a scan of the picks: a scan ends at a data-dependent point and costs about
-  // one branch mispredict per pick.
+  // in a bitmap over the neighbour list (its picked bits are set, then cleared): O(1) per pick
+  // for every fanout, so one code path serves small and large fanouts alike.
   const auto words = static_cast<size_t>((degree + 63) / 64);
   if (bitmap.size() < words) bitmap.resize(words, 0);
   uint64_t* bits = bitmap.data();
