@@ -1,0 +1,378 @@
+"""Loader: mini-batches (blocks + input features + labels) on the training device, prepared ahead.
+
+Stages 1-2 of the pipeline (sample, extract) for batches b+1 .. b+P run while the model trains
+on batch b: W worker processes sample and gather features into shared (pinned) staging slots,
+and with CUDA the host-to-device copies run on S side streams, overlapped with compute.
+
+Reproducibility: epoch e shuffles the training ids with a generator seeded by (seed, e), and
+batch b of epoch e is sampled with batch_id = e * len(loader) + b, so what each batch holds
+depends only on (seed, epoch) - never on the number of workers or streams.
+
+Staging-slot lifetime: with CUDA a slot is released by `release_after(event)` once its copy to
+the device has completed. On the CPU the yielded `x` *is* the slot's rows (no copy): the slot is
+leased to the batch and returns to the ring only when the last tensor using that memory (x or
+any view of it) is freed, so `x` stays valid for as long as the caller keeps it. At most
+`prefetch` slots are leased at a time; a batch yielded while that many are still held (a caller
+keeping batches) gets a private copy of its rows instead, so holding batches never stalls the
+pipeline. Why not always copy: at products-sim scale the copy (a fresh allocation of ~40-120 MB,
+page faults included) costs as much as sampling and gathering the batch.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.features.staging import StagingRing, StagingSlot
+from gnnrepro.features.store import InMemoryFeatureStore
+from gnnrepro.pipeline.workers import Task, WorkerPool, unpack
+from gnnrepro.sampling.block import MiniBatch
+
+__all__ = ["Loader", "epoch_order"]
+
+_POLL_S = 0.25  # how long one wait for worker results lasts before the workers are checked
+_SUPERSEDED = ("this epoch's iterator was superseded by a newer iter() or close() on the same "
+               "Loader")
+
+
+def epoch_order(num: int, seed: int, epoch: int, shuffle: bool = True) -> torch.Tensor:
+    """The order (int64 [num]) in which epoch `epoch` visits the training ids.
+
+    Seeded by (seed, epoch) through numpy's SeedSequence, so nearby seeds and epochs give
+    unrelated permutations.
+    """
+    if not shuffle:
+        return torch.arange(num)
+    state = np.random.SeedSequence([seed, epoch]).generate_state(1, np.uint64)[0]
+    gen = torch.Generator().manual_seed(int(state) & (2**63 - 1))
+    return torch.randperm(num, generator=gen)
+
+
+def _check_int(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return value
+
+
+def _check_device(device: object) -> torch.device:
+    """`device` as a torch.device on the CPU or an available GPU, else a clear error."""
+    if isinstance(device, str):
+        try:
+            device = torch.device(device)
+        except RuntimeError as exc:
+            raise ValueError(f"device: unknown device string {device!r}") from exc
+    if not isinstance(device, torch.device):
+        raise TypeError(f"device must be a str or torch.device, got {type(device).__name__}")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device is {str(device)!r} but CUDA is not available")
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+    elif device.type != "cpu":
+        raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {str(device)!r}")
+    return device
+
+
+def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: int) -> int:
+    """An upper bound on a batch's input nodes: what one staging slot must hold."""
+    fanouts = getattr(sampler, "fanouts", None)
+    if fanouts is None:
+        return max(num_nodes, 1)
+    rows = batch_size
+    for f in fanouts:
+        rows *= 1 + (max_degree if f == -1 else f)  # destinations come first among the sources
+        if rows >= num_nodes:
+            return max(num_nodes, 1)
+    return rows
+
+
+def _tensors(mb: MiniBatch) -> list[torch.Tensor]:
+    out = [mb.seeds, mb.input_nodes, mb.x, mb.y]
+    for block in mb.blocks:
+        out += [block.indptr, block.indices, block.src_nodes]
+    return out
+
+
+def _pinned(t: torch.Tensor) -> torch.Tensor:
+    """`t` in page-locked memory (torch's caching host allocator), so its H2D copy is async."""
+    return t if t.is_pinned() else t.pin_memory()
+
+
+class _Leases:
+    """Counts the staging slots leased to yielded CPU batches (thread-safe: any thread may free
+    the last reference to a batch's x)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def try_take(self) -> bool:
+        with self._lock:
+            if self.held >= self.limit:
+                return False
+            self.held += 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self.held -= 1
+
+
+class _Lease:
+    """Exposes a slot's rows to numpy; releases the slot when the last array/tensor dies.
+
+    `torch.from_numpy(np.asarray(lease))` makes a tensor whose storage keeps the numpy array,
+    and so this object, alive; views of the tensor share that storage, so the slot is released
+    exactly when nothing can read it any more.
+    """
+
+    def __init__(self, rows: torch.Tensor, slot: StagingSlot, leases: _Leases):
+        self.__array_interface__ = rows.numpy().__array_interface__
+        self._rows, self._slot, self._leases = rows, slot, leases
+
+    def __del__(self) -> None:
+        self._slot.release()
+        self._leases.give_back()
+
+
+def _shutdown(live: list[WorkerPool]) -> None:
+    """Stop the worker pools in `live` (also the Loader's finalizer, so it must not hold it)."""
+    while live:
+        live.pop().shutdown()
+
+
+class Loader:
+    """Iterate mini-batches of `dataset`'s training ids, sampled by `sampler`, on `device`.
+
+    Each `iter()` is one epoch: MiniBatch objects with `x` (float32 [num_input, F], the input
+    nodes' features) and `y` (the seeds' labels), all on `device`, in batch order. `workers`
+    processes (0: sample in this process) prepare at most `prefetch` batches ahead; with CUDA
+    their host-to-device copies are spread round-robin over `streams` CUDA streams.
+
+    Workers start at the first epoch and are reused by later ones; `close()`, garbage
+    collection, or leaving an epoch early (break, an exception, KeyboardInterrupt) stops them
+    (an early exit restarts them at the next epoch). A worker that dies or raises makes the
+    iteration raise RuntimeError naming it and the cause. `worker_threads` is each worker's
+    torch thread count. With workers, the dataset's graph and features are moved into shared
+    memory in place, once (the dataset's tensors then refer to the shared copy).
+    """
+
+    def __init__(self, dataset: Dataset, sampler: Any, device: str | torch.device,
+                 batch_size: int, shuffle: bool = True, workers: int = 0, streams: int = 1,
+                 prefetch: int = 2, seed: int = 0, drop_last: bool = False, *,
+                 worker_threads: int = 1):
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
+        if not callable(getattr(sampler, "sample", None)):
+            raise TypeError(f"sampler must have a sample(seeds, batch_id) method, got "
+                            f"{type(sampler).__name__}")
+        if getattr(sampler, "graph", None) is not dataset.graph:
+            raise ValueError("sampler: its graph is not the dataset's graph (build the sampler "
+                             "on dataset.graph)")
+        self.device = _check_device(device)
+        self.batch_size = _check_int("batch_size", batch_size, 1)
+        self.workers = _check_int("workers", workers, 0)
+        self.streams = _check_int("streams", streams, 1)
+        self.prefetch = _check_int("prefetch", prefetch, 1)
+        self.seed = _check_int("seed", seed, 0)
+        self.worker_threads = _check_int("worker_threads", worker_threads, 1)
+        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        self.shuffle, self.drop_last = shuffle, drop_last
+        self.dataset, self.sampler = dataset, sampler
+
+        cuda = self.device.type == "cuda"
+        if self.workers:
+            dataset.graph.share_memory_()  # workers map the graph, never copy it
+        # Unpinned: rows reach the GPU from the pinned staging slots, never from the table itself.
+        self.store = InMemoryFeatureStore(dataset.features, share=self.workers > 0, pin=False)
+        graph = dataset.graph
+        max_degree = int(graph.in_degrees().max()) if graph.num_nodes else 0
+        rows = _max_input_rows(sampler, graph.num_nodes, max_degree, self.batch_size)
+        # In flight: `prefetch` batches, plus (CUDA) copies still reading their slots or (CPU)
+        # slots leased to yielded batches. Pages of a slot are only committed once written.
+        slots = self.prefetch + (self.streams if cuda else self.prefetch)
+        self._ring = StagingRing(slots, rows, self.store.dim, self.store.dtype, pin=cuda,
+                                 share=self.workers > 0)
+        self._leases = _Leases(self.prefetch)
+        self._streams = ([torch.cuda.Stream(self.device) for _ in range(self.streams)]
+                         if cuda else [])
+        self._pool: WorkerPool | None = None
+        self._pending: dict[int, StagingSlot] = {}  # batch index -> slot a worker fills
+        self._epoch = 0
+        self._generation = 0  # bumped by each iter() and close(): older iterators stop
+        self._running = False
+        self._closed = False
+        self._live: list[WorkerPool] = []
+        self._finalizer = weakref.finalize(self, _shutdown, self._live)
+
+    def __len__(self) -> int:
+        n = self.dataset.train_idx.numel()
+        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the running workers (empty when none are running)."""
+        return [p.pid for p in self._pool.procs] if self._pool is not None else []
+
+    def __iter__(self) -> Iterator[MiniBatch]:
+        if self._closed:
+            raise RuntimeError("Loader is closed")
+        if self._running:  # an unfinished epoch's iterator is superseded
+            self._abort()
+        self._generation += 1
+        epoch, self._epoch = self._epoch, self._epoch + 1
+        return self._run_epoch(epoch, self._generation)
+
+    def close(self) -> None:
+        """Stop the workers (terminate + join); the Loader cannot be iterated afterwards."""
+        self._abort()
+        self._generation += 1
+        self._closed = True
+        self._finalizer()
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run_epoch(self, epoch: int, generation: int) -> Iterator[MiniBatch]:
+        if generation != self._generation:
+            raise RuntimeError(_SUPERSEDED)
+        num_batches = len(self)
+        ids = self.dataset.train_idx[epoch_order(self.dataset.train_idx.numel(), self.seed,
+                                                 epoch, self.shuffle)]
+        ids = ids[: num_batches * self.batch_size]
+        base = epoch * num_batches
+        if self.workers == 0:
+            source = self._in_process(ids, base)
+        else:
+            source = self._from_workers(ids, base)
+        self._running = True
+        finished = False
+        try:
+            for mb in source:
+                yield mb
+                if generation != self._generation:
+                    raise RuntimeError(_SUPERSEDED)
+            finished = True
+        finally:
+            if generation == self._generation:
+                self._running = False
+                if not finished:
+                    self._abort()
+
+    def _in_process(self, ids: torch.Tensor, base: int) -> Iterator[MiniBatch]:
+        """workers=0: sample and gather each batch here, when it is asked for."""
+        for b in range(len(self)):
+            seeds = ids[b * self.batch_size: (b + 1) * self.batch_size]
+            yield self._handover(*self._local(b, seeds, base + b))
+
+    def _from_workers(self, ids: torch.Tensor, base: int) -> Iterator[MiniBatch]:
+        """Dispatch batch b to worker b % W, at most `prefetch` ahead; yield in order."""
+        if self._pool is None:
+            self._pool = WorkerPool(self.workers, self.sampler, self.store, self._ring.buffers,
+                                    self.worker_threads)
+            self._live.append(self._pool)
+        pool, ring, bs = self._pool, self._ring, self.batch_size
+        num_batches = len(self)
+        needs_ids = [True] * self.workers
+        ids_np = ids.numpy()
+        ready: dict[int, tuple[MiniBatch, torch.cuda.Event | None]] = {}
+        sent = 0
+        for b in range(num_batches):
+            while sent < num_batches and sent - b < self.prefetch:
+                slot = ring.acquire()
+                self._pending[sent] = slot
+                wid = sent % self.workers
+                pool.submit(wid, Task(sent, base + sent, sent * bs, (sent + 1) * bs, slot.index,
+                                      ids_np if needs_ids[wid] else None))
+                needs_ids[wid] = False
+                sent += 1
+            while b not in ready:
+                for result in pool.receive(_POLL_S):
+                    slot = self._pending.pop(result.index)
+                    mb = unpack(result.packed)
+                    x = slot.buffer[: mb.input_nodes.numel()]
+                    ready[result.index] = self._transfer(mb, x, slot, result.index)
+            yield self._handover(*ready.pop(b))
+
+    def _local(self, b: int, seeds: torch.Tensor,
+               batch_id: int) -> tuple[MiniBatch, torch.cuda.Event | None]:
+        """Sample and gather batch b in this process (workers=0)."""
+        mb = self.sampler.sample(seeds, batch_id)
+        slot = self._ring.acquire()
+        try:
+            x = self.store.gather(mb.input_nodes, out=slot.buffer)
+        except BaseException:
+            slot.release()
+            raise
+        return self._transfer(mb, x, slot, b)
+
+    def _transfer(self, mb: MiniBatch, x: torch.Tensor, slot: StagingSlot,
+                  b: int) -> tuple[MiniBatch, torch.cuda.Event | None]:
+        """Attach x (the slot's rows) and y, and start moving the batch to the device.
+
+        Returns the batch and, with CUDA, the event that marks its copies complete. The slot
+        is released after that event (CUDA), when x dies (CPU, leased) or now (CPU, copied).
+        """
+        y = self.dataset.labels[mb.seeds]
+        if self.device.type == "cpu":
+            if self._leases.try_take():
+                x = torch.from_numpy(np.asarray(_Lease(x, slot, self._leases)))
+            else:  # `prefetch` slots are held by batches the caller keeps: copy instead
+                x = x.clone()
+                slot.release()
+            mb.x, mb.y = x, y
+            return mb, None
+        host = MiniBatch(_pinned(mb.seeds), _pinned(mb.input_nodes),
+                         [type(blk)(_pinned(blk.indptr), _pinned(blk.indices),
+                                    _pinned(blk.src_nodes), blk.num_dst) for blk in mb.blocks],
+                         x, _pinned(y), mb.batch_id)
+        stream = self._streams[b % len(self._streams)]
+        with torch.cuda.stream(stream):
+            out = host.to(self.device, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record(stream)
+        slot.release_after(event)
+        return out, event
+
+    def _handover(self, mb: MiniBatch, event: torch.cuda.Event | None) -> MiniBatch:
+        """Make the consumer's current stream wait for the batch's copies, then give it out.
+
+        record_stream tells the caching allocator that the current stream uses memory that was
+        allocated on a copy stream, so it is not reused before the consumer is done with it.
+        """
+        if event is not None:
+            stream = torch.cuda.current_stream(self.device)
+            stream.wait_event(event)
+            for t in _tensors(mb):
+                t.record_stream(stream)
+        return mb
+
+    def _abort(self) -> None:
+        """Stop the workers at once and reclaim the slots they were filling."""
+        if self._pool is not None:
+            self._live.remove(self._pool)
+            self._pool.shutdown()
+            self._pool = None
+        for slot in self._pending.values():  # nobody writes them any more
+            slot.release()
+        self._pending.clear()
+        self._running = False
+
+    def __repr__(self) -> str:
+        return (f"Loader(batches={len(self)}, batch_size={self.batch_size}, "
+                f"device={self.device}, workers={self.workers}, streams={self.streams}, "
+                f"prefetch={self.prefetch}, seed={self.seed})")
