@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from gnnrepro import CSCGraph
+from gnnrepro.datasets import Dataset, load
 
 
 def random_graph(num_nodes: int, num_edges: int, *, power_law: bool, seed: int,
@@ -26,6 +27,14 @@ def random_graph(num_nodes: int, num_edges: int, *, power_law: bool, seed: int,
     loops = torch.arange(0, receivers, 7)
     src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
     return CSCGraph.from_edges(src, dst, num_nodes, index_dtype=index_dtype)
+
+
+@pytest.fixture(scope="module")
+def tiny_products_sim(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    """A small products-sim (~7k nodes, 590 training ids) in a private cache directory."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GNNREPRO_DATA", str(tmp_path_factory.mktemp("data")))
+        return load("products-sim", scale=0.003)
 
 
 @pytest.fixture(params=["uniform", "power-law"])

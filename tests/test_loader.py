@@ -22,11 +22,8 @@ BATCH = 64
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory: pytest.TempPathFactory) -> datasets.Dataset:
-    """A small products-sim (~7k nodes, 590 training ids) in a private cache directory."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GNNREPRO_DATA", str(tmp_path_factory.mktemp("data")))
-        return datasets.load("products-sim", scale=0.003)
+def dataset(tiny_products_sim: datasets.Dataset) -> datasets.Dataset:
+    return tiny_products_sim
 
 
 @pytest.fixture(scope="module")

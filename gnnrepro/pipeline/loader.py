@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gnnrepro.checks import check_device, check_int
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.staging import StagingRing, StagingSlot
 from gnnrepro.features.store import InMemoryFeatureStore
@@ -52,33 +53,6 @@ def epoch_order(num: int, seed: int, epoch: int, shuffle: bool = True) -> torch.
     state = np.random.SeedSequence([seed, epoch]).generate_state(1, np.uint64)[0]
     gen = torch.Generator().manual_seed(int(state) & (2**63 - 1))
     return torch.randperm(num, generator=gen)
-
-
-def _check_int(name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
-
-
-def _check_device(device: object) -> torch.device:
-    """`device` as a torch.device on the CPU or an available GPU, else a clear error."""
-    if isinstance(device, str):
-        try:
-            device = torch.device(device)
-        except RuntimeError as exc:
-            raise ValueError(f"device: unknown device string {device!r}") from exc
-    if not isinstance(device, torch.device):
-        raise TypeError(f"device must be a str or torch.device, got {type(device).__name__}")
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"device is {str(device)!r} but CUDA is not available")
-        if device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
-    elif device.type != "cpu":
-        raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {str(device)!r}")
-    return device
 
 
 def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: int) -> int:
@@ -178,13 +152,13 @@ class Loader:
         if getattr(sampler, "graph", None) is not dataset.graph:
             raise ValueError("sampler: its graph is not the dataset's graph (build the sampler "
                              "on dataset.graph)")
-        self.device = _check_device(device)
-        self.batch_size = _check_int("batch_size", batch_size, 1)
-        self.workers = _check_int("workers", workers, 0)
-        self.streams = _check_int("streams", streams, 1)
-        self.prefetch = _check_int("prefetch", prefetch, 1)
-        self.seed = _check_int("seed", seed, 0)
-        self.worker_threads = _check_int("worker_threads", worker_threads, 1)
+        self.device = check_device(device)
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        self.workers = check_int("workers", workers, 0)
+        self.streams = check_int("streams", streams, 1)
+        self.prefetch = check_int("prefetch", prefetch, 1)
+        self.seed = check_int("seed", seed, 0)
+        self.worker_threads = check_int("worker_threads", worker_threads, 1)
         for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")

@@ -1,0 +1,194 @@
+"""train(): mini-batch GraphSAGE training on any sampler and Loader settings, with per-epoch
+timings (wall, stages, throughput), memory peaks, loss, and final val/test accuracy.
+
+Every pipeline trains the identical model: the model's initial weights and the dropout stream
+come from torch.manual_seed(seed), and the batches depend only on (seed, epoch) - never on the
+number of workers or streams (see gnnrepro.pipeline.loader) - so pipelines differ only in speed.
+"""
+from __future__ import annotations
+
+import math
+import resource
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.env import environment
+from gnnrepro.models.graphsage import GraphSAGE
+from gnnrepro.checks import check_device, check_int
+from gnnrepro.pipeline.loader import Loader
+from gnnrepro.profiling import StageTimer
+
+__all__ = ["EpochStats", "TrainResult", "evaluate", "train"]
+
+
+@dataclass
+class EpochStats:
+    """One epoch: wall time, throughput, memory peaks, stage times, mean training loss.
+
+    peak_rss_mb is this (training) process's resident-set high-water mark since it started
+    (resource.getrusage ru_maxrss; worker processes not included). peak_gpu_mb is
+    torch.cuda.max_memory_allocated over the epoch (None on the CPU). stages is
+    {stage: {"work_s", "exposed_s"}} (see gnnrepro.profiling), loader_wait_s the total time
+    the loop waited for batches. val_acc is set on epochs picked by eval_every.
+    """
+
+    epoch: int
+    epoch_s: float
+    seeds_per_s: float
+    loss: float
+    peak_rss_mb: float
+    peak_gpu_mb: float | None
+    stages: dict[str, dict[str, float | None]]
+    loader_wait_s: float
+    val_acc: float | None = None
+
+
+@dataclass
+class TrainResult:
+    """What train() measured, with the parameters and environment that produced it."""
+
+    params: dict[str, Any]
+    epochs: list[EpochStats]
+    val_acc: float
+    test_acc: float
+    env: dict[str, Any] = field(default_factory=environment)
+
+    @property
+    def losses(self) -> list[float]:
+        return [e.loss for e in self.epochs]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (str keys; str, int, float, bool, None, lists, dicts)."""
+        return asdict(self)
+
+
+def _check_lr(lr: object) -> float:
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)):
+        raise TypeError(f"lr must be a float, got {type(lr).__name__}")
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr}")
+    return float(lr)
+
+
+def _check_sampler(sampler: object) -> list[int]:
+    """The sampler's fanouts; it must follow the FusedSampler API (sample, graph, fanouts)."""
+    fanouts = getattr(sampler, "fanouts", None)
+    if not callable(getattr(sampler, "sample", None)) or not fanouts:
+        raise TypeError(f"sampler must have a sample(seeds, batch_id) method and non-empty "
+                        f"fanouts (the FusedSampler API), got {type(sampler).__name__}")
+    return list(fanouts)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
+             device: torch.device, batch_size: int) -> float:
+    """Accuracy (fraction in [0, 1]) on node ids `ids`, by mini-batch inference in eval mode
+    (no dropout, no grad) on blocks sampled by `sampler`, as in training (batch b of the
+    evaluation uses batch_id b, so it is deterministic). NaN for no ids."""
+    if ids.numel() == 0:
+        return float("nan")
+    was_training = model.training
+    model.eval()
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    for b, start in enumerate(range(0, ids.numel(), batch_size)):
+        seeds = ids[start: start + batch_size]
+        mb = sampler.sample(seeds, b)
+        x = dataset.features[mb.input_nodes].to(device)
+        blocks = [blk.to(device) for blk in mb.blocks]
+        pred = model(blocks, x).argmax(dim=1)
+        correct += (pred == dataset.labels[seeds].to(device)).sum()
+    model.train(was_training)
+    return correct.item() / ids.numel()
+
+
+def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
+          epochs: int = 3, batch_size: int = 1024, lr: float = 0.003, hidden: int = 256,
+          dropout: float = 0.5, workers: int = 0, streams: int = 1, prefetch: int = 2,
+          seed: int = 0, eval_every: int | None = None,
+          eval_batch_size: int = 4096) -> TrainResult:
+    """Train GraphSAGE (mean aggregator, num_layers = len(sampler.fanouts)) on `dataset`'s
+    training ids with Adam and cross-entropy, batches from a Loader(workers, streams,
+    prefetch, seed) over `sampler` (any object with the FusedSampler API built on
+    dataset.graph); workers=0, prefetch=1 is the serial pipeline.
+
+    After training (and every `eval_every` epochs, validation only), accuracy on the val and
+    test ids is computed by mini-batch inference with the same sampler, model.eval() and
+    torch.no_grad(), `eval_batch_size` seeds per batch. Bad arguments raise TypeError or
+    ValueError naming the argument.
+    """
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
+    fanouts = _check_sampler(sampler)
+    device = check_device(device)
+    check_int("epochs", epochs, 1)
+    lr = _check_lr(lr)
+    if eval_every is not None:
+        check_int("eval_every", eval_every, 1)
+    check_int("eval_batch_size", eval_batch_size, 1)
+    check_int("seed", seed, 0)
+
+    torch.manual_seed(seed)
+    model = GraphSAGE(dataset.num_features, hidden, dataset.num_classes, len(fanouts),
+                      dropout).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    timer = StageTimer(device, in_process=workers == 0)
+    loader = Loader(dataset, timer.wrap_sampler(sampler), device, batch_size, shuffle=True,
+                    workers=workers, streams=streams, prefetch=prefetch, seed=seed)
+    params = {"dataset": dataset.name, "dataset_params": dict(dataset.params),
+              "sampler": type(sampler).__name__, "fanouts": fanouts, "device": str(device),
+              "epochs": epochs, "batch_size": batch_size, "lr": lr, "hidden": hidden,
+              "dropout": dropout, "workers": workers, "streams": streams,
+              "prefetch": prefetch, "seed": seed, "eval_every": eval_every,
+              "eval_batch_size": eval_batch_size, "optimizer": "Adam",
+              "loss": "cross_entropy", "model": "GraphSAGE-mean",
+              "num_layers": len(fanouts)}
+
+    history: list[EpochStats] = []
+    with loader:
+        for epoch in range(epochs):
+            model.train()
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            loss_sum = torch.zeros((), device=device)  # summed on device: no sync per step
+            num_seeds = 0
+            start = time.perf_counter()
+            batches = iter(loader)
+            while True:
+                try:
+                    mb = timer.next_batch(batches)
+                except StopIteration:
+                    break
+                with timer.stage("forward"):
+                    loss = nn.functional.cross_entropy(model(mb.blocks, mb.x), mb.y)
+                with timer.stage("backward"):
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                loss_sum += loss.detach() * mb.y.numel()
+                num_seeds += mb.y.numel()
+                del mb  # frees the batch's staging slot before the next one is prepared
+            stages = timer.finish_epoch()  # synchronizes CUDA once
+            epoch_s = time.perf_counter() - start
+            val_acc = None
+            if eval_every is not None and (epoch + 1) % eval_every == 0:
+                val_acc = evaluate(model, dataset, sampler, dataset.val_idx, device,
+                                   eval_batch_size)
+            history.append(EpochStats(
+                epoch=epoch, epoch_s=epoch_s, seeds_per_s=num_seeds / epoch_s,
+                loss=loss_sum.item() / max(num_seeds, 1), peak_rss_mb=_peak_rss_mb(),
+                peak_gpu_mb=(torch.cuda.max_memory_allocated(device) / 2**20
+                             if device.type == "cuda" else None),
+                stages=stages.to_dict(), loader_wait_s=stages.wait_s, val_acc=val_acc))
+
+    val_acc = evaluate(model, dataset, sampler, dataset.val_idx, device, eval_batch_size)
+    test_acc = evaluate(model, dataset, sampler, dataset.test_idx, device, eval_batch_size)
+    return TrainResult(params, history, val_acc, test_acc)

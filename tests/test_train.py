@@ -1,0 +1,156 @@
+"""train(): it learns (loss falls, accuracy well above chance and above a feature-only MLP),
+its stage times are complete, it is reproducible and pipeline-independent, its result is
+JSON-ready, and bad arguments raise."""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+
+import pytest
+import torch
+from torch import nn
+
+from gnnrepro import CSCGraph, datasets
+from gnnrepro.models import MLP
+from gnnrepro.profiling import STAGES
+from gnnrepro.sampling import FusedSampler
+from gnnrepro.train import TrainResult, train
+
+EPOCHS, BATCH, HIDDEN, LR = 4, 64, 64, 0.01
+SETTINGS = dict(epochs=EPOCHS, batch_size=BATCH, hidden=HIDDEN, lr=LR, seed=0)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    """One torch thread: fast and stable on a small, possibly busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def dataset(tiny_products_sim: datasets.Dataset) -> datasets.Dataset:
+    return tiny_products_sim
+
+
+@pytest.fixture(scope="module")
+def sampler(dataset: datasets.Dataset) -> FusedSampler:
+    return FusedSampler(dataset.graph, [10, 5], seed=0)
+
+
+@pytest.fixture(scope="module")
+def result(dataset: datasets.Dataset, sampler: FusedSampler) -> TrainResult:
+    return train(dataset, sampler, eval_every=2, **SETTINGS)
+
+
+def mlp_test_accuracy(dataset: datasets.Dataset, steps: int) -> float:
+    """A feature-only MLP (same depth, width, optimizer, batch size) trained for `steps`
+    steps on the training ids; its test accuracy."""
+    torch.manual_seed(0)
+    model = MLP(dataset.num_features, HIDDEN, dataset.num_classes, num_layers=2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+    train_ids = dataset.train_idx
+    for step in range(steps):
+        if step % math.ceil(train_ids.numel() / BATCH) == 0:
+            order = train_ids[torch.randperm(train_ids.numel())]
+        b = step % math.ceil(train_ids.numel() / BATCH)
+        ids = order[b * BATCH: (b + 1) * BATCH]
+        loss = nn.functional.cross_entropy(model(dataset.features[ids]), dataset.labels[ids])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        pred = model(dataset.features[dataset.test_idx]).argmax(dim=1)
+    return (pred == dataset.labels[dataset.test_idx]).float().mean().item()
+
+
+def test_loss_decreases(result: TrainResult) -> None:
+    losses = result.losses
+    assert len(losses) == EPOCHS
+    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+
+
+def test_accuracy_beats_chance_and_mlp(result: TrainResult, dataset: datasets.Dataset) -> None:
+    assert 0.0 <= result.val_acc <= 1.0 and 0.0 <= result.test_acc <= 1.0
+    assert result.test_acc >= 3 / dataset.num_classes
+    steps = EPOCHS * math.ceil(dataset.train_idx.numel() / BATCH)
+    mlp = mlp_test_accuracy(dataset, steps)
+    assert result.test_acc > mlp, (result.test_acc, mlp)
+
+
+def test_epoch_stats(result: TrainResult) -> None:
+    for i, e in enumerate(result.epochs):
+        assert e.epoch == i and e.epoch_s > 0 and e.seeds_per_s > 0
+        assert e.peak_rss_mb > 0 and e.peak_gpu_mb is None  # CPU run
+        assert e.val_acc is None if i % 2 == 0 else 0.0 <= e.val_acc <= 1.0
+        assert list(e.stages) == list(STAGES)
+        for times in e.stages.values():
+            assert times["work_s"] >= 0 and times["exposed_s"] >= 0
+        assert e.stages["sample"]["exposed_s"] + e.stages["extract"]["exposed_s"] > 0
+        assert e.loader_wait_s >= e.stages["sample"]["exposed_s"]
+
+
+def test_same_seed_same_run(result: TrainResult, dataset: datasets.Dataset,
+                            sampler: FusedSampler) -> None:
+    again = train(dataset, sampler, eval_every=2, **SETTINGS)
+    assert again.losses == result.losses
+    assert [e.val_acc for e in again.epochs] == [e.val_acc for e in result.epochs]
+    assert (again.val_acc, again.test_acc) == (result.val_acc, result.test_acc)
+
+
+def test_workers_train_the_same_model(result: TrainResult, dataset: datasets.Dataset,
+                                      sampler: FusedSampler) -> None:
+    """Worker processes change only speed: same losses and accuracies; their sample/extract
+    times are not visible to the trainer, so they are None and the wait is reported whole."""
+    overlapped = train(dataset, sampler, eval_every=2, workers=2, prefetch=3, **SETTINGS)
+    assert overlapped.losses == result.losses
+    assert (overlapped.val_acc, overlapped.test_acc) == (result.val_acc, result.test_acc)
+    for e in overlapped.epochs:
+        for stage in ("sample", "extract"):
+            assert e.stages[stage] == {"work_s": None, "exposed_s": None}
+        assert e.loader_wait_s >= 0 and e.stages["forward"]["work_s"] >= 0
+
+
+def test_to_dict_is_json(result: TrainResult) -> None:
+    d = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert d["params"]["fanouts"] == [10, 5] and d["params"]["num_layers"] == 2
+    assert d["params"]["batch_size"] == BATCH and d["env"]["torch_threads"] == 1
+    assert len(d["epochs"]) == EPOCHS and d["test_acc"] == result.test_acc
+
+
+class NoFanouts:
+    def sample(self, seeds: torch.Tensor, batch_id: int = 0) -> None: ...
+
+
+@pytest.mark.parametrize("kwargs, error, name", [
+    (dict(epochs=0), ValueError, "epochs"),
+    (dict(epochs=2.0), TypeError, "epochs"),
+    (dict(lr=0.0), ValueError, "lr"),
+    (dict(lr="fast"), TypeError, "lr"),
+    (dict(eval_every=0), ValueError, "eval_every"),
+    (dict(eval_batch_size=0), ValueError, "eval_batch_size"),
+    (dict(seed=-1), ValueError, "seed"),
+    (dict(device="tpu"), ValueError, "device"),
+    (dict(batch_size=0), ValueError, "batch_size"),
+    (dict(workers=-1), ValueError, "workers"),
+    (dict(prefetch=0), ValueError, "prefetch"),
+    (dict(hidden=0), ValueError, "hidden"),
+    (dict(dropout=1.0), ValueError, "dropout"),
+])
+def test_bad_arguments(dataset: datasets.Dataset, sampler: FusedSampler, kwargs: dict,
+                       error: type, name: str) -> None:
+    with pytest.raises(error, match=name):
+        train(dataset, sampler, **kwargs)
+
+
+def test_bad_dataset_or_sampler(dataset: datasets.Dataset, sampler: FusedSampler) -> None:
+    with pytest.raises(TypeError, match="dataset"):
+        train("products-sim", sampler)
+    with pytest.raises(TypeError, match="sampler"):
+        train(dataset, NoFanouts())
+    other = FusedSampler(CSCGraph.from_edges(torch.tensor([0]), torch.tensor([0]), 1), [10, 5])
+    with pytest.raises(ValueError, match="sampler"):
+        train(dataset, other)
