@@ -10,15 +10,15 @@ so their work and exposed times are the same; on CUDA they are timed with CUDA e
 on the current stream and resolved once per epoch (one sync per epoch, none per step), on the
 CPU with time.perf_counter.
 
-sample and extract (feature gather + host-to-device copy) happen inside `next(iterator)`:
+sample and extract (feature gather + host-to-device copy) happen behind `next(iterator)`; their
+work is measured by the Loader where it runs (`Loader.work_seconds()`, workers included):
 
-* In-process loading (workers=0): the sampler is wrapped (`wrap_sampler`) so its calls are
-  timed; extract is the rest of the time `next()` blocked. Both stages are fully exposed.
+* In-process loading (workers=0): both stages run inside `next()`, so they are fully exposed:
+  exposed sample = its work, exposed extract = the rest of the time `next()` blocked.
   With CUDA the host-to-device copy is only issued there (asynchronously, on side streams);
   its device time is not in extract, and shows up in forward if compute had to wait for it.
-* Worker processes: the Loader does not report the workers' per-batch times, so work_s is
-  None, and the time `next()` blocked cannot be split between the two stages: both exposed_s
-  are None and the combined wait is `StageTimes.wait_s`.
+* Worker processes: the time `next()` blocked cannot be split between the two stages, so both
+  exposed_s are None and the combined wait is `StageTimes.wait_s`; work_s is still measured.
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -59,28 +58,11 @@ class StageTimes:
                 for name, t in self.stages.items()}
 
 
-class _TimedSampler:
-    """Forwards everything to `sampler`, adding the seconds spent in `sample()` to the timer."""
-
-    def __init__(self, sampler: Any, timer: "StageTimer"):
-        self._sampler, self._timer = sampler, timer
-
-    def sample(self, seeds: torch.Tensor, batch_id: int = 0) -> MiniBatch:
-        start = time.perf_counter()
-        try:
-            return self._sampler.sample(seeds, batch_id)
-        finally:
-            self._timer._sample_s += time.perf_counter() - start
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sampler, name)
-
-
 class StageTimer:
     """Times the stages of the steps of one epoch at a time; `finish_epoch()` returns them.
 
-    `in_process` says whether sampling runs in this process (workers=0), i.e. whether the
-    sampler returned by `wrap_sampler` is the one the Loader calls.
+    `in_process` says whether sampling and extraction run in this process (workers=0), i.e.
+    inside `next()`, which is what lets the wait be split between them.
     """
 
     def __init__(self, device: torch.device, in_process: bool):
@@ -89,16 +71,10 @@ class StageTimer:
         self._reset()
 
     def _reset(self) -> None:
-        self._sample_s = 0.0
         self._wait_s = 0.0
         self._cpu_s = {name: 0.0 for name in _COMPUTE}
         self._events: dict[str, list[tuple[torch.cuda.Event, torch.cuda.Event]]] = {
             name: [] for name in _COMPUTE}
-
-    def wrap_sampler(self, sampler: Any) -> Any:
-        """`sampler` with timed `sample()` calls when sampling is in process, else unchanged
-        (worker processes get the plain sampler: their times could not reach this timer)."""
-        return _TimedSampler(sampler, self) if self.in_process else sampler
 
     def next_batch(self, iterator: Iterator[MiniBatch]) -> MiniBatch:
         """`next(iterator)`, adding the time it blocked to the epoch's wait (StopIteration
@@ -125,20 +101,19 @@ class StageTimer:
             yield
             self._cpu_s[name] += time.perf_counter() - t0
 
-    def finish_epoch(self) -> StageTimes:
-        """The epoch's stage times (on CUDA: one synchronize, then the events are read);
-        the timer is then reset for the next epoch."""
+    def finish_epoch(self, work: dict[str, float]) -> StageTimes:
+        """The epoch's stage times, given the loader's sample/extract work seconds (on CUDA:
+        one synchronize, then the events are read); the timer is then reset."""
         compute = dict(self._cpu_s)
         if self.cuda:
             torch.cuda.synchronize()
             for name, pairs in self._events.items():
                 compute[name] = sum(s.elapsed_time(e) for s, e in pairs) / 1000.0
         if self.in_process:
-            sample = StageTime(self._sample_s, self._sample_s)
-            rest = max(self._wait_s - self._sample_s, 0.0)
-            extract = StageTime(rest, rest)
+            sample = StageTime(work["sample"], work["sample"])
+            extract = StageTime(work["extract"], max(self._wait_s - work["sample"], 0.0))
         else:
-            sample, extract = StageTime(None, None), StageTime(None, None)
+            sample, extract = StageTime(work["sample"], None), StageTime(work["extract"], None)
         stages = {"sample": sample, "extract": extract,
                   **{name: StageTime(s, s) for name, s in compute.items()}}
         result = StageTimes(stages, self._wait_s)

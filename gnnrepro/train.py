@@ -141,7 +141,7 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
                       dropout).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     timer = StageTimer(device, in_process=workers == 0)
-    loader = Loader(dataset, timer.wrap_sampler(sampler), device, batch_size, shuffle=True,
+    loader = Loader(dataset, sampler, device, batch_size, shuffle=True,
                     workers=workers, streams=streams, prefetch=prefetch, seed=seed)
     params = {"dataset": dataset.name, "dataset_params": dict(dataset.params),
               "sampler": type(sampler).__name__, "fanouts": fanouts, "device": str(device),
@@ -176,7 +176,7 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
                 loss_sum += loss.detach() * mb.y.numel()
                 num_seeds += mb.y.numel()
                 del mb  # frees the batch's staging slot before the next one is prepared
-            stages = timer.finish_epoch()  # synchronizes CUDA once
+            stages = timer.finish_epoch(loader.work_seconds())  # synchronizes CUDA once
             epoch_s = time.perf_counter() - start
             val_acc = None
             if eval_every is not None and (epoch + 1) % eval_every == 0:

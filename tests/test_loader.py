@@ -146,6 +146,17 @@ def test_epochs_differ_in_order_but_each_covers_all_ids(dataset, sampler) -> Non
     assert torch.equal(torch.cat([mb.seeds for mb in epoch(again)]), first)
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_work_seconds_count_sampling_and_extraction_wherever_they_run(dataset, sampler,
+                                                                       workers: int) -> None:
+    with Loader(dataset, sampler, "cpu", BATCH, workers=workers, prefetch=2) as loader:
+        assert loader.work_seconds() == {"sample": 0.0, "extract": 0.0}
+        for _ in loader:
+            pass
+        work = loader.work_seconds()
+        assert work["sample"] > 0 and work["extract"] > 0
+
+
 def test_unshuffled_epoch_keeps_training_order(dataset, sampler) -> None:
     loader = Loader(dataset, sampler, "cpu", BATCH, shuffle=False)
     assert torch.equal(torch.cat([mb.seeds for mb in epoch(loader)]), dataset.train_idx)

@@ -103,14 +103,15 @@ def test_same_seed_same_run(result: TrainResult, dataset: datasets.Dataset,
 
 def test_workers_train_the_same_model(result: TrainResult, dataset: datasets.Dataset,
                                       sampler: FusedSampler) -> None:
-    """Worker processes change only speed: same losses and accuracies; their sample/extract
-    times are not visible to the trainer, so they are None and the wait is reported whole."""
+    """Worker processes change only speed: same losses and accuracies. The workers' sample and
+    extract work is measured where it runs; how much of it the trainer waited for cannot be
+    split between the two stages, so exposed_s is None and the wait is reported whole."""
     overlapped = train(dataset, sampler, eval_every=2, workers=2, prefetch=3, **SETTINGS)
     assert overlapped.losses == result.losses
     assert (overlapped.val_acc, overlapped.test_acc) == (result.val_acc, result.test_acc)
     for e in overlapped.epochs:
         for stage in ("sample", "extract"):
-            assert e.stages[stage] == {"work_s": None, "exposed_s": None}
+            assert e.stages[stage]["work_s"] > 0 and e.stages[stage]["exposed_s"] is None
         assert e.loader_wait_s >= 0 and e.stages["forward"]["work_s"] >= 0
 
 

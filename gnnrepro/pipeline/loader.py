@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -185,6 +186,7 @@ class Loader:
         self._pending: dict[int, StagingSlot] = {}  # batch index -> slot a worker fills
         self._epoch = 0
         self._generation = 0  # bumped by each iter() and close(): older iterators stop
+        self._work = {"sample": 0.0, "extract": 0.0}
         self._running = False
         self._closed = False
         self._live: list[WorkerPool] = []
@@ -193,6 +195,12 @@ class Loader:
     def __len__(self) -> int:
         n = self.dataset.train_idx.numel()
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+
+    def work_seconds(self) -> dict[str, float]:
+        """Seconds of sample and extract work done for the current (or last) epoch's batches,
+        wherever it ran: in the workers or in this process. extract is the feature gather plus
+        this process's hand-over (labels, and with CUDA issuing the host-to-device copies)."""
+        return dict(self._work)
 
     @property
     def worker_pids(self) -> list[int]:
@@ -229,6 +237,7 @@ class Loader:
                                                  epoch, self.shuffle)]
         ids = ids[: num_batches * self.batch_size]
         base = epoch * num_batches
+        self._work = {"sample": 0.0, "extract": 0.0}
         if self.workers == 0:
             source = self._in_process(ids, base)
         else:
@@ -277,6 +286,8 @@ class Loader:
             while b not in ready:
                 for result in pool.receive(_POLL_S):
                     slot = self._pending.pop(result.index)
+                    self._work["sample"] += result.sample_s
+                    self._work["extract"] += result.gather_s
                     mb = unpack(result.packed)
                     x = slot.buffer[: mb.input_nodes.numel()]
                     ready[result.index] = self._transfer(mb, x, slot, result.index)
@@ -285,13 +296,17 @@ class Loader:
     def _local(self, b: int, seeds: torch.Tensor,
                batch_id: int) -> tuple[MiniBatch, torch.cuda.Event | None]:
         """Sample and gather batch b in this process (workers=0)."""
+        start = time.perf_counter()
         mb = self.sampler.sample(seeds, batch_id)
+        sampled = time.perf_counter()
+        self._work["sample"] += sampled - start
         slot = self._ring.acquire()
         try:
             x = self.store.gather(mb.input_nodes, out=slot.buffer)
         except BaseException:
             slot.release()
             raise
+        self._work["extract"] += time.perf_counter() - sampled
         return self._transfer(mb, x, slot, b)
 
     def _transfer(self, mb: MiniBatch, x: torch.Tensor, slot: StagingSlot,
@@ -301,6 +316,7 @@ class Loader:
         Returns the batch and, with CUDA, the event that marks its copies complete. The slot
         is released after that event (CUDA), when x dies (CPU, leased) or now (CPU, copied).
         """
+        start = time.perf_counter()
         y = self.dataset.labels[mb.seeds]
         if self.device.type == "cpu":
             if self._leases.try_take():
@@ -309,6 +325,7 @@ class Loader:
                 x = x.clone()
                 slot.release()
             mb.x, mb.y = x, y
+            self._work["extract"] += time.perf_counter() - start
             return mb, None
         host = MiniBatch(_pinned(mb.seeds), _pinned(mb.input_nodes),
                          [type(blk)(_pinned(blk.indptr), _pinned(blk.indices),
@@ -320,6 +337,7 @@ class Loader:
             event = torch.cuda.Event()
             event.record(stream)
         slot.release_after(event)
+        self._work["extract"] += time.perf_counter() - start
         return out, event
 
     def _handover(self, mb: MiniBatch, event: torch.cuda.Event | None) -> MiniBatch:

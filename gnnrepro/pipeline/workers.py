@@ -17,6 +17,7 @@ import fcntl
 import multiprocessing as mp
 import multiprocessing.connection
 import signal
+import time
 import traceback
 from typing import Any, NamedTuple
 
@@ -55,11 +56,14 @@ class Task(NamedTuple):
 
 
 class Result(NamedTuple):
-    """A worker's answer: the packed MiniBatch (features are already in the staging slot)."""
+    """A worker's answer: the packed MiniBatch (features are already in the staging slot) and
+    the seconds it spent sampling and gathering, so the trainer can report the work it hid."""
 
     index: int
     worker: int
     packed: tuple
+    sample_s: float
+    gather_s: float
 
 
 def pack(mb: MiniBatch) -> tuple:
@@ -103,9 +107,12 @@ def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Ten
         if task.ids is not None:
             ids = torch.from_numpy(task.ids)
         try:
+            start = time.perf_counter()
             mb = sampler.sample(ids[task.start:task.stop], task.batch_id)
+            sampled = time.perf_counter()
             store.gather(mb.input_nodes, out=staging[task.slot])
-            message: Any = Result(task.index, wid, pack(mb))
+            message: Any = Result(task.index, wid, pack(mb), sampled - start,
+                                  time.perf_counter() - sampled)
         except Exception as exc:  # reported to the main process, which raises it there
             message = ("error", task.index, wid,
                        f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
