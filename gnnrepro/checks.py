@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["check_int", "check_device"]
+__all__ = ["check_bool", "check_device", "check_int", "check_node_ids"]
+
+INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
 
 def check_int(name: str, value: object, low: int) -> int:
@@ -32,3 +34,31 @@ def check_device(device: object) -> torch.device:
     elif device.type != "cpu":
         raise ValueError(f"device must be 'cpu' or 'cuda[:i]', got {str(device)!r}")
     return device
+
+
+def check_bool(name: str, value: object) -> bool:
+    """`value` if it is a bool (not merely truthy), else a TypeError naming it."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def check_node_ids(ids: object, num_nodes: int, name: str, device: torch.device) -> torch.Tensor:
+    """`ids` as a 1-D tensor of node ids in [0, num_nodes) on `device`, else a TypeError or
+    ValueError naming it. int32/int64 stay as they are; other integer dtypes become int64."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(ids).__name__}")
+    if ids.dtype not in INT_DTYPES:
+        raise TypeError(f"{name} must be an integer tensor, got {ids.dtype}")
+    if ids.dim() != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {tuple(ids.shape)}")
+    if ids.device != device:
+        raise ValueError(f"{name} are on {ids.device} but must be on {device}")
+    if ids.dtype not in (torch.int32, torch.int64):
+        ids = ids.to(torch.int64)
+    if ids.numel():
+        lo, hi = (int(v) for v in torch.aminmax(ids))
+        if lo < 0 or hi >= num_nodes:
+            raise ValueError(f"{name} must lie in [0, num_nodes={num_nodes}), found values in "
+                             f"[{lo}, {hi}]")
+    return ids

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from gnnrepro import _ops
+
 _PACKAGES = ("torch", "numpy", "dgl", "ogb", "pandas", "papermill")
 
 
@@ -61,6 +63,7 @@ def environment() -> dict:
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "cuda": torch.version.cuda,
+        "gnnrepro_cuda_kernels": _ops.cuda_compiled(),
         "gpu": torch.cuda.get_device_name() if cuda else None,
         "gpu_count": torch.cuda.device_count() if cuda else 0,
     }

@@ -10,6 +10,8 @@ import warnings
 
 import torch
 
+from gnnrepro.checks import check_node_ids
+
 __all__ = ["CSCGraph"]
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
@@ -64,23 +66,15 @@ class CSCGraph:
 
         Within one destination, neighbours keep the order of the input edge list.
         """
-        for name, t in (("src", src), ("dst", dst)):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-            if t.dtype not in _INDEX_DTYPES:
-                raise TypeError(f"{name} must be an int32 or int64 tensor, got {t.dtype}")
-            if t.dim() != 1:
-                raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
-        if src.numel() != dst.numel():
-            raise ValueError(f"src and dst differ in length: {src.numel()} vs {dst.numel()}")
         if not isinstance(num_nodes, int) or isinstance(num_nodes, bool) or num_nodes < 0:
             raise ValueError(f"num_nodes must be a non-negative int, got {num_nodes!r}")
         if index_dtype not in _INDEX_DTYPES:
             raise TypeError(f"index_dtype must be torch.int32 or torch.int64, got {index_dtype}")
-        src, dst = src.to(torch.int64), dst.to(torch.int64)
-        for name, t in (("src", src), ("dst", dst)):
-            if t.numel() and (int(t.min()) < 0 or int(t.max()) >= num_nodes):
-                raise ValueError(f"{name} holds node ids outside [0, num_nodes={num_nodes})")
+        device = src.device if isinstance(src, torch.Tensor) else torch.device("cpu")
+        src, dst = (check_node_ids(t, num_nodes, name, device).to(torch.int64)
+                    for name, t in (("src", src), ("dst", dst)))
+        if src.numel() != dst.numel():
+            raise ValueError(f"src and dst differ in length: {src.numel()} vs {dst.numel()}")
         order = torch.argsort(dst, stable=True)
         counts = torch.bincount(dst, minlength=num_nodes)
         indptr = torch.zeros(num_nodes + 1, dtype=torch.int64)

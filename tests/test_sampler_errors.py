@@ -79,7 +79,7 @@ def test_bad_graph_arrays(indptr, indices, error, match):
 
 
 def test_from_edges_checks(small_graph):
-    with pytest.raises(ValueError, match="src holds node ids outside"):
+    with pytest.raises(ValueError, match=r"src must lie in \[0, num_nodes=3\)"):
         CSCGraph.from_edges(torch.tensor([0, 5]), torch.tensor([0, 1]), 3)
     with pytest.raises(ValueError, match="differ in length"):
         CSCGraph.from_edges(torch.tensor([0]), torch.tensor([0, 1]), 3)

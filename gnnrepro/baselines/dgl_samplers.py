@@ -29,6 +29,7 @@ import os
 import torch
 
 from gnnrepro.baselines.dgl_import import import_dgl
+from gnnrepro.checks import check_bool
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.args import (check_fanouts, check_graph, check_seed, check_seeds,
                                     stream_seed)
@@ -58,9 +59,7 @@ class _DGLSampler:
             raise ValueError(f"graph must be on the CPU for DGL's CPU samplers, is on "
                              f"{graph.device}")
         self.fanouts = check_fanouts(fanouts)
-        if not isinstance(replace, bool):
-            raise TypeError(f"replace must be a bool, got {type(replace).__name__}")
-        self.replace = replace
+        self.replace = check_bool("replace", replace)
         self.seed = check_seed(seed)
         self._dgl = import_dgl()
         # int32 ids whenever they fit: DGL's kernels then move half the bytes, which measured

@@ -13,11 +13,12 @@ import weakref
 
 import torch
 
+from gnnrepro.checks import check_node_ids
+
 from gnnrepro import _ops
 
-__all__ = ["FeatureStore", "InMemoryFeatureStore", "check_ids", "check_out", "pin_in_place"]
+__all__ = ["FeatureStore", "InMemoryFeatureStore", "check_out", "pin_in_place"]
 
-_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
 
 def pin_in_place(tensor: torch.Tensor, owner: object) -> bool:
@@ -57,26 +58,6 @@ def _clear_cuda_error() -> None:
         paths = {line.split()[-1] for line in maps if "libcudart.so" in line}
     for path in paths:
         ctypes.CDLL(path).cudaGetLastError()
-
-
-def check_ids(ids: object, num_nodes: int) -> torch.Tensor:
-    """`ids` as a 1-D int32/int64 CPU tensor of node ids in [0, num_nodes), else a clear error."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"ids must be a torch.Tensor, got {type(ids).__name__}")
-    if ids.dtype not in _INT_DTYPES:
-        raise TypeError(f"ids must be an integer tensor, got {ids.dtype}")
-    if ids.dim() != 1:
-        raise ValueError(f"ids must be 1-D, got shape {tuple(ids.shape)}")
-    if ids.device.type != "cpu":
-        raise ValueError(f"ids must be on the CPU (where the features are), got {ids.device}")
-    if ids.dtype not in (torch.int32, torch.int64):
-        ids = ids.to(torch.int64)
-    if ids.numel():
-        lo, hi = (int(v) for v in torch.aminmax(ids))
-        if lo < 0 or hi >= num_nodes:
-            raise ValueError(
-                f"ids must lie in [0, num_nodes={num_nodes}), found values in [{lo}, {hi}]")
-    return ids
 
 
 def check_out(out: object, rows: int, dim: int, dtype: torch.dtype) -> torch.Tensor:
@@ -191,7 +172,7 @@ class InMemoryFeatureStore(FeatureStore):
         With `out` (e.g. a pinned staging buffer with room for at least len(ids) rows) nothing
         is allocated and the result is the view `out[:len(ids)]`.
         """
-        ids = check_ids(ids, self.num_nodes)
+        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
         if out is None:
             out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
         else:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gnnrepro.checks import check_device, check_int
+from gnnrepro.checks import check_bool, check_device, check_int
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.staging import StagingRing, StagingSlot
 from gnnrepro.features.store import InMemoryFeatureStore
@@ -160,10 +160,8 @@ class Loader:
         self.prefetch = check_int("prefetch", prefetch, 1)
         self.seed = check_int("seed", seed, 0)
         self.worker_threads = check_int("worker_threads", worker_threads, 1)
-        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
-        self.shuffle, self.drop_last = shuffle, drop_last
+        self.shuffle = check_bool("shuffle", shuffle)
+        self.drop_last = check_bool("drop_last", drop_last)
         self.dataset, self.sampler = dataset, sampler
 
         cuda = self.device.type == "cuda"

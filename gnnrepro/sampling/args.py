@@ -5,9 +5,9 @@ from collections.abc import Sequence
 
 import torch
 
+from gnnrepro.checks import check_node_ids
 from gnnrepro.graph import CSCGraph
 
-_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 MAX_FANOUT = 2**31 - 1  # block sizes are counted in int32 local ids
 _MASK64 = (1 << 64) - 1
 
@@ -45,22 +45,10 @@ def check_seed(seed: int, name: str = "seed") -> int:
 
 def check_seeds(seeds: object, graph: CSCGraph) -> torch.Tensor:
     """Seeds as a contiguous int64 tensor on the graph's device: 1-D, unique, in range."""
-    if not isinstance(seeds, torch.Tensor):
-        raise TypeError(f"seeds must be a torch.Tensor, got {type(seeds).__name__}")
-    if seeds.dtype not in _INT_DTYPES:
-        raise TypeError(f"seeds must be an integer tensor, got {seeds.dtype}")
-    if seeds.dim() != 1:
-        raise ValueError(f"seeds must be 1-D, got shape {tuple(seeds.shape)}")
-    if seeds.device != graph.device:
-        raise ValueError(f"seeds are on {seeds.device} but the graph is on {graph.device}")
+    seeds = check_node_ids(seeds, graph.num_nodes, "seeds", graph.device)
     seeds = seeds.to(torch.int64).contiguous()
-    if seeds.numel():
-        lo, hi = int(seeds.min()), int(seeds.max())
-        if lo < 0 or hi >= graph.num_nodes:
-            raise ValueError(
-                f"seeds must lie in [0, num_nodes={graph.num_nodes}), found values in [{lo}, {hi}]")
-        if torch.unique(seeds).numel() != seeds.numel():
-            raise ValueError("seeds must be unique node ids")
+    if seeds.numel() and torch.unique(seeds).numel() != seeds.numel():
+        raise ValueError("seeds must be unique node ids")
     return seeds
 
 

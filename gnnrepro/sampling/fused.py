@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from gnnrepro import _ops
+from gnnrepro.checks import check_bool
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, check_seeds
 from gnnrepro.sampling.block import Block, MiniBatch
@@ -34,9 +35,7 @@ class FusedSampler:
                  seed: int = 0):
         self.graph = check_graph(graph)
         self.fanouts = check_fanouts(fanouts)
-        if not isinstance(replace, bool):
-            raise TypeError(f"replace must be a bool, got {type(replace).__name__}")
-        self.replace = replace
+        self.replace = check_bool("replace", replace)
         self.seed = check_seed(seed)
         self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
         self._workspace: torch.Tensor | None = None  # op scratch, grown by the op

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
+from gnnrepro.checks import check_bool
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.args import (check_fanouts, check_graph, check_seed, check_seeds,
                                     stream_seed)
@@ -30,9 +31,7 @@ class ReferenceSampler:
                  seed: int = 0):
         self.graph = check_graph(graph)
         self.fanouts = check_fanouts(fanouts)
-        if not isinstance(replace, bool):
-            raise TypeError(f"replace must be a bool, got {type(replace).__name__}")
-        self.replace = replace
+        self.replace = check_bool("replace", replace)
         self.seed = check_seed(seed)
 
     def sample(self, seeds: torch.Tensor, batch_id: int = 0) -> MiniBatch:
