@@ -30,7 +30,7 @@ def random_graph(num_nodes: int, num_edges: int, *, power_law: bool, seed: int,
 
 
 @pytest.fixture(scope="module")
-def tiny_products_sim(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
     """A small products-sim (~7k nodes, 590 training ids) in a private cache directory."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GNNREPRO_DATA", str(tmp_path_factory.mktemp("data")))

@@ -22,11 +22,6 @@ BATCH = 64
 
 
 @pytest.fixture(scope="module")
-def dataset(tiny_products_sim: datasets.Dataset) -> datasets.Dataset:
-    return tiny_products_sim
-
-
-@pytest.fixture(scope="module")
 def sampler(dataset: datasets.Dataset) -> FusedSampler:
     return FusedSampler(dataset.graph, [10, 5], seed=3)
 

@@ -31,11 +31,6 @@ def one_thread() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def dataset(tiny_products_sim: datasets.Dataset) -> datasets.Dataset:
-    return tiny_products_sim
-
-
-@pytest.fixture(scope="module")
 def sampler(dataset: datasets.Dataset) -> FusedSampler:
     return FusedSampler(dataset.graph, [10, 5], seed=0)
 
