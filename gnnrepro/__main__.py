@@ -1,4 +1,4 @@
-"""Command line: `python -m gnnrepro bench sampling ...` (see --help)."""
+"""Command line: `python -m gnnrepro bench {sampling,train} ...` (see --help)."""
 from __future__ import annotations
 
 import argparse
@@ -49,6 +49,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated subset of dgl-unfused,dgl-fused,reference,fused")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", type=Path, default=None, help="JSON file to write")
+
+    t = kinds.add_parser("train", help="end-to-end training: dgl vs reference vs fused vs "
+                                       "fused+pinned, each in a fresh process")
+    t.add_argument("--dataset", default="products-sim")
+    t.add_argument("--scale", type=float, default=0.05, help="products-sim scale")
+    t.add_argument("--root", default=None, help="dataset root (OGB datasets)")
+    t.add_argument("--fanouts", type=parse_fanouts, default=[15, 10, 5])
+    t.add_argument("--batch-size", type=int, default=1024)
+    t.add_argument("--epochs", type=int, default=3)
+    t.add_argument("--pipelines", default="dgl,fused,fused+pinned",
+                   help="comma-separated subset of dgl,reference,fused,fused+pinned")
+    t.add_argument("--threads", type=int, default=2, help="torch threads of the trainer")
+    t.add_argument("--workers", type=int, default=1, help="sampling workers (fused+pinned)")
+    t.add_argument("--streams", type=int, default=2, help="CUDA copy streams (fused+pinned)")
+    t.add_argument("--prefetch", type=int, default=2, help="batches ahead (fused+pinned)")
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--lr", type=float, default=0.003)
+    t.add_argument("--hidden", type=int, default=256)
+    t.add_argument("--repeats", type=int, default=1,
+                   help="rounds of all pipelines, each round in a rotated order")
+    t.add_argument("--timeline-batches", type=int, default=0,
+                   help="keep the timeline of this many batches of the second epoch")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", type=Path, default=None, help="JSON file to write")
     return parser
 
 
@@ -62,9 +86,20 @@ def main(argv: list[str] | None = None) -> int:
                               samplers=[s for s in args.samplers.split(",") if s],
                               seed=args.seed)
         print(sampling.format_table(result))
-        if args.out is not None:
-            write_json_atomic(args.out, result)
-            print(f"wrote {args.out}")
+    elif args.command == "bench" and args.benchmark == "train":
+        from gnnrepro.bench import train
+        result = train.run(dataset=args.dataset, scale=args.scale, root=args.root,
+                           fanouts=args.fanouts, batch_size=args.batch_size,
+                           epochs=args.epochs,
+                           pipelines=[p for p in args.pipelines.split(",") if p],
+                           threads=args.threads, workers=args.workers, streams=args.streams,
+                           prefetch=args.prefetch, seed=args.seed, device=args.device,
+                           lr=args.lr, hidden=args.hidden, repeats=args.repeats,
+                           timeline_batches=args.timeline_batches)
+        print(train.format_table(result))
+    if args.out is not None:
+        write_json_atomic(args.out, result)
+        print(f"wrote {args.out}")
     return 0
 
 

@@ -19,22 +19,45 @@ work is measured by the Loader where it runs (`Loader.work_seconds()`, workers i
   its device time is not in extract, and shows up in forward if compute had to wait for it.
 * Worker processes: the time `next()` blocked cannot be split between the two stages, so both
   exposed_s are None and the combined wait is `StageTimes.wait_s`; work_s is still measured.
+
+Timeline: every stage of every batch is also kept as a `Span` (batch, stage, lane, start, end)
+on the time.perf_counter clock (CLOCK_MONOTONIC on Linux, shared by all processes), so a plot
+can show which work overlapped which. The loader records its spans; the timer records the
+trainer's (waits, forward, backward). On CUDA, forward and backward spans are when the GPU ran
+them: their events are placed on the host clock through an anchor event recorded at the
+epoch's first step.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 
 from gnnrepro.sampling.block import MiniBatch
 
-__all__ = ["STAGES", "StageTime", "StageTimes", "StageTimer"]
+__all__ = ["STAGES", "Span", "StageTime", "StageTimes", "StageTimer"]
 
 STAGES = ("sample", "extract", "forward", "backward")
 _COMPUTE = ("forward", "backward")
+
+
+class Span(NamedTuple):
+    """One piece of work on the timeline: batch `batch` (index within its epoch) spent
+    [start, end] (perf_counter seconds) in `stage` on `lane` (who did it: "trainer",
+    "loader", "worker 0", "stream 1", ...)."""
+
+    batch: int
+    stage: str
+    lane: str
+    start: float
+    end: float
+
+    def to_dict(self) -> dict[str, int | str | float]:
+        return self._asdict()
 
 
 @dataclass
@@ -47,10 +70,12 @@ class StageTime:
 
 @dataclass
 class StageTimes:
-    """One epoch's stage times, and `wait_s`: the total time `next(iterator)` blocked."""
+    """One epoch's stage times, `wait_s` (the total time `next(iterator)` blocked) and the
+    trainer's spans (waits, forward, backward per batch)."""
 
     stages: dict[str, StageTime]
     wait_s: float
+    spans: list[Span] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, dict[str, float | None]]:
         """{stage: {"work_s": ..., "exposed_s": ...}} for the four stages, in order."""
@@ -72,18 +97,24 @@ class StageTimer:
 
     def _reset(self) -> None:
         self._wait_s = 0.0
+        self._batch = -1  # index of the current batch within the epoch
         self._cpu_s = {name: 0.0 for name in _COMPUTE}
-        self._events: dict[str, list[tuple[torch.cuda.Event, torch.cuda.Event]]] = {
-            name: [] for name in _COMPUTE}
+        self._spans: list[Span] = []
+        self._anchor: tuple[torch.cuda.Event, float] | None = None
+        self._events: list[tuple[int, str, torch.cuda.Event, torch.cuda.Event]] = []
 
     def next_batch(self, iterator: Iterator[MiniBatch]) -> MiniBatch:
         """`next(iterator)`, adding the time it blocked to the epoch's wait (StopIteration
         passes through)."""
         start = time.perf_counter()
         try:
-            return next(iterator)
+            mb = next(iterator)
         finally:
-            self._wait_s += time.perf_counter() - start
+            end = time.perf_counter()
+            self._wait_s += end - start
+        self._batch += 1
+        self._spans.append(Span(self._batch, "wait", "trainer", start, end))
+        return mb
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -91,24 +122,34 @@ class StageTimer:
         if name not in _COMPUTE:
             raise ValueError(f"name must be one of {_COMPUTE}, got {name!r}")
         if self.cuda:
+            if self._anchor is None:
+                anchor = torch.cuda.Event(enable_timing=True)
+                anchor.record()
+                self._anchor = (anchor, time.perf_counter())
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             yield
             end.record()
-            self._events[name].append((start, end))
+            self._events.append((self._batch, name, start, end))
         else:
             t0 = time.perf_counter()
             yield
-            self._cpu_s[name] += time.perf_counter() - t0
+            t1 = time.perf_counter()
+            self._cpu_s[name] += t1 - t0
+            self._spans.append(Span(self._batch, name, "trainer", t0, t1))
 
     def finish_epoch(self, work: dict[str, float]) -> StageTimes:
         """The epoch's stage times, given the loader's sample/extract work seconds (on CUDA:
         one synchronize, then the events are read); the timer is then reset."""
         compute = dict(self._cpu_s)
-        if self.cuda:
+        if self.cuda and self._anchor is not None:
             torch.cuda.synchronize()
-            for name, pairs in self._events.items():
-                compute[name] = sum(s.elapsed_time(e) for s, e in pairs) / 1000.0
+            anchor, anchor_s = self._anchor
+            for batch, name, start, end in self._events:
+                begin_s = anchor_s + anchor.elapsed_time(start) / 1000.0
+                run_s = start.elapsed_time(end) / 1000.0
+                compute[name] += run_s
+                self._spans.append(Span(batch, name, "trainer (GPU)", begin_s, begin_s + run_s))
         if self.in_process:
             sample = StageTime(work["sample"], work["sample"])
             extract = StageTime(work["extract"], max(self._wait_s - work["sample"], 0.0))
@@ -116,6 +157,6 @@ class StageTimer:
             sample, extract = StageTime(work["sample"], None), StageTime(work["extract"], None)
         stages = {"sample": sample, "extract": extract,
                   **{name: StageTime(s, s) for name, s in compute.items()}}
-        result = StageTimes(stages, self._wait_s)
+        result = StageTimes(stages, self._wait_s, sorted(self._spans, key=lambda s: s.start))
         self._reset()
         return result

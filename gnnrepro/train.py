@@ -21,7 +21,8 @@ from gnnrepro.env import environment
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.checks import check_device, check_int
 from gnnrepro.pipeline.loader import Loader
-from gnnrepro.profiling import StageTimer
+from gnnrepro.pipeline.source import BatchSource
+from gnnrepro.profiling import Span, StageTimer
 
 __all__ = ["EpochStats", "TrainResult", "evaluate", "train"]
 
@@ -34,7 +35,9 @@ class EpochStats:
     (resource.getrusage ru_maxrss; worker processes not included). peak_gpu_mb is
     torch.cuda.max_memory_allocated over the epoch (None on the CPU). stages is
     {stage: {"work_s", "exposed_s"}} (see gnnrepro.profiling), loader_wait_s the total time
-    the loop waited for batches. val_acc is set on epochs picked by eval_every.
+    the loop waited for batches. val_acc is set on epochs picked by eval_every. timeline holds
+    the spans (gnnrepro.profiling.Span as dicts, seconds since the epoch began) of the epoch's
+    first `timeline_batches` batches: loader, workers and trainer.
     """
 
     epoch: int
@@ -46,6 +49,7 @@ class EpochStats:
     stages: dict[str, dict[str, float | None]]
     loader_wait_s: float
     val_acc: float | None = None
+    timeline: list[dict[str, int | str | float]] = field(default_factory=list)
 
 
 @dataclass
@@ -110,20 +114,31 @@ def evaluate(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor
     return correct.item() / ids.numel()
 
 
+def _timeline(spans: list[Span], start: float, batches: int) -> list[dict]:
+    """The spans of batches [0, batches), as dicts with times relative to `start`."""
+    return [dict(s._replace(start=s.start - start, end=s.end - start)._asdict())
+            for s in sorted(spans, key=lambda s: s.start) if s.batch < batches]
+
+
 def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
           epochs: int = 3, batch_size: int = 1024, lr: float = 0.003, hidden: int = 256,
-          dropout: float = 0.5, workers: int = 0, streams: int = 1, prefetch: int = 2,
-          seed: int = 0, eval_every: int | None = None,
-          eval_batch_size: int = 4096) -> TrainResult:
+          dropout: float = 0.5, workers: int | None = None, streams: int | None = None,
+          prefetch: int | None = None, seed: int = 0, eval_every: int | None = None,
+          eval_batch_size: int = 4096, loader: BatchSource | None = None,
+          timeline_batches: int = 0) -> TrainResult:
     """Train GraphSAGE (mean aggregator, num_layers = len(sampler.fanouts)) on `dataset`'s
-    training ids with Adam and cross-entropy, batches from a Loader(workers, streams,
-    prefetch, seed) over `sampler` (any object with the FusedSampler API built on
+    training ids with Adam and cross-entropy.
+
+    Batches come from `loader` when given (any BatchSource yielding batches of `batch_size`
+    on `device`, e.g. DGL's pipeline), else from a Loader(workers=0, streams=1, prefetch=2
+    unless given, seed) over `sampler` (any object with the FusedSampler API built on
     dataset.graph); workers=0, prefetch=1 is the serial pipeline.
 
     After training (and every `eval_every` epochs, validation only), accuracy on the val and
-    test ids is computed by mini-batch inference with the same sampler, model.eval() and
-    torch.no_grad(), `eval_batch_size` seeds per batch. Bad arguments raise TypeError or
-    ValueError naming the argument.
+    test ids is computed by mini-batch inference with `sampler`, model.eval() and
+    torch.no_grad(), `eval_batch_size` seeds per batch. Each epoch keeps the timeline of its
+    first `timeline_batches` batches. The loader is closed when training ends. Bad arguments raise TypeError or ValueError naming the
+    argument.
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
@@ -135,25 +150,38 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
         check_int("eval_every", eval_every, 1)
     check_int("eval_batch_size", eval_batch_size, 1)
     check_int("seed", seed, 0)
+    check_int("timeline_batches", timeline_batches, 0)
+    if loader is None:
+        loader = Loader(dataset, sampler, device, batch_size, shuffle=True,
+                        workers=0 if workers is None else workers,
+                        streams=1 if streams is None else streams,
+                        prefetch=2 if prefetch is None else prefetch, seed=seed)
+    elif not isinstance(loader, BatchSource):
+        raise TypeError(f"loader must be a BatchSource (iter, len, work_seconds, spans, close, "
+                        f"in_process), got {type(loader).__name__}")
+    elif (workers, streams, prefetch) != (None, None, None):
+        raise ValueError("workers, streams and prefetch configure the default Loader: pass "
+                         "them to your loader instead of train() when giving loader")
+    check_int("batch_size", batch_size, 1)
 
     torch.manual_seed(seed)
     model = GraphSAGE(dataset.num_features, hidden, dataset.num_classes, len(fanouts),
                       dropout).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    timer = StageTimer(device, in_process=workers == 0)
-    loader = Loader(dataset, sampler, device, batch_size, shuffle=True,
-                    workers=workers, streams=streams, prefetch=prefetch, seed=seed)
+    timer = StageTimer(device, in_process=loader.in_process)
     params = {"dataset": dataset.name, "dataset_params": dict(dataset.params),
-              "sampler": type(sampler).__name__, "fanouts": fanouts, "device": str(device),
-              "epochs": epochs, "batch_size": batch_size, "lr": lr, "hidden": hidden,
-              "dropout": dropout, "workers": workers, "streams": streams,
-              "prefetch": prefetch, "seed": seed, "eval_every": eval_every,
-              "eval_batch_size": eval_batch_size, "optimizer": "Adam",
-              "loss": "cross_entropy", "model": "GraphSAGE-mean",
-              "num_layers": len(fanouts)}
+              "sampler": type(sampler).__name__, "loader": repr(loader), "fanouts": fanouts,
+              "device": str(device), "epochs": epochs,
+              "batch_size": getattr(loader, "batch_size", batch_size), "lr": lr,
+              "hidden": hidden, "dropout": dropout, "workers": getattr(loader, "workers", None),
+              "streams": getattr(loader, "streams", None),
+              "prefetch": getattr(loader, "prefetch", None), "seed": seed,
+              "eval_every": eval_every, "eval_batch_size": eval_batch_size,
+              "optimizer": "Adam", "loss": "cross_entropy", "model": "GraphSAGE-mean",
+              "num_layers": len(fanouts), "timeline_batches": timeline_batches}
 
     history: list[EpochStats] = []
-    with loader:
+    try:
         for epoch in range(epochs):
             model.train()
             if device.type == "cuda":
@@ -187,7 +215,10 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
                 loss=loss_sum.item() / max(num_seeds, 1), peak_rss_mb=_peak_rss_mb(),
                 peak_gpu_mb=(torch.cuda.max_memory_allocated(device) / 2**20
                              if device.type == "cuda" else None),
-                stages=stages.to_dict(), loader_wait_s=stages.wait_s, val_acc=val_acc))
+                stages=stages.to_dict(), loader_wait_s=stages.wait_s, val_acc=val_acc,
+                timeline=_timeline(loader.spans() + stages.spans, start, timeline_batches)))
+    finally:
+        loader.close()
 
     val_acc = evaluate(model, dataset, sampler, dataset.val_idx, device, eval_batch_size)
     test_acc = evaluate(model, dataset, sampler, dataset.test_idx, device, eval_batch_size)

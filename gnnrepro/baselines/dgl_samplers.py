@@ -35,16 +35,49 @@ from gnnrepro.sampling.args import (check_fanouts, check_graph, check_seed, chec
                                     stream_seed)
 from gnnrepro.sampling.block import Block, MiniBatch
 
-__all__ = ["DGLUnfusedSampler", "DGLFusedSampler"]
+__all__ = ["DGLFusedSampler", "DGLUnfusedSampler", "dgl_graph", "from_dgl_block",
+           "install_fused_mapping"]
 
 _INT32_LIMIT = 2**31  # graphs with fewer nodes and edges than this get int32 ids
 
 
-def _to_block(dgl_block, nid: str) -> Block:
+def from_dgl_block(dgl_block, nid: str) -> Block:
     """Convert one DGL block (MFG) into our Block; DGL's CSC already holds local source ids."""
     indptr, indices, _ = dgl_block.adj_tensors("csc")
     return Block(indptr.long(), indices.long(), dgl_block.srcdata[nid].long(),
                  dgl_block.num_dst_nodes())
+
+
+def dgl_graph(dgl, graph: CSCGraph):
+    """`graph` as a CSC-only DGL graph with int32 ids when they fit; returns (g, idtype).
+
+    int32 ids: DGL's kernels then move half the bytes, which measured 15-30% faster unfused
+    and ~18% fused than int64 (600k nodes, 30M power-law edges, fanouts [15, 10, 5], batch
+    1024, 2 threads). Only CSC (in-neighbour rows) is allowed: sampling in-edges reads it
+    directly, and DGL can never build COO/CSR (an O(E) conversion) behind our back. An empty
+    eid array means "edge i is the i-th entry of indices", so DGL stores no edge-id array.
+    """
+    fits32 = graph.num_edges < _INT32_LIMIT and graph.num_nodes < _INT32_LIMIT
+    idtype = torch.int32 if fits32 else torch.int64
+    g = dgl.graph(("csc", (graph.indptr.to(idtype), graph.indices.to(idtype),
+                           torch.empty(0, dtype=idtype))),
+                  num_nodes=graph.num_nodes, idtype=idtype).formats("csc")
+    return g, idtype
+
+
+def install_fused_mapping(neighbor_sampler, g, num_nodes: int, idtype: torch.dtype) -> None:
+    """Give DGL's NeighborSampler its fused-path relabel map in the graph's id type.
+
+    The fused CPU kernel relabels through a dense [N] map that NeighborSampler keeps per
+    process (allocated on the first call, reset sparsely after each layer). DGL 2.1 always
+    allocates it as int64 while the kernel reads it with the graph's id type, which corrupts it
+    for int32 graphs from the second call on; we install it with the right dtype, under DGL's
+    own key, before DGL would allocate it. Call before every batch (cheap when installed).
+    """
+    key = f"__mapping{os.getpid()}"  # dgl.sampling.neighbor._sample_neighbors's key
+    if neighbor_sampler.g is not g or key not in neighbor_sampler.mapping:
+        neighbor_sampler.g = g  # NeighborSampler drops the mapping when g changes
+        neighbor_sampler.mapping = {key: [torch.full((num_nodes,), -1, dtype=idtype)]}
 
 
 class _DGLSampler:
@@ -62,18 +95,7 @@ class _DGLSampler:
         self.replace = check_bool("replace", replace)
         self.seed = check_seed(seed)
         self._dgl = import_dgl()
-        # int32 ids whenever they fit: DGL's kernels then move half the bytes, which measured
-        # 15-30% faster unfused and ~18% fused than int64 (600k nodes, 30M power-law edges,
-        # fanouts [15, 10, 5], batch 1024, 2 threads).
-        # Only CSC (in-neighbour rows) is allowed: sampling in-edges reads it directly, and DGL
-        # can never build COO/CSR (an O(E) conversion) behind our back. An empty eid array means
-        # "edge i is the i-th entry of indices", so DGL stores no edge-id array.
-        fits32 = graph.num_edges < _INT32_LIMIT and graph.num_nodes < _INT32_LIMIT
-        self._idtype = torch.int32 if fits32 else torch.int64
-        self._g = self._dgl.graph(
-            ("csc", (graph.indptr.to(self._idtype), graph.indices.to(self._idtype),
-                     torch.empty(0, dtype=self._idtype))),
-            num_nodes=graph.num_nodes, idtype=self._idtype).formats("csc")
+        self._g, self._idtype = dgl_graph(self._dgl, graph)
 
     def __getstate__(self) -> dict:
         # DGL objects do not travel well (the dgl module does not pickle at all): a worker
@@ -103,7 +125,7 @@ class _DGLSampler:
         input_nodes, output_nodes, blocks = self.sample_native(seeds, batch_id)
         nid = self._dgl.NID
         return MiniBatch(output_nodes.long(), input_nodes.long(),
-                         [_to_block(b, nid) for b in blocks], batch_id=batch_id)
+                         [from_dgl_block(b, nid) for b in blocks], batch_id=batch_id)
 
     def _sample_blocks(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list]:
         raise NotImplementedError
@@ -131,14 +153,8 @@ class DGLUnfusedSampler(_DGLSampler):
 
 
 class DGLFusedSampler(_DGLSampler):
-    """`dgl.dataloading.NeighborSampler(fanouts)` (fused=True): `sample_neighbors_fused` on CPU.
-
-    The fused kernel relabels through a dense [N] mapping that NeighborSampler keeps per process
-    (allocated on the first call, reset sparsely after each layer), so only the first call pays
-    O(N). DGL always allocates it as int64 while the kernel reads it with the graph's id type,
-    which corrupts it for int32 graphs from the second call on; we install it with the right
-    dtype, under DGL's own key, before DGL would allocate it.
-    """
+    """`dgl.dataloading.NeighborSampler(fanouts)` (fused=True): `sample_neighbors_fused` on CPU,
+    with DGL 2.1's int32 relabel-map bug worked around (see `install_fused_mapping`)."""
 
     name = "dgl-fused"
 
@@ -148,9 +164,5 @@ class DGLFusedSampler(_DGLSampler):
         self._sampler = self._dgl.dataloading.NeighborSampler(self.fanouts, replace=replace)
 
     def _sample_blocks(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list]:
-        key = f"__mapping{os.getpid()}"  # dgl.sampling.neighbor._sample_neighbors's key
-        if self._sampler.g is not self._g or key not in self._sampler.mapping:
-            self._sampler.g = self._g  # NeighborSampler drops the mapping when g changes
-            self._sampler.mapping = {
-                key: [torch.full((self.graph.num_nodes,), -1, dtype=self._idtype)]}
+        install_fused_mapping(self._sampler, self._g, self.graph.num_nodes, self._idtype)
         return self._sampler.sample_blocks(self._g, seeds)

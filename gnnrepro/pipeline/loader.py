@@ -34,6 +34,7 @@ from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.staging import StagingRing, StagingSlot
 from gnnrepro.features.store import InMemoryFeatureStore
 from gnnrepro.pipeline.workers import Task, WorkerPool, unpack
+from gnnrepro.profiling import Span
 from gnnrepro.sampling.block import MiniBatch
 
 __all__ = ["Loader", "epoch_order"]
@@ -185,6 +186,7 @@ class Loader:
         self._epoch = 0
         self._generation = 0  # bumped by each iter() and close(): older iterators stop
         self._work = {"sample": 0.0, "extract": 0.0}
+        self._spans: list[Span] = []
         self._running = False
         self._closed = False
         self._live: list[WorkerPool] = []
@@ -199,6 +201,18 @@ class Loader:
         wherever it ran: in the workers or in this process. extract is the feature gather plus
         this process's hand-over (labels, and with CUDA issuing the host-to-device copies)."""
         return dict(self._work)
+
+    @property
+    def in_process(self) -> bool:
+        """Whether sampling and extraction run inside `next()` (workers=0), so the time the
+        consumer blocks can be split between them (see gnnrepro.profiling)."""
+        return self.workers == 0
+
+    def spans(self) -> list[Span]:
+        """The current (or last) epoch's sample and extract work as timeline spans, on the
+        lane that did it ("loader" for this process, "worker k"; with CUDA "stream k" for
+        issuing a batch's host-to-device copies)."""
+        return list(self._spans)
 
     @property
     def worker_pids(self) -> list[int]:
@@ -236,6 +250,7 @@ class Loader:
         ids = ids[: num_batches * self.batch_size]
         base = epoch * num_batches
         self._work = {"sample": 0.0, "extract": 0.0}
+        self._spans = []
         if self.workers == 0:
             source = self._in_process(ids, base)
         else:
@@ -286,6 +301,11 @@ class Loader:
                     slot = self._pending.pop(result.index)
                     self._work["sample"] += result.sample_s
                     self._work["extract"] += result.gather_s
+                    lane = f"worker {result.worker}"
+                    self._spans += [Span(result.index, "sample", lane, result.start,
+                                         result.sampled),
+                                    Span(result.index, "extract", lane, result.sampled,
+                                         result.gathered)]
                     mb = unpack(result.packed)
                     x = slot.buffer[: mb.input_nodes.numel()]
                     ready[result.index] = self._transfer(mb, x, slot, result.index)
@@ -304,7 +324,10 @@ class Loader:
         except BaseException:
             slot.release()
             raise
-        self._work["extract"] += time.perf_counter() - sampled
+        gathered = time.perf_counter()
+        self._work["extract"] += gathered - sampled
+        self._spans += [Span(b, "sample", "loader", start, sampled),
+                        Span(b, "extract", "loader", sampled, gathered)]
         return self._transfer(mb, x, slot, b)
 
     def _transfer(self, mb: MiniBatch, x: torch.Tensor, slot: StagingSlot,
@@ -323,19 +346,23 @@ class Loader:
                 x = x.clone()
                 slot.release()
             mb.x, mb.y = x, y
-            self._work["extract"] += time.perf_counter() - start
+            end = time.perf_counter()
+            self._work["extract"] += end - start
+            self._spans.append(Span(b, "extract", "loader", start, end))
             return mb, None
         host = MiniBatch(_pinned(mb.seeds), _pinned(mb.input_nodes),
                          [type(blk)(_pinned(blk.indptr), _pinned(blk.indices),
                                     _pinned(blk.src_nodes), blk.num_dst) for blk in mb.blocks],
                          x, _pinned(y), mb.batch_id)
-        stream = self._streams[b % len(self._streams)]
-        with torch.cuda.stream(stream):
+        k = b % len(self._streams)
+        with torch.cuda.stream(self._streams[k]):
             out = host.to(self.device, non_blocking=True)
             event = torch.cuda.Event()
-            event.record(stream)
+            event.record(self._streams[k])
         slot.release_after(event)
-        self._work["extract"] += time.perf_counter() - start
+        end = time.perf_counter()
+        self._work["extract"] += end - start
+        self._spans.append(Span(b, "copy", f"stream {k}", start, end))
         return out, event
 
     def _handover(self, mb: MiniBatch, event: torch.cuda.Event | None) -> MiniBatch:

@@ -57,13 +57,24 @@ class Task(NamedTuple):
 
 class Result(NamedTuple):
     """A worker's answer: the packed MiniBatch (features are already in the staging slot) and
-    the seconds it spent sampling and gathering, so the trainer can report the work it hid."""
+    when it started, finished sampling and finished gathering (time.perf_counter, which is
+    CLOCK_MONOTONIC on Linux and so comparable across processes), so the trainer can report
+    the work it hid and draw it on a timeline."""
 
     index: int
     worker: int
     packed: tuple
-    sample_s: float
-    gather_s: float
+    start: float
+    sampled: float
+    gathered: float
+
+    @property
+    def sample_s(self) -> float:
+        return self.sampled - self.start
+
+    @property
+    def gather_s(self) -> float:
+        return self.gathered - self.sampled
 
 
 def pack(mb: MiniBatch) -> tuple:
@@ -111,8 +122,8 @@ def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Ten
             mb = sampler.sample(ids[task.start:task.stop], task.batch_id)
             sampled = time.perf_counter()
             store.gather(mb.input_nodes, out=staging[task.slot])
-            message: Any = Result(task.index, wid, pack(mb), sampled - start,
-                                  time.perf_counter() - sampled)
+            message: Any = Result(task.index, wid, pack(mb), start, sampled,
+                                  time.perf_counter())
         except Exception as exc:  # reported to the main process, which raises it there
             message = ("error", task.index, wid,
                        f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")

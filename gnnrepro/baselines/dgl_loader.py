@@ -1,0 +1,160 @@
+"""DGLLoader: DGL 2.1's own training pipeline as a gnnrepro BatchSource (the "dgl" pipeline).
+
+What a DGL user writes: `dgl.dataloading.DataLoader` over the training ids with a
+`NeighborSampler(fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])`, the
+features and labels in `g.ndata`, so DGL slices them itself (its feature "prefetch"). On a CUDA
+output device DGL's defaults apply (pinned prefetch buffers, a prefetch thread, an alternate
+stream). The graph is the same int32 CSC-only DGL graph as the sampling baselines' (DGL at its
+best), and DGL's batches are converted to our MiniBatch so the identical model trains on them;
+the conversion (a few small tensor casts) is counted in extract.
+
+Timing: DGL samples inside the DataLoader's collate function and slices features afterwards,
+both within `next()`. The sampler is wrapped so its time is measured; the rest of `next()` is
+extract. With a prefetch thread (CUDA) both run outside `next()`, so `in_process` is False there.
+
+Reproducibility: DGL shuffles with numpy's global generator, which is seeded by (seed, epoch)
+for the shuffle and then restored (torch's is left untouched too), so the order of batches
+depends only on the seed and no other user of either generator is disturbed; DGL's sampling RNG is seeded once (`dgl.seed`). DGL's multi-threaded sampling is not bit-reproducible (see dgl_samplers).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from gnnrepro.baselines.dgl_import import import_dgl, set_dgl_threads
+from gnnrepro.baselines.dgl_samplers import dgl_graph, from_dgl_block, install_fused_mapping
+from gnnrepro.checks import check_bool, check_device, check_int
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.profiling import Span
+from gnnrepro.sampling.args import check_fanouts, stream_seed
+from gnnrepro.sampling.block import MiniBatch
+
+__all__ = ["DGLLoader"]
+
+
+class _TimedSampler:
+    """Forwards DGL's `sample(g, seeds)` to a NeighborSampler, noting when each call ran."""
+
+    def __init__(self, neighbor_sampler, g, num_nodes: int, idtype: torch.dtype):
+        self._sampler, self._g = neighbor_sampler, g
+        self._num_nodes, self._idtype = num_nodes, idtype
+        self.calls: list[tuple[float, float]] = []
+
+    def sample(self, g, seeds):
+        start = time.perf_counter()
+        install_fused_mapping(self._sampler, self._g, self._num_nodes, self._idtype)
+        out = self._sampler.sample(g, seeds)
+        self.calls.append((start, time.perf_counter()))
+        return out
+
+
+class DGLLoader:
+    """Iterate `dataset`'s training ids in mini-batches prepared by DGL 2.1's DataLoader.
+
+    Same interface as gnnrepro's Loader (a BatchSource): each `iter()` is one epoch of
+    MiniBatch objects with `x` (input features) and `y` (labels) on `device`.
+    """
+
+    def __init__(self, dataset: Dataset, fanouts: list[int], device: str | torch.device,
+                 batch_size: int, shuffle: bool = True, seed: int = 0,
+                 drop_last: bool = False):
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
+        self.fanouts = check_fanouts(fanouts)
+        self.device = check_device(device)
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        self.seed = check_int("seed", seed, 0)
+        self.shuffle = check_bool("shuffle", shuffle)
+        self.drop_last = check_bool("drop_last", drop_last)
+        self.dataset = dataset
+        self.in_process = self.device.type == "cpu"  # CUDA: DGL's prefetch thread does the work
+
+        dgl = self._dgl = import_dgl()
+        self._g, idtype = dgl_graph(dgl, dataset.graph)
+        self._g.ndata["feat"] = dataset.features
+        self._g.ndata["label"] = dataset.labels
+        neighbor = dgl.dataloading.NeighborSampler(
+            self.fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])
+        self._sampler = _TimedSampler(neighbor, self._g, dataset.graph.num_nodes, idtype)
+        dgl.seed(self.seed)
+        self._loader = dgl.dataloading.DataLoader(
+            self._g, dataset.train_idx.to(idtype), self._sampler, device=self.device,
+            batch_size=self.batch_size, shuffle=self.shuffle, drop_last=self.drop_last,
+            num_workers=0)
+        self._epoch = 0
+        self._work = {"sample": 0.0, "extract": 0.0}
+        self._spans: list[Span] = []
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def work_seconds(self) -> dict[str, float]:
+        """Seconds of sample and extract work in the current (or last) epoch."""
+        return dict(self._work)
+
+    def spans(self) -> list[Span]:
+        """The current (or last) epoch's sample and extract spans (lane "dgl")."""
+        return list(self._spans)
+
+    def __iter__(self) -> Iterator[MiniBatch]:
+        epoch, self._epoch = self._epoch, self._epoch + 1
+        self._work = {"sample": 0.0, "extract": 0.0}
+        self._spans = []
+        self._sampler.calls.clear()
+        set_dgl_threads(torch.get_num_threads())
+        # DGL shuffles its id array in place with numpy's global generator, in iter(): seed
+        # it for this epoch, then put the caller's generator state back. torch's DataLoader
+        # draws a base seed from torch's global generator there too: fork it, so the model's
+        # dropout stream is the same as in our pipelines.
+        state = np.random.get_state()
+        try:
+            np.random.seed(stream_seed(self.seed, epoch))
+            with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*CPU affinity.*")
+                batches = iter(self._loader)
+        finally:
+            np.random.set_state(state)
+        return self._run_epoch(batches)
+
+    def _run_epoch(self, batches: Iterator) -> Iterator[MiniBatch]:
+        nid = self._dgl.NID
+        for b in range(len(self)):
+            start = time.perf_counter()
+            try:
+                input_nodes, output_nodes, blocks = next(batches)
+            except StopIteration:
+                return
+            mb = MiniBatch(output_nodes.long(), input_nodes.long(),
+                           [from_dgl_block(blk, nid) for blk in blocks],
+                           x=blocks[0].srcdata["feat"], y=blocks[-1].dstdata["label"],
+                           batch_id=b)
+            end = time.perf_counter()
+            sample_start, sample_end = self._sampler.calls[b]
+            sample_s = sample_end - sample_start
+            self._work["sample"] += sample_s
+            if self.in_process:
+                self._work["extract"] += (end - start) - sample_s
+                self._spans += [Span(b, "sample", "dgl", sample_start, sample_end),
+                                Span(b, "extract", "dgl", sample_end, end)]
+            else:  # sampled by DGL's prefetch thread; here only the hand-over is visible
+                self._work["extract"] += end - start
+                self._spans += [Span(b, "sample", "dgl thread", sample_start, sample_end),
+                                Span(b, "extract", "dgl", start, end)]
+            yield mb
+
+    def close(self) -> None:
+        """Nothing to stop (no worker processes); here for the BatchSource interface."""
+
+    def __enter__(self) -> "DGLLoader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"DGLLoader(batches={len(self)}, batch_size={self.batch_size}, "
+                f"fanouts={self.fanouts}, device={self.device}, seed={self.seed})")

@@ -1,0 +1,182 @@
+"""`bench train`: end-to-end training of the named pipelines side by side (the paper's 1.80x).
+
+Every pipeline trains the same model (same initial weights) for the same epochs on batches of
+the same size, each in a fresh process of its own: peak memory is then per pipeline, and no
+pipeline inherits another's warm caches, allocator state or worker processes. The dataset is
+built (and cached) once before they start, so no pipeline pays for building it. With
+`repeats` > 1 the pipelines run that many rounds, each round in a rotated order, so a slow
+spell of a shared machine does not land on one pipeline only.
+
+Reported per pipeline: epoch_s, the median epoch time over the epochs after the first (the
+first includes start-up: worker processes, DGL's first-call allocations, page faults) pooled
+over rounds; per-stage work and exposed seconds (median per epoch, same epochs); accuracy of
+the first round; peak RSS of the training process and of its largest child (a worker).
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import resource
+import statistics
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from gnnrepro.datasets import load
+from gnnrepro.env import environment
+from gnnrepro.pipeline.pipelines import PIPELINES
+from gnnrepro.profiling import STAGES
+
+__all__ = ["format_table", "run"]
+
+_STAGE_KEYS = ("work_s", "exposed_s")
+
+
+def _median_or_none(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if len(known) == len(values) and known else None
+
+
+def _dataset_kwargs(dataset: str, scale: float) -> dict[str, Any]:
+    return {"scale": scale} if dataset == "products-sim" else {}
+
+
+def _train_one(conn: Any, name: str, settings: dict[str, Any]) -> None:
+    """Child process: train pipeline `name`; send ("ok", summary) or ("error", traceback)."""
+    try:
+        from gnnrepro.pipeline.pipelines import train_pipeline
+        torch.set_num_threads(settings["threads"])
+        data = load(settings["dataset"], root=settings["root"],
+                    **_dataset_kwargs(settings["dataset"], settings["scale"]))
+        result = train_pipeline(
+            name, data, settings["fanouts"], device=settings["device"],
+            batch_size=settings["batch_size"], seed=settings["seed"],
+            workers=settings["workers"], streams=settings["streams"],
+            prefetch=settings["prefetch"], epochs=settings["epochs"], lr=settings["lr"],
+            hidden=settings["hidden"], timeline_batches=settings["timeline_batches"])
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        epochs = result.epochs
+        conn.send(("ok", {
+            "epochs": [{"epoch_s": e.epoch_s, "stages": e.stages, "wait_s": e.loader_wait_s,
+                        "seeds_per_s": e.seeds_per_s, "loss": e.loss,
+                        "peak_gpu_mb": e.peak_gpu_mb} for e in epochs],
+            "timeline": epochs[min(1, len(epochs) - 1)].timeline,
+            "val_acc": result.val_acc, "test_acc": result.test_acc,
+            "peak_rss_bytes": rss, "peak_rss_worker_bytes": child_rss,
+            "params": result.params}))
+    except BaseException:  # reported to the parent, which raises it there
+        conn.send(("error", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def _run_child(name: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """Run `_train_one` in a fresh spawned process; raise its error here if it fails."""
+    ctx = mp.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_train_one, args=(send, name, settings), name=f"bench-{name}")
+    proc.start()
+    send.close()
+    try:
+        status, payload = receive.recv()
+    except EOFError:
+        proc.join()
+        raise RuntimeError(f"pipeline {name!r}: its process died (exit code {proc.exitcode}) "
+                           f"without a result") from None
+    finally:
+        receive.close()
+    proc.join()
+    if status != "ok":
+        raise RuntimeError(f"pipeline {name!r} failed:\n{payload}")
+    return payload
+
+
+def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pool a pipeline's rounds: medians over the epochs after the first of every round."""
+    steady = [e for r in rounds for e in (r["epochs"][1:] or r["epochs"])]
+    first = rounds[0]
+    stages = {stage: {key: _median_or_none([e["stages"][stage][key] for e in steady])
+                      for key in _STAGE_KEYS} for stage in STAGES}
+    return {
+        "epoch_s": statistics.median(e["epoch_s"] for e in steady),
+        "epochs_s": [e["epoch_s"] for r in rounds for e in r["epochs"]],
+        "stages": stages,
+        "wait_s": statistics.median(e["wait_s"] for e in steady),
+        "seeds_per_s": statistics.median(e["seeds_per_s"] for e in steady),
+        "loss": [e["loss"] for e in first["epochs"]],
+        "val_acc": first["val_acc"], "test_acc": first["test_acc"],
+        "peak_rss_bytes": max(r["peak_rss_bytes"] for r in rounds),
+        "peak_rss_worker_bytes": max(r["peak_rss_worker_bytes"] for r in rounds),
+        "peak_gpu_mb": _median_or_none([e["peak_gpu_mb"] for e in steady]),
+        "timeline": first["timeline"],
+        "loader": first["params"]["loader"],
+    }
+
+
+def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = None,
+        fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024, epochs: int = 3,
+        pipelines: Sequence[str] = ("dgl", "fused", "fused+pinned"), threads: int = 2,
+        workers: int = 1, streams: int = 2, prefetch: int = 2, seed: int = 0,
+        device: str = "cpu", lr: float = 0.003, hidden: int = 256, repeats: int = 1,
+        timeline_batches: int = 0) -> dict[str, Any]:
+    """Train each pipeline (fresh process each, `repeats` rounds); return the JSON-ready
+    result: params, dataset, pipelines {name: summary}, speedup_vs_dgl, env."""
+    pipelines = list(pipelines)
+    unknown = [p for p in pipelines if p not in PIPELINES]
+    if unknown or not pipelines:
+        raise ValueError(f"pipelines must be a non-empty subset of {', '.join(PIPELINES)}, "
+                         f"got {pipelines}")
+    if len(set(pipelines)) != len(pipelines):
+        raise ValueError(f"pipelines has repeats: {pipelines}")
+    for arg, value, low in (("batch_size", batch_size, 1), ("epochs", epochs, 1),
+                            ("threads", threads, 1), ("workers", workers, 0),
+                            ("streams", streams, 1), ("prefetch", prefetch, 1),
+                            ("repeats", repeats, 1), ("timeline_batches", timeline_batches, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{arg} must be an int >= {low}, got {value!r}")
+    data = load(dataset, root=root, **_dataset_kwargs(dataset, scale))  # built once, cached
+    settings = {"dataset": dataset, "scale": scale, "root": root, "fanouts": list(fanouts),
+                "batch_size": batch_size, "epochs": epochs, "threads": threads,
+                "workers": workers, "streams": streams, "prefetch": prefetch, "seed": seed,
+                "device": device, "lr": lr, "hidden": hidden,
+                "timeline_batches": timeline_batches}
+    rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pipelines}
+    for r in range(repeats):
+        for name in pipelines[r % len(pipelines):] + pipelines[:r % len(pipelines)]:
+            rounds[name].append(_run_child(name, settings))
+    summaries = {name: _summarize(rounds[name]) for name in pipelines}
+    dgl_s = summaries["dgl"]["epoch_s"] if "dgl" in summaries else None
+    return {
+        "benchmark": "train",
+        "params": {**settings, "pipelines": pipelines, "repeats": repeats,
+                   "model": "GraphSAGE-mean", "optimizer": "Adam",
+                   "evaluation": "mini-batch inference with the fused sampler (same fanouts)"},
+        "dataset": {"name": data.name, "num_nodes": data.graph.num_nodes,
+                    "num_edges": data.graph.num_edges, "num_train": data.train_idx.numel(),
+                    "num_features": data.num_features, "num_classes": data.num_classes,
+                    "bytes": data.nbytes(), "params": dict(data.params)},
+        "pipelines": summaries,
+        "speedup_vs_dgl": {name: dgl_s / s["epoch_s"] for name, s in summaries.items()}
+                          if dgl_s is not None else {},
+        "env": environment(),
+    }
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """The stage breakdown (work/exposed seconds per epoch), epoch time, speedup, accuracy."""
+    head = (f"{'pipeline':<13} {'epoch s':>8} {'vs dgl':>7} "
+            + " ".join(f"{s + ' w/e':>14}" for s in STAGES) + f" {'test acc':>9} {'peak RSS':>9}")
+    lines = [head]
+    for name, r in result["pipelines"].items():
+        cells = []
+        for stage in STAGES:
+            work, exposed = r["stages"][stage]["work_s"], r["stages"][stage]["exposed_s"]
+            cells.append(f"{work:6.2f}/{'  -  ' if exposed is None else f'{exposed:5.2f}':>6}"
+                         .rjust(14))
+        speedup = result["speedup_vs_dgl"].get(name)
+        lines.append(f"{name:<13} {r['epoch_s']:8.2f} "
+                     f"{'-' if speedup is None else f'{speedup:.2f}x':>7} " + " ".join(cells)
+                     + f" {r['test_acc']:9.4f} {r['peak_rss_bytes'] / 2**30:7.2f}GB")
+    return "\n".join(lines)

@@ -1,0 +1,138 @@
+"""The named training pipelines: DGL's DataLoader behind our BatchSource (coverage, features,
+labels, valid blocks, seeded order), the pipelines training the same model, train() with a
+given loader, and the per-batch timeline."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+
+from gnnrepro import datasets
+from gnnrepro.pipeline import BatchSource, Loader
+from gnnrepro.pipeline.pipelines import PIPELINES, make_loader, train_pipeline
+from gnnrepro.profiling import STAGES
+from gnnrepro.sampling import FusedSampler
+from gnnrepro.train import train
+
+from conftest import edge_multiplicity
+
+FANOUTS, BATCH = [6, 4], 64
+SETTINGS = dict(epochs=2, hidden=32, lr=0.01)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def dgl_epochs(dataset: datasets.Dataset) -> list[list]:
+    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    loader = make_loader("dgl", dataset, FANOUTS, "cpu", BATCH, seed=5)
+    assert isinstance(loader, BatchSource) and loader.in_process
+    return [list(loader), list(loader)]
+
+
+def test_dgl_epoch_covers_every_training_id_once(dataset, dgl_epochs) -> None:
+    for epoch in dgl_epochs:
+        seeds = torch.cat([mb.seeds for mb in epoch])
+        assert sorted(seeds.tolist()) == sorted(dataset.train_idx.tolist())
+        assert all(mb.seeds.numel() == BATCH for mb in epoch[:-1])
+    assert not torch.equal(dgl_epochs[0][0].seeds, dgl_epochs[1][0].seeds), "no reshuffle"
+
+
+def test_dgl_batches_carry_the_right_rows_labels_and_edges(dataset, dgl_epochs) -> None:
+    edges = edge_multiplicity(dataset.graph)
+    for mb in dgl_epochs[0][:3]:
+        assert torch.equal(mb.x, dataset.features[mb.input_nodes])
+        assert torch.equal(mb.y, dataset.labels[mb.seeds])
+        assert torch.equal(mb.blocks[-1].dst_nodes, mb.seeds)
+        assert torch.equal(mb.blocks[0].src_nodes, mb.input_nodes)
+        for block, fanout in zip(mb.blocks, FANOUTS):
+            assert int(block.in_degrees().max()) <= fanout
+            dst = block.dst_nodes[block.edge_dst()]
+            src = block.src_nodes[block.indices]
+            assert all((d, s) in edges for d, s in zip(dst.tolist(), src.tolist()))
+
+
+def test_dgl_order_depends_only_on_the_seed(dataset, dgl_epochs) -> None:
+    again = make_loader("dgl", dataset, FANOUTS, "cpu", BATCH, seed=5)
+    assert [mb.seeds.tolist() for mb in again] == [mb.seeds.tolist() for mb in dgl_epochs[0]]
+    torch_rng, numpy_rng = torch.random.get_rng_state(), np.random.get_state()
+    list(again)
+    assert torch.equal(torch.random.get_rng_state(), torch_rng), "touched torch's RNG"
+    assert np.array_equal(np.random.get_state()[1], numpy_rng[1]), "touched numpy's RNG"
+
+
+def test_dgl_work_and_spans_cover_every_batch(dataset, dgl_epochs) -> None:
+    loader = make_loader("dgl", dataset, FANOUTS, "cpu", BATCH, seed=5)
+    n = len(list(loader))
+    work = loader.work_seconds()
+    assert work["sample"] > 0 and work["extract"] > 0
+    spans = loader.spans()
+    assert sorted((s.batch, s.stage) for s in spans) == \
+        sorted((b, st) for b in range(n) for st in ("sample", "extract"))
+    assert all(s.start <= s.end for s in spans)
+
+
+@pytest.fixture(scope="module")
+def fused_run(dataset: datasets.Dataset):
+    return train_pipeline("fused", dataset, FANOUTS, batch_size=BATCH, timeline_batches=2,
+                          **SETTINGS)
+
+
+def test_fused_pinned_trains_the_same_model_as_fused(dataset, fused_run) -> None:
+    pinned = train_pipeline("fused+pinned", dataset, FANOUTS, batch_size=BATCH, workers=2,
+                            prefetch=3, **SETTINGS)
+    assert pinned.losses == fused_run.losses
+    assert (pinned.val_acc, pinned.test_acc) == (fused_run.val_acc, fused_run.test_acc)
+    assert pinned.params["pipeline"] == "fused+pinned" and pinned.params["workers"] == 2
+
+
+def test_dgl_pipeline_learns_like_ours(dataset, fused_run) -> None:
+    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    result = train_pipeline("dgl", dataset, FANOUTS, batch_size=BATCH, **SETTINGS)
+    assert result.losses[1] < result.losses[0]
+    assert result.test_acc >= 3 / dataset.num_classes
+    assert result.params["pipeline"] == "dgl" and "DGLLoader" in result.params["loader"]
+    for e in result.epochs:
+        assert all(e.stages[s]["work_s"] > 0 for s in STAGES)
+        assert all(e.stages[s]["exposed_s"] is not None for s in STAGES)
+
+
+def test_timeline_holds_each_stage_of_the_first_batches(fused_run) -> None:
+    for e in fused_run.epochs:
+        assert {s["batch"] for s in e.timeline} == {0, 1}
+        for b in (0, 1):
+            stages = {(s["stage"], s["lane"]) for s in e.timeline if s["batch"] == b}
+            assert {("sample", "loader"), ("extract", "loader"), ("wait", "trainer"),
+                    ("forward", "trainer"), ("backward", "trainer")} <= stages
+        assert all(0 <= s["start"] <= s["end"] <= e.epoch_s for s in e.timeline)
+        starts = [s["start"] for s in e.timeline]
+        assert starts == sorted(starts)
+        forward = {s["batch"]: s for s in e.timeline if s["stage"] == "forward"}
+        sample = {s["batch"]: s for s in e.timeline if s["stage"] == "sample"}
+        assert sample[1]["start"] >= forward[0]["end"], "serial pipeline overlapped"
+
+
+def test_train_rejects_loader_with_loader_settings(dataset) -> None:
+    sampler = FusedSampler(dataset.graph, FANOUTS)
+    loader = Loader(dataset, sampler, "cpu", BATCH)
+    with pytest.raises(ValueError, match="workers"):
+        train(dataset, sampler, loader=loader, workers=2)
+    with pytest.raises(TypeError, match="loader"):
+        train(dataset, sampler, loader=[1, 2, 3])
+    with pytest.raises(ValueError, match="timeline_batches"):
+        train(dataset, sampler, timeline_batches=-1)
+    loader.close()
+
+
+def test_unknown_pipeline(dataset) -> None:
+    assert PIPELINES == ("dgl", "reference", "fused", "fused+pinned")
+    with pytest.raises(ValueError, match="pipeline must be one of"):
+        make_loader("fused+magic", dataset, FANOUTS, "cpu", BATCH)
