@@ -152,3 +152,10 @@ def test_graphsage_learns_products_sim(tmp_path: Path, monkeypatch: pytest.Monke
     assert chance < 0.1
     assert sage_acc > 0.5, (sage_acc, mlp_acc)
     assert sage_acc > mlp_acc + 0.15, (sage_acc, mlp_acc)
+
+
+def test_conv_rejects_out_of_range_neighbours() -> None:
+    """A malformed block (an edge to a source that does not exist) raises, never reads past h."""
+    block = Block(torch.tensor([0, 2, 3]), torch.tensor([0, 5, 1]), torch.arange(3), num_dst=2)
+    with pytest.raises((IndexError, RuntimeError)):
+        SAGEConv(4, 2)(block, torch.randn(3, 4))
