@@ -1,6 +1,7 @@
 """Builds gnnrepro._C: the C++ ops always, the CUDA kernels when torch has CUDA and nvcc exists.
 
-FORCE_CUDA=1 / FORCE_CPU=1 override the detection; GNNREPRO_ASAN=1 builds with AddressSanitizer
+FORCE_CUDA=1 / FORCE_CPU=1 override the detection; TORCH_CUDA_ARCH_LIST picks the GPU
+architectures (default "9.0": Hopper, H100/H200); GNNREPRO_ASAN=1 builds with AddressSanitizer
 (see `make asan`); GNNREPRO_NO_EXT=1 installs the Python package alone (`make setup` then builds
 the extension in place, incrementally, with `setup.py build_ext --inplace`).
 """
@@ -13,11 +14,13 @@ from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, C
 
 
 def build_cuda() -> bool:
+    """CUDA kernels only with a CUDA torch and an nvcc to compile them (or FORCE_CUDA=1)."""
     if os.environ.get("FORCE_CPU") == "1":
         return False
     if os.environ.get("FORCE_CUDA") == "1":
         return True
-    return torch.version.cuda is not None and CUDA_HOME is not None
+    return (torch.version.cuda is not None and CUDA_HOME is not None
+            and os.path.exists(os.path.join(CUDA_HOME, "bin", "nvcc")))
 
 
 def extension():
@@ -29,11 +32,15 @@ def extension():
                "-fno-omit-frame-pointer"]
         link += ["-fsanitize=address,undefined"]
     if build_cuda():
+        # Without a list torch would target every GPU it can see (or all, with none visible).
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
         cu = sorted(glob.glob("csrc/**/*.cu", recursive=True))
+        # -lineinfo: source lines in compute-sanitizer and profiler reports, at no run-time cost.
+        nvcc = ["-O3", "-std=c++20", "--expt-relaxed-constexpr", "-lineinfo"]
         return CUDAExtension(
             "gnnrepro._C", cpp + cu,
             define_macros=[("GNNREPRO_WITH_CUDA", None)],
-            extra_compile_args={"cxx": cxx, "nvcc": ["-O3", "-std=c++20", "--expt-relaxed-constexpr"]},
+            extra_compile_args={"cxx": cxx, "nvcc": nvcc},
             extra_link_args=link)
     return CppExtension("gnnrepro._C", cpp, extra_compile_args={"cxx": cxx}, extra_link_args=link)
 

@@ -6,11 +6,15 @@
 #include <cstdint>
 #include <limits>
 
+#include "../common/rng.h"  // GNNREPRO_HD
+
 namespace gnnrepro {
 
-inline void check_sample_args(const at::Tensor& indptr, const at::Tensor& indices,
-                              const at::Tensor& seeds, at::IntArrayRef fanouts,
-                              const at::Tensor& node_map) {
+// Everything but where the tensors live: the CPU op wants one device, the CUDA op also takes a
+// pinned host graph (read over UVA) and checks devices itself.
+inline void check_sample_arg_values(const at::Tensor& indptr, const at::Tensor& indices,
+                                    const at::Tensor& seeds, at::IntArrayRef fanouts,
+                                    const at::Tensor& node_map) {
   TORCH_CHECK(indptr.dim() == 1 && indptr.numel() >= 1, "indptr must be 1-D with N+1 >= 1 entries");
   TORCH_CHECK(indptr.scalar_type() == at::kLong, "indptr must be int64");
   TORCH_CHECK(indices.dim() == 1, "indices must be 1-D");
@@ -20,9 +24,6 @@ inline void check_sample_args(const at::Tensor& indptr, const at::Tensor& indice
   TORCH_CHECK(indptr.is_contiguous() && indices.is_contiguous() && seeds.is_contiguous() &&
                   node_map.is_contiguous(),
               "indptr, indices, seeds and node_map must be contiguous");
-  TORCH_CHECK(indptr.device() == indices.device() && indptr.device() == seeds.device() &&
-                  indptr.device() == node_map.device(),
-              "indptr, indices, seeds and node_map must be on one device");
   const int64_t num_nodes = indptr.numel() - 1;
   TORCH_CHECK(node_map.dim() == 1 && node_map.scalar_type() == at::kInt &&
                   node_map.numel() == num_nodes,
@@ -36,8 +37,17 @@ inline void check_sample_args(const at::Tensor& indptr, const at::Tensor& indice
   }
 }
 
-// Edges sampled for one destination of in-degree `degree`.
-inline int64_t pick_count(int64_t degree, int64_t fanout, bool replace) {
+inline void check_sample_args(const at::Tensor& indptr, const at::Tensor& indices,
+                              const at::Tensor& seeds, at::IntArrayRef fanouts,
+                              const at::Tensor& node_map) {
+  check_sample_arg_values(indptr, indices, seeds, fanouts, node_map);
+  TORCH_CHECK(indptr.device() == indices.device() && indptr.device() == seeds.device() &&
+                  indptr.device() == node_map.device(),
+              "indptr, indices, seeds and node_map must be on one device");
+}
+
+// Edges sampled for one destination of in-degree `degree` (host and device).
+GNNREPRO_HD int64_t pick_count(int64_t degree, int64_t fanout, bool replace) {
   if (fanout < 0) return degree;
   if (replace) return degree > 0 ? fanout : 0;
   return degree < fanout ? degree : fanout;

@@ -43,9 +43,12 @@ def check_seed(seed: int, name: str = "seed") -> int:
     return seed
 
 
-def check_seeds(seeds: object, graph: CSCGraph) -> torch.Tensor:
-    """Seeds as a contiguous int64 tensor on the graph's device: 1-D, unique, in range."""
-    seeds = check_node_ids(seeds, graph.num_nodes, "seeds", graph.device)
+def check_seeds(seeds: object, graph: CSCGraph,
+                device: torch.device | None = None) -> torch.Tensor:
+    """Seeds as a contiguous int64 tensor on `device` (default: the graph's): 1-D, unique, in
+    range."""
+    seeds = check_node_ids(seeds, graph.num_nodes, "seeds",
+                           graph.device if device is None else device)
     seeds = seeds.to(torch.int64).contiguous()
     if seeds.numel() and torch.unique(seeds).numel() != seeds.numel():
         raise ValueError("seeds must be unique node ids")

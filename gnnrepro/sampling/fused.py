@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from gnnrepro import _ops
-from gnnrepro.checks import check_bool
+from gnnrepro.checks import check_bool, check_device
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, check_seeds
 from gnnrepro.sampling.block import Block, MiniBatch
@@ -27,16 +27,21 @@ class FusedSampler:
     `fanouts[i]` is GNN layer i's fanout (-1: all neighbours), so the seeds are sampled with
     `fanouts[-1]`. The same (seed, batch_id, seeds) gives bit-identical blocks on any number of
     threads (torch.set_num_threads), processes or devices.
+
+    `device` is where the op runs, and where seeds and blocks live: by default the graph's.
+    A GPU can also sample a CPU graph whose arrays are pinned (`graph.pin_memory_()`), reading
+    them in place over UVA; seeds are then CUDA tensors.
     """
 
     name = "fused"
 
     def __init__(self, graph: CSCGraph, fanouts: Sequence[int], replace: bool = False,
-                 seed: int = 0):
+                 seed: int = 0, device: torch.device | str | None = None):
         self.graph = check_graph(graph)
         self.fanouts = check_fanouts(fanouts)
         self.replace = check_bool("replace", replace)
         self.seed = check_seed(seed)
+        self.device = _sampling_device(self.graph, device)
         self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
         self._workspace: torch.Tensor | None = None  # op scratch, grown by the op
         self._lock = threading.Lock()
@@ -54,15 +59,36 @@ class FusedSampler:
 
     def sample(self, seeds: torch.Tensor, batch_id: int = 0) -> MiniBatch:
         """Sample the blocks of one mini-batch rooted at `seeds` (unique node ids)."""
-        seeds = check_seeds(seeds, self.graph)
+        seeds = check_seeds(seeds, self.graph, self.device)
         batch_id = check_seed(batch_id, "batch_id")
         g = self.graph
         with self._lock:  # the op's scratch is shared by calls on this sampler
             if self._node_map is None:
                 self._node_map = torch.full((g.num_nodes,), -1, dtype=torch.int32,
-                                            device=g.device)
-                self._workspace = torch.empty(0, dtype=torch.int64, device=g.device)
+                                            device=self.device)
+                self._workspace = torch.empty(0, dtype=torch.int64, device=self.device)
             flat = _ops.ops.sample_fused(g.indptr, g.indices, seeds, self.fanouts, self.replace,
                                          self.seed, batch_id, self._node_map, self._workspace)
         blocks = blocks_from_op(flat)
         return MiniBatch(seeds, blocks[0].src_nodes, blocks, batch_id=batch_id)
+
+
+def _sampling_device(graph: CSCGraph, device: object) -> torch.device:
+    """Where the op runs: the graph's device, or a GPU that reads a pinned CPU graph over UVA."""
+    if device is None:
+        device = graph.device
+        if device.type != "cuda":
+            return device
+    device = check_device(device)
+    if device.type == "cuda" and not _ops.cuda_compiled():
+        raise RuntimeError("this build of gnnrepro has no CUDA kernels: reinstall it with a CUDA "
+                           "torch and nvcc present (or FORCE_CUDA=1)")
+    if device == graph.device:
+        return device
+    if device.type == "cuda" and graph.device.type == "cpu":
+        if not (graph.indptr.is_pinned()
+                and (graph.indices.numel() == 0 or graph.indices.is_pinned())):
+            raise ValueError(f"sampling on {device} from a CPU graph needs its arrays pinned: "
+                             "call graph.pin_memory_() first, or move the graph to the GPU")
+        return device
+    raise ValueError(f"a graph on {graph.device} cannot be sampled on {device}")
