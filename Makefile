@@ -8,8 +8,9 @@ BUILD  := $(VENV)/.stamp-build
 CSRC   := $(shell find csrc -name '*.cpp' -o -name '*.cu' -o -name '*.h') setup.py
 THREADS ?= 2
 BENCH_OUT ?= benchmarks/results/sampling-cpu.json
+TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
-.PHONY: setup test test-gpu asan bench-sampling figures clean
+.PHONY: setup test test-gpu asan bench-sampling bench-train figures report lab clean
 
 setup: $(BUILD)
 
@@ -59,8 +60,37 @@ bench-sampling: setup
 	$(PY) -m gnnrepro bench sampling --dataset products-sim --scale 0.25 --fanouts 15,10,5 \
 	  --batch-size 1024 --batches 50 --threads $(THREADS) --out $(BENCH_OUT)
 
+bench-train: setup
+	$(PY) -m gnnrepro bench train --dataset products-sim --scale 0.05 --fanouts 15,10,5 \
+	  --batch-size 1024 --pipelines dgl,fused,fused+pinned --epochs 3 --threads $(THREADS) \
+	  --repeats 2 --timeline-batches 4 --out $(TRAIN_OUT)
+
+# The paper's tables and figures: every notebook through papermill with $(PARAMS), cells logged
+# as they run; executed notebooks go to build/notebooks/, figures and tables to figures/, results
+# to results/ (stored results are reused for identical parameters; -p force True recomputes).
+# papermill's cell progress bar is off: --log-output already shows every cell as it runs, and the
+# long loops inside the notebooks report their own progress.
+PARAMS    ?= notebooks/params/default.yaml
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+NB_OUT    := build/notebooks
+
 figures: setup
-	@echo "make figures: the notebooks arrive with issue 4; run 'make bench-sampling' meanwhile."
+	@mkdir -p $(NB_OUT)
+	@set -e; for nb in $(NOTEBOOKS); do \
+	  echo "== $$nb ($(PARAMS))"; \
+	  $(PY) -m papermill --log-output --no-progress-bar -f $(PARAMS) -p out_dir "$(CURDIR)" \
+	    $$nb $(NB_OUT)/$$(basename $$nb); \
+	done
+	@echo "figures and tables: figures/; executed notebooks: $(NB_OUT)/ (make report renders them)"
+
+# The executed notebooks (from make figures) as HTML in build/report/.
+report:
+	@ls $(NB_OUT)/*.ipynb >/dev/null 2>&1 || \
+	  { echo "no executed notebooks in $(NB_OUT)/: run make figures first"; exit 1; }
+	$(VENV)/bin/jupyter nbconvert --to html --output-dir build/report $(NB_OUT)/*.ipynb
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
 
 clean:
 	rm -rf build gnnrepro/_C*.so $(VENV)/.stamp-*

@@ -1,0 +1,67 @@
+"""03_end_to_end: epoch time of the ablation ladder (dgl, fused, fused+pinned) beside the paper's
+end-to-end speedup, and a timeline of a few batches showing which stages overlap."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from gnnrepro.experiments import paper, runs
+from gnnrepro.experiments.params import Params
+from gnnrepro.experiments.stages import TRAIN_KEY
+from gnnrepro.experiments.store import Store
+
+__all__ = ["NAME", "end_to_end", "end_to_end_table", "timeline_frame"]
+
+NAME = "03_end_to_end"
+
+
+def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Tidy rows per pipeline (epoch_s, speedup_vs_dgl, paper_speedup, val_acc, test_acc,
+    seeds_per_s, peak_rss_bytes, wait_s); the metadata holds every epoch's time (epochs_s) and
+    the timeline spans (pipeline, batch, stage, lane, start_s, end_s; seconds from the
+    pipeline's first span). Same training run as 01_stage_breakdown."""
+    store = Store(params.results_dir)
+
+    def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
+        result = runs.train(params, store, runs.LADDER, timeline_batches=params.timeline_batches)
+        rows, timeline = [], []
+        for pipeline, r in result["pipelines"].items():
+            rows.append({
+                "pipeline": pipeline, "epoch_s": r["epoch_s"],
+                "speedup_vs_dgl": result["speedup_vs_dgl"][pipeline],
+                "paper_speedup": (paper.END_TO_END_SPEEDUP if pipeline == "fused+pinned"
+                                  else math.nan),
+                "val_acc": r["val_acc"], "test_acc": r["test_acc"],
+                "seeds_per_s": r["seeds_per_s"], "peak_rss_bytes": r["peak_rss_bytes"],
+                "wait_s": r["wait_s"]})
+            origin = min((span["start"] for span in r["timeline"]), default=0.0)
+            timeline += [{"pipeline": pipeline, "batch": span["batch"], "stage": span["stage"],
+                          "lane": span["lane"], "start_s": span["start"] - origin,
+                          "end_s": span["end"] - origin} for span in r["timeline"]]
+        meta = {"dataset": result["dataset"], "timeline": timeline,
+                "epochs_s": {p: r["epochs_s"] for p, r in result["pipelines"].items()}}
+        return pd.DataFrame(rows), meta
+
+    return store.cached(NAME, params.key(TRAIN_KEY), compute, params.force)
+
+
+def end_to_end_table(data: pd.DataFrame) -> pd.DataFrame:
+    """One row per pipeline: epoch time, speedup vs DGL beside the paper's, accuracy, memory."""
+    return pd.DataFrame({
+        "pipeline": data["pipeline"],
+        "epoch (s)": data["epoch_s"],
+        "speedup vs dgl (x)": data["speedup_vs_dgl"],
+        "paper (x)": data["paper_speedup"],
+        "seeds/s": data["seeds_per_s"],
+        "val acc": data["val_acc"],
+        "test acc": data["test_acc"],
+        "peak RSS (MiB)": data["peak_rss_bytes"] / 2**20,
+    })
+
+
+def timeline_frame(meta: dict[str, Any]) -> pd.DataFrame:
+    """The timeline spans of end_to_end's metadata as a DataFrame."""
+    return pd.DataFrame(meta["timeline"], columns=["pipeline", "batch", "stage", "lane",
+                                                   "start_s", "end_s"])

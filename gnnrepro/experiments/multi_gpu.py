@@ -1,0 +1,104 @@
+"""04_scaling: epoch time and speedup vs DGL per world size beside the paper's; world sizes this
+machine cannot run, or that the benchmark skipped, are rows marked "not run" with the reason."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from gnnrepro.experiments import paper
+from gnnrepro.experiments.params import Params, runnable_world_sizes
+from gnnrepro.experiments.store import Store
+
+__all__ = ["MISSING", "NAME", "scaling", "scaling_table"]
+
+NAME = "04_scaling"
+PIPELINES = ("dgl", "fused+pinned")
+MISSING = "gnnrepro.bench.scaling not available yet (issue 5)"
+_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "gpus",
+        "threads", "workers", "streams", "seed")
+
+
+def _row(pipeline: str, world_size: int, reason: str | None = None,
+         **measured: Any) -> dict[str, Any]:
+    values = {"epoch_s": math.nan, "speedup_vs_dgl": math.nan, "test_acc": math.nan,
+              "oversubscribed": False} | measured
+    return {"pipeline": pipeline, "world_size": world_size,
+            "status": "not run" if reason else "run", "reason": reason, **values,
+            "paper_speedup": paper.SCALING_SPEEDUP.get(world_size, math.nan)}
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame(rows).sort_values(["world_size", "pipeline"], kind="stable",
+                                          ignore_index=True)
+
+
+def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Tidy rows per (pipeline, world_size): status ('run' or 'not run'), reason, epoch_s,
+    speedup_vs_dgl (fused+pinned's, at the same world size), test_acc, oversubscribed (CPU
+    ranks sharing cores), paper_speedup. The metadata's ranks_are says what a rank is (GPUs,
+    or CPU processes on the cpu device).
+
+    Without gnnrepro.bench.scaling every world size is 'not run' and nothing is stored (a
+    later run with the benchmark must not reuse it).
+    """
+    ranks_are = "GPUs" if params.device.startswith("cuda") else "CPU processes"
+    runnable, reasons = runnable_world_sizes(params.gpus, params.device)
+    try:
+        import gnnrepro.bench.scaling as scaling_bench
+    except ModuleNotFoundError as exc:
+        if exc.name != "gnnrepro.bench.scaling":
+            raise
+        print(f"{NAME}: {MISSING}; every world size is listed as not run")
+        rows = [_row(p, size, MISSING) for size in params.gpus for p in PIPELINES]
+        return _frame(rows), {"experiment": NAME, "ranks_are": ranks_are, "reused": False,
+                              "path": None}
+    store = Store(params.results_dir)
+
+    def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
+        rows = [_row(p, size, reasons[size]) for size in reasons for p in PIPELINES]
+        if not runnable:
+            return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": None}
+        result = scaling_bench.run(
+            dataset=params.dataset, scale=params.scale, root=params.root,
+            fanouts=list(params.fanouts), batch_size=params.batch_size, epochs=params.epochs,
+            ranks=runnable, pipelines=PIPELINES, threads=params.threads,
+            workers=params.workers, streams=params.streams, seed=params.seed,
+            device=params.device)
+        speedups = {int(size): x for size, x in result["speedup_vs_dgl"].items()}
+        for run in result["runs"]:
+            size, skipped = run["world_size"], run["skipped"]
+            if skipped:
+                rows.append(_row(run["pipeline"], size, skipped))
+                continue
+            speedup = speedups.get(size, math.nan) if run["pipeline"] != "dgl" else 1.0
+            rows.append(_row(run["pipeline"], size, epoch_s=run["epoch_s"],
+                             speedup_vs_dgl=speedup, test_acc=run["test_acc"],
+                             oversubscribed=bool(run["oversubscribed"])))
+        return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": result["num_train_ids"]}
+
+    return store.cached(NAME, params.key(_KEY), compute, params.force)
+
+
+def scaling_table(data: pd.DataFrame) -> pd.DataFrame:
+    """One row per world size: each pipeline's epoch time, the speedup beside the paper's,
+    and why a size was not run."""
+    rows = []
+    for size, group in data.groupby("world_size", sort=True):
+        by = group.set_index("pipeline")
+        reasons = [r for r in dict.fromkeys(group["reason"]) if isinstance(r, str)]
+        if group["oversubscribed"].astype(bool).any():
+            reasons.append("ranks shared CPU cores (oversubscribed)")
+        statuses = set(group["status"])
+        rows.append({
+            "world size": size,
+            **{f"{p} epoch (s)": by.at[p, "epoch_s"] if p in by.index else math.nan
+               for p in PIPELINES},
+            "speedup vs dgl (x)": (by.at["fused+pinned", "speedup_vs_dgl"]
+                                   if "fused+pinned" in by.index else math.nan),
+            "paper (x)": group["paper_speedup"].iloc[0],
+            "status": statuses.pop() if len(statuses) == 1 else "partly run",
+            "reason": "; ".join(reasons) or "-",
+        })
+    return pd.DataFrame(rows)

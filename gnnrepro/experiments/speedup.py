@@ -1,0 +1,63 @@
+"""02_sampling_speedup: DGL's two samplers, the reference and the fused sampler per dataset,
+with the fused sampler's speedup beside the paper's."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from gnnrepro.bench.sampling import SAMPLERS
+from gnnrepro.experiments import paper, runs
+from gnnrepro.experiments.params import Params
+from gnnrepro.experiments.store import Store
+
+__all__ = ["NAME", "sampling_speedup", "speedup_table"]
+
+NAME = "02_sampling_speedup"
+_KEY = ("dataset", "compare_datasets", "scale", "root", "fanouts", "batch_size", "threads",
+        "seed", "sampling_batches", "sampling_repeats")
+
+
+def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Tidy rows per (dataset, sampler): ms_per_batch (median), ms_p10, ms_p90, edges_per_s,
+    input_nodes, fused_speedup (this sampler's time / the fused sampler's) and paper_speedup
+    (on DGL's samplers' rows)."""
+    store = Store(params.results_dir)
+
+    def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
+        rows, datasets = [], {}
+        for dataset in tqdm([params.dataset, *params.compare_datasets], desc=NAME,
+                            unit="dataset"):
+            result = runs.sampling(params, store, dataset)
+            samplers = result["samplers"]
+            fused_ms = samplers["fused"]["ms_per_batch"]
+            for sampler in SAMPLERS:
+                r = samplers[sampler]
+                rows.append({"dataset": dataset, "sampler": sampler,
+                             "ms_per_batch": r["ms_per_batch"], "ms_p10": r["ms_p10"],
+                             "ms_p90": r["ms_p90"], "edges_per_s": r["edges_per_s"],
+                             "input_nodes": r["input_nodes"],
+                             "fused_speedup": r["ms_per_batch"] / fused_ms,
+                             "paper_speedup": (paper.SAMPLING_SPEEDUP if sampler.startswith("dgl")
+                                               else math.nan)})
+            datasets[dataset] = {k: result["params"][k]
+                                 for k in ("num_nodes", "num_edges", "batches")}
+        return pd.DataFrame(rows), {"datasets": datasets}
+
+    return store.cached(NAME, params.key(_KEY), compute, params.force)
+
+
+def speedup_table(data: pd.DataFrame) -> pd.DataFrame:
+    """One row per (dataset, sampler): time per batch and the fused sampler's speedup over it,
+    beside the paper's speedup over DGL."""
+    return pd.DataFrame({
+        "dataset": data["dataset"],
+        "sampler": data["sampler"],
+        "ms/batch": data["ms_per_batch"],
+        "p10 (ms)": data["ms_p10"],
+        "p90 (ms)": data["ms_p90"],
+        "fused's speedup (x)": data["fused_speedup"],
+        "paper (x)": data["paper_speedup"],
+    })

@@ -1,0 +1,79 @@
+"""05_sensitivity: the fused pipeline's epoch time as batch size, fanouts, workers and streams
+vary one at a time around the notebook's settings."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from gnnrepro.experiments import runs
+from gnnrepro.experiments.params import Params
+from gnnrepro.experiments.store import Store
+from gnnrepro.profiling import STAGES
+
+__all__ = ["AXES", "NAME", "sensitivity", "sensitivity_table"]
+
+NAME = "05_sensitivity"
+#: Swept setting -> the parameter listing its values.
+AXES = {"batch_size": "sweep_batch_sizes", "fanouts": "sweep_fanouts",
+        "workers": "sweep_workers", "streams": "sweep_streams"}
+NO_STREAMS = "streams are CUDA streams; the device is cpu"
+_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "threads",
+        "workers", "streams", "seed", *AXES.values())
+
+
+def _label(value: Any) -> str:
+    """A setting as text: fanout lists as '15,10,5'."""
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Tidy rows per sweep point: axis, value (text), is_base, the point's batch_size, fanouts,
+    workers, streams, status ('run' or 'not run'), reason, epoch_s, seeds_per_s, test_acc and
+    each stage's work (<stage>_s). The pipeline is fused+pinned on CUDA, fused on the CPU
+    (pinning and streams only matter for host-to-device copies). Each point is stored as it
+    finishes, and the point equal to the base settings is measured once for all axes."""
+    cuda = params.device.startswith("cuda")
+    pipeline = "fused+pinned" if cuda else "fused"
+    store = Store(params.results_dir)
+    base = {axis: getattr(params, axis) for axis in AXES}
+
+    def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
+        points = [(axis, value) for axis, name in AXES.items() for value in getattr(params, name)]
+        rows = []
+        for axis, value in tqdm(points, desc=NAME, unit="point"):
+            setting = base | {axis: value}
+            row = {"axis": axis, "value": _label(value), "is_base": value == base[axis],
+                   **{k: _label(v) if k == "fanouts" else v for k, v in setting.items()},
+                   "status": "run", "reason": None, "epoch_s": math.nan,
+                   "seeds_per_s": math.nan, "test_acc": math.nan,
+                   **{f"{stage}_s": math.nan for stage in STAGES}}
+            if axis == "streams" and not cuda:
+                row |= {"status": "not run", "reason": NO_STREAMS}
+            else:
+                r = runs.train(params, store, (pipeline,), **setting)["pipelines"][pipeline]
+                row |= {"epoch_s": r["epoch_s"], "seeds_per_s": r["seeds_per_s"],
+                        "test_acc": r["test_acc"],
+                        **{f"{stage}_s": r["stages"][stage]["work_s"] for stage in STAGES}}
+            rows.append(row)
+        columns = ["axis", "value", "is_base", *AXES, "status", "reason", "epoch_s",
+                   "seeds_per_s", "test_acc", *(f"{stage}_s" for stage in STAGES)]
+        return pd.DataFrame(rows, columns=columns), {"pipeline": pipeline}
+
+    return store.cached(NAME, params.key(_KEY), compute, params.force)
+
+
+def sensitivity_table(data: pd.DataFrame) -> pd.DataFrame:
+    """One row per sweep point: the swept value (the base setting marked), epoch time,
+    throughput, accuracy, and the reason for points not run."""
+    return pd.DataFrame({
+        "swept": data["axis"],
+        "value": data["value"] + data["is_base"].map({True: " (base)", False: ""}),
+        "epoch (s)": data["epoch_s"],
+        "seeds/s": data["seeds_per_s"],
+        "test acc": data["test_acc"],
+        "status": data["status"],
+        "reason": data["reason"].fillna("-"),
+    })

@@ -1,0 +1,154 @@
+"""Write notebooks/NN_name.ipynb from one template so the five stay consistent.
+
+Every notebook: a title, the imports, the `parameters` cell (generated from
+gnnrepro.experiments.params.Params, help comments included), the validation of the parameters,
+one experiment call with its table, and its figures. Run
+`.venv/bin/python notebooks/make_notebooks.py` after changing the schema or a notebook below;
+tests/test_notebooks.py checks that the committed notebooks are what this script writes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import nbformat
+
+from gnnrepro.experiments.params import Params
+
+HERE = Path(__file__).resolve().parent
+
+IMPORTS = """\
+from gnnrepro import experiments, plots
+from gnnrepro.experiments import paper
+
+_names_before_parameters = set(globals())"""
+
+VALIDATE = "params = experiments.from_namespace(globals(), _names_before_parameters)"
+
+# name -> (title, what it shows, [code cells after the parameters are validated])
+NOTEBOOKS: dict[str, tuple[str, str, list[str]]] = {
+    "01_stage_breakdown": (
+        "Stage breakdown",
+        "Per epoch, the work of the four stages (sample, extract, forward, backward) of each "
+        "pipeline. The paper's motivation: in DGL's pipeline, sampling and feature extraction "
+        "dominate. Work above the black tick (the epoch time) ran overlapped with other work.",
+        ["""\
+data, meta = experiments.stage_breakdown(params)
+table = experiments.stage_table(data)
+experiments.write_table(table, params.figures_dir / "01_stage_breakdown",
+                        caption="Work per epoch of each stage (seconds) and the share of "
+                                "sample + extract in each pipeline.")
+table""", """\
+fig = plots.stage_bars(data)
+plots.save(fig, params.figures_dir / "01_stage_breakdown")"""]),
+    "02_sampling_speedup": (
+        "Sampling speedup",
+        "DGL's samplers (dgl-unfused: sample_neighbors + to_block, the pair the paper fuses; "
+        "dgl-fused: DGL's NeighborSampler), the two-step reference and the fused sampler on the "
+        "same seed batches, per dataset, on the CPU. The paper reports 1.52x for fused "
+        "sampling vs DGL (on a GPU).",
+        ["""\
+data, meta = experiments.sampling_speedup(params)
+table = experiments.speedup_table(data)
+experiments.write_table(table, params.figures_dir / "02_sampling_speedup",
+                        caption="Sampling time per mini-batch and the fused sampler's speedup "
+                                f"(paper: {paper.SAMPLING_SPEEDUP:.2f}x vs DGL).")
+table""", """\
+fig = plots.speedup_bars(data, paper.SAMPLING_SPEEDUP)
+plots.save(fig, params.figures_dir / "02_sampling_speedup")"""]),
+    "03_end_to_end": (
+        "End-to-end training",
+        "Epoch time of the ablation ladder: DGL's pipeline, fused sampling, fused sampling with "
+        "pinned multi-stream feature loading. The paper reports 1.80x end to end. The timeline "
+        "shows a few batches: bars on different lanes at the same time overlapped. The "
+        "training run is the one behind 01_stage_breakdown (measured once, stored).",
+        ["""\
+data, meta = experiments.end_to_end(params)
+table = experiments.end_to_end_table(data)
+experiments.write_table(table, params.figures_dir / "03_end_to_end",
+                        caption="Epoch time, speedup over DGL "
+                                f"(paper: {paper.END_TO_END_SPEEDUP:.2f}x) and accuracy.")
+table""", """\
+fig = plots.end_to_end_bars(data, paper.END_TO_END_SPEEDUP)
+plots.save(fig, params.figures_dir / "03_end_to_end")""", """\
+fig = plots.timeline(experiments.timeline_frame(meta))
+plots.save(fig, params.figures_dir / "03_end_to_end_timeline")"""]),
+    "04_scaling": (
+        "Multi-GPU scaling",
+        "Epoch time and speedup over DGL per world size. The paper reports 1.10x, 1.16x and "
+        "1.12x on 2, 4 and 8 GPUs. On the cpu device the ranks are CPU processes. World sizes "
+        "this machine cannot run are listed as not run, with the reason.",
+        ["""\
+data, meta = experiments.scaling(params)
+table = experiments.scaling_table(data)
+experiments.write_table(table, params.figures_dir / "04_scaling",
+                        caption="Epoch time per world size and the speedup over DGL beside "
+                                "the paper's.")
+table""", """\
+fig = plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"])
+plots.save(fig, params.figures_dir / "04_scaling")"""]),
+    "05_sensitivity": (
+        "Sensitivity",
+        "The fused pipeline's epoch time as batch size, fanouts, workers and streams vary one "
+        "at a time around the parameters below (fused+pinned on CUDA, fused on the CPU).",
+        ["""\
+data, meta = experiments.sensitivity(params)
+table = experiments.sensitivity_table(data)
+experiments.write_table(table, params.figures_dir / "05_sensitivity",
+                        caption=f"Sensitivity of the {meta['pipeline']} pipeline: one setting "
+                                "varied at a time.")
+table""", """\
+fig = plots.sensitivity_bars(data)
+plots.save(fig, params.figures_dir / "05_sensitivity")"""]),
+}
+
+
+def parameters_source() -> str:
+    """The parameters cell: `name: type = default  # help` per schema field."""
+    defaults = Params()
+    lines = []
+    for f in dataclasses.fields(Params):
+        # typing names would need an import to be evaluated in the notebook; quoted they are not
+        annotation = f'"{f.type}"' if "Optional" in f.type else f.type
+        lines.append(f"{f.name}: {annotation} = {getattr(defaults, f.name)!r}  "
+                     f"# {f.metadata['help']}")
+    return "\n".join(lines)
+
+
+def build(name: str) -> nbformat.NotebookNode:
+    """Notebook `name`, without outputs, with deterministic cell ids."""
+    title, about, cells = NOTEBOOKS[name]
+    intro = (f"# {name[:2]} {title}\n\n{about}\n\n"
+             f"Run all notebooks with `make figures` (parameters: "
+             f"`notebooks/params/default.yaml`), or this one with "
+             f"`papermill notebooks/{name}.ipynb out.ipynb -f notebooks/params/smoke.yaml`; "
+             f"`papermill --help-notebook notebooks/{name}.ipynb` lists the parameters.")
+    v4 = nbformat.v4
+    nb = v4.new_notebook(metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                       "language": "python"},
+        "language_info": {"name": "python"}})
+    nb.cells = [v4.new_markdown_cell(intro), v4.new_code_cell(IMPORTS),
+                v4.new_code_cell(parameters_source(), metadata={"tags": ["parameters"]}),
+                v4.new_code_cell(VALIDATE), *(v4.new_code_cell(src) for src in cells)]
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"{name}-{i}"
+    return nb
+
+
+def render(name: str) -> str:
+    """The notebook's file contents."""
+    return nbformat.writes(build(name)) + "\n"
+
+
+def main() -> int:
+    for name in NOTEBOOKS:
+        path = HERE / f"{name}.ipynb"
+        path.write_text(render(name))
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""gnnrepro.experiments and gnnrepro.plots without running a benchmark: parameter validation,
+the results store (hash, reuse, force, atomic writes), the table writers, and the notebook
+experiments and figures on stand-in benchmarks that return the benchmarks' documented shapes."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import sys
+import types
+from pathlib import Path
+
+import matplotlib
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from gnnrepro import experiments, plots
+from gnnrepro.experiments import paper, params as params_module
+from gnnrepro.experiments.atomic import write_atomic, write_text_atomic
+from gnnrepro.experiments.multi_gpu import MISSING
+from gnnrepro.experiments.params import Params, from_namespace, runnable_world_sizes
+from gnnrepro.experiments.store import Store, param_hash
+from gnnrepro.experiments.sweeps import NO_STREAMS
+from gnnrepro.experiments.tables import format_cell, to_latex, to_markdown, write_table
+from gnnrepro.profiling import STAGES
+
+matplotlib.use("Agg")
+PARAMS_DIR = Path(__file__).resolve().parent.parent / "notebooks" / "params"
+
+
+def leftovers(directory: Path) -> list[Path]:
+    """Temp files an atomic write would leave behind if it were not atomic."""
+    return [p for p in directory.rglob("*") if p.name.endswith(".tmp")]
+
+
+# --- parameters ---------------------------------------------------------------------------
+
+def test_defaults_validate_and_match_default_yaml():
+    defaults = Params.from_mapping({})
+    from_yaml = Params.from_mapping(yaml.safe_load((PARAMS_DIR / "default.yaml").read_text()))
+    assert from_yaml == defaults
+    assert defaults.device in ("cpu", "cuda")
+    assert Path(defaults.out_dir).is_absolute()
+
+
+@pytest.mark.parametrize("name", ["smoke.yaml", "paper.yaml"])
+def test_shipped_parameter_files_validate(name):
+    values = yaml.safe_load((PARAMS_DIR / name).read_text())
+    assert Params.from_mapping(values).dataset == values["dataset"]
+
+
+def test_unknown_parameters_are_named_with_suggestions():
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\): 'epoch' \(did you mean "
+                                         r"'epochs'\?\), 'zzz'.*Known parameters: dataset"):
+        Params.from_mapping({"epoch": 2, "zzz": 1})
+
+
+@pytest.mark.parametrize("values, error, message", [
+    ({"batch_size": True}, TypeError, "batch_size must be an int"),
+    ({"batch_size": "12"}, TypeError, "batch_size must be an int"),
+    ({"batch_size": 0}, ValueError, "batch_size must be >= 1"),
+    ({"scale": 0}, ValueError, "scale must be a finite number > 0"),
+    ({"scale": "big"}, TypeError, "scale must be a number"),
+    ({"fanouts": [10, 0]}, ValueError, r"fanouts\[1\] must be >= 1, or -1"),
+    ({"fanouts": []}, ValueError, "fanouts must not be empty"),
+    ({"gpus": [1, 1]}, ValueError, "gpus has duplicates"),
+    ({"dataset": "cora"}, ValueError, "unknown dataset 'cora'"),
+    ({"device": "tpu"}, ValueError, "device must be 'auto'"),
+    ({"device": "cuda:x"}, ValueError, "device must be 'auto'"),
+    ({"force": 1}, TypeError, "force must be True or False"),
+    ({"sweep_fanouts": [[5, 5], 3]}, TypeError, r"sweep_fanouts\[1\] must be a list"),
+])
+def test_bad_values_name_the_parameter(values, error, message):
+    with pytest.raises(error, match=message):
+        Params.from_mapping(values)
+
+
+def test_values_are_normalised():
+    p = Params.from_mapping({"fanouts": "15,10,-1", "scale": 1, "out_dir": "some/where",
+                             "root": "~/ogb"})
+    assert p.fanouts == [15, 10, -1] and p.scale == 1.0 and isinstance(p.scale, float)
+    assert p.out_dir == str(params_module._base_dir() / "some/where")
+    assert p.root == str(Path.home() / "ogb")
+    assert p.figures_dir == Path(p.out_dir) / "figures"
+
+
+def test_device_auto_and_unavailable_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert Params.from_mapping({"device": "auto"}).device == "cpu"
+    with pytest.raises(ValueError, match="'cuda' but this machine has 0 CUDA device"):
+        Params.from_mapping({"device": "cuda"})
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert Params.from_mapping({"device": "auto"}).device == "cuda"
+    assert Params.from_mapping({"device": "cuda:1"}).device == "cuda:1"
+    with pytest.raises(ValueError, match="'cuda:2' but this machine has 2"):
+        Params.from_mapping({"device": "cuda:2"})
+
+
+def test_world_sizes_split_by_what_the_machine_has(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    runnable, reasons = runnable_world_sizes([1, 2, 4, 8], "cuda")
+    assert runnable == [1, 2]
+    assert reasons == {4: "needs 4 GPUs (one per rank); this machine has 2",
+                       8: "needs 8 GPUs (one per rank); this machine has 2"}
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    runnable, reasons = runnable_world_sizes([1, 4], "cpu")
+    assert runnable == [1] and "needs 4 CPU cores" in reasons[4] and "device is cpu" in reasons[4]
+
+
+def test_from_namespace_takes_names_defined_after_the_snapshot(capsys):
+    namespace = {"experiments": experiments, "_private": 1}
+    before = set(namespace)
+    namespace |= {"epochs": 2, "_ih": []}
+    assert from_namespace(namespace, before).epochs == 2
+    assert "epochs = 2" in capsys.readouterr().out
+    namespace["bogus"] = 1
+    with pytest.raises(ValueError, match="unknown parameter.*'bogus'"):
+        from_namespace(namespace, before)
+
+
+# --- store --------------------------------------------------------------------------------
+
+def test_param_hash_is_stable_and_order_independent():
+    key = {"b": [1, 2], "a": 1.5, "c": None}
+    assert param_hash("demo", key) == "4f4d8c0e00878ff6"  # must not change between versions
+    assert param_hash("demo", dict(reversed(key.items()))) == "4f4d8c0e00878ff6"
+    assert param_hash("demo", key | {"a": 2.5}) != param_hash("demo", key)
+    assert param_hash("other", key) != param_hash("demo", key)
+
+
+def test_store_reuses_unless_forced(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"name": ["a", "512"], "x": [1.5, float("nan")], "n": [1, 2]}), \
+            {"note": "hi"}
+
+    store = Store(tmp_path)
+    data, meta = store.cached("exp", {"k": 1}, compute)
+    assert len(calls) == 1 and meta["reused"] is False and meta["note"] == "hi"
+    assert meta["params"] == {"k": 1} and meta["experiment"] == "exp"
+    assert meta["env"]["git_commit"] is not None and meta["env"]["versions"]["pandas"]
+    directory = tmp_path / "exp" / param_hash("exp", {"k": 1})
+    assert meta["path"] == str(directory)
+    assert json.loads((directory / "run.json").read_text())["hash"] == directory.name
+    again, meta2 = Store(tmp_path).cached("exp", {"k": 1}, compute)
+    assert len(calls) == 1 and meta2["reused"] is True
+    pd.testing.assert_frame_equal(again, data)
+    assert again["name"].tolist() == ["a", "512"]  # text stays text after the CSV round trip
+    Store(tmp_path).cached("exp", {"k": 2}, compute)
+    assert len(calls) == 2
+    Store(tmp_path).cached("exp", {"k": 1}, compute, force=True)
+    assert len(calls) == 3
+    assert not leftovers(tmp_path)
+
+
+def test_forced_memo_runs_each_key_once_per_store(tmp_path):
+    calls = []
+    store = Store(tmp_path)
+    for _ in range(3):
+        assert store.memo("bench", {"a": 1}, lambda: calls.append(1) or {"v": 1},
+                          force=True) == {"v": 1}
+    assert len(calls) == 1
+    Store(tmp_path).memo("bench", {"a": 1}, lambda: calls.append(1) or {"v": 1})
+    assert len(calls) == 1
+
+
+def test_interrupted_compute_leaves_no_result(tmp_path):
+    def boom():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Store(tmp_path).cached("exp", {"k": 1}, boom)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+    data, meta = Store(tmp_path).cached("exp", {"k": 1},
+                                        lambda: (pd.DataFrame({"x": [1]}), {}))
+    assert meta["reused"] is False and data["x"].tolist() == [1]
+
+
+def test_atomic_write_keeps_the_old_file_when_interrupted(tmp_path):
+    path = write_text_atomic(tmp_path / "a.txt", "old")
+
+    def partial(tmp: Path) -> None:
+        tmp.write_text("half of the ne")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(path, partial)
+    assert path.read_text() == "old" and not leftovers(tmp_path)
+    assert write_text_atomic(path, "new").read_text() == "new"
+
+
+# --- tables -------------------------------------------------------------------------------
+
+def test_table_writers(tmp_path):
+    table = pd.DataFrame({"pipe_line": ["dgl", "fused+pinned"], "time (s)": [1.23456, 0.5],
+                          "share %": [float("nan"), 7], "n": [3, 4]})
+    paths = write_table(table, tmp_path / "t01", caption="Times & shares_1")
+    assert [p.name for p in paths] == ["t01.csv", "t01.md", "t01.tex"]
+    pd.testing.assert_frame_equal(pd.read_csv(paths[0]), table)
+    md = paths[1].read_text().splitlines()
+    assert md[0] == "| pipe_line | time (s) | share % | n |"
+    assert md[1] == "| --- | ---: | ---: | ---: |"
+    assert md[2] == "| dgl | 1.23 | - | 3 |" and md[3] == "| fused+pinned | 0.500 | 7.00 | 4 |"
+    tex = paths[2].read_text()
+    for piece in (r"\begin{tabular}{lrrr}", r"\toprule", r"\midrule", r"\bottomrule",
+                  r"pipe\_line & time (s) & share \% & n \\", r"dgl & 1.23 & - & 3 \\",
+                  r"\caption{Times \& shares\_1}", r"\label{tab:t01}"):
+        assert piece in tex, piece
+    assert to_markdown(table, digits=4).splitlines()[2] == "| dgl | 1.235 | - | 3 |"
+    assert [format_cell(v) for v in (8493.65, 0.012345, 0.0, True, "x", None)] == \
+        ["8494", "0.0123", "0.0", "True", "x", "-"]
+    assert to_latex(table, "c", "l").count(r"\\") == 3
+    assert not leftovers(tmp_path)
+
+
+# --- experiments and figures on stand-in benchmarks --------------------------------------
+
+def fake_train_run(*, dataset, scale, root, fanouts, batch_size, epochs, pipelines, threads,
+                   workers, streams, seed, device, timeline_batches) -> dict:
+    """gnnrepro.bench.train.run's documented result, with made-up but plausible numbers."""
+    result = {"params": {"dataset": dataset, "batch_size": batch_size, "fanouts": fanouts},
+              "dataset": {"name": dataset, "num_nodes": 1000, "num_edges": 9000,
+                          "num_train": 100}, "pipelines": {}, "speedup_vs_dgl": {}, "env": {}}
+    for i, name in enumerate(pipelines):
+        epoch = 2.0 / (1 + i) * (1 + 64 / batch_size) * (1 + 0.1 * workers)
+        work = {"sample": 0.4 * epoch, "extract": 0.3 * epoch, "forward": 0.2 * epoch,
+                "backward": 0.1 * epoch}
+        spans = []
+        for b in range(timeline_batches):
+            t = 50.0 + 0.1 * b
+            spans += [{"batch": b, "stage": "sample", "lane": "worker 0", "start": t,
+                       "end": t + 0.04},
+                      {"batch": b, "stage": "extract", "lane": "worker 0", "start": t + 0.04,
+                       "end": t + 0.07},
+                      {"batch": b, "stage": "forward", "lane": "trainer", "start": t + 0.1,
+                       "end": t + 0.15},
+                      {"batch": b, "stage": "backward", "lane": "trainer",
+                       "start": t + 0.15, "end": t + 0.19}]
+        result["pipelines"][name] = {
+            "epoch_s": epoch, "epochs_s": [epoch * 2] + [epoch] * (epochs - 1),
+            "stages": {s: {"work_s": w, "exposed_s": None if workers else w}
+                       for s, w in work.items()},
+            "wait_s": 0.1, "val_acc": 0.6, "test_acc": 0.55, "peak_rss_bytes": 2**30,
+            "seeds_per_s": 100 / epoch, "timeline": spans}
+    dgl = result["pipelines"].get("dgl", {}).get("epoch_s")
+    result["speedup_vs_dgl"] = {n: (dgl / r["epoch_s"] if dgl else None)
+                                for n, r in result["pipelines"].items()}
+    return result
+
+
+@pytest.fixture
+def fake_train(monkeypatch) -> list[dict]:
+    """Installs a stand-in gnnrepro.bench.train; returns the list of its calls' arguments."""
+    calls: list[dict] = []
+    module = types.ModuleType("gnnrepro.bench.train")
+    module.run = lambda **kw: calls.append(kw) or fake_train_run(**kw)
+    monkeypatch.setitem(sys.modules, "gnnrepro.bench.train", module)
+    return calls
+
+
+@pytest.fixture
+def params(tmp_path) -> Params:
+    values = yaml.safe_load((PARAMS_DIR / "smoke.yaml").read_text())
+    return Params.from_mapping(values | {"out_dir": str(tmp_path), "device": "cpu",
+                                         "workers": 1})
+
+
+def saved(fig, stem: Path) -> list[Path]:
+    paths = plots.save(fig, stem)
+    matplotlib.pyplot.close(fig)
+    assert all(p.stat().st_size > 1000 for p in paths)
+    return paths
+
+
+def test_stage_breakdown_and_end_to_end_share_one_run(fake_train, params):
+    data, meta = experiments.stage_breakdown(params)
+    assert len(fake_train) == 1 and fake_train[0]["pipelines"] == ["dgl", "fused",
+                                                                   "fused+pinned"]
+    assert fake_train[0]["timeline_batches"] == params.timeline_batches
+    assert set(data["stage"]) == set(STAGES) and (data["work_s"] > 0).all()
+    assert data["exposed_s"].isna().all()  # workers: the wait cannot be split
+    table = experiments.stage_table(data)
+    assert table["pipeline"].tolist() == ["dgl", "fused", "fused+pinned"]
+    assert table["sample+extract (% of work)"].tolist() == pytest.approx([70, 70, 70])
+
+    e2e, meta = experiments.end_to_end(params)
+    assert len(fake_train) == 1, "03 must reuse 01's training run"
+    assert e2e.set_index("pipeline").at["fused+pinned", "paper_speedup"] == \
+        paper.END_TO_END_SPEEDUP
+    assert e2e["speedup_vs_dgl"].tolist() == pytest.approx([1, 2, 3])
+    spans = experiments.timeline_frame(meta)
+    assert len(spans) == 3 * params.timeline_batches * 4 and spans["start_s"].min() == 0
+    assert experiments.end_to_end_table(e2e)["peak RSS (MiB)"].tolist() == [1024] * 3
+
+    figures = params.figures_dir
+    saved(plots.stage_bars(data), figures / "01_stage_breakdown")
+    saved(plots.end_to_end_bars(e2e, paper.END_TO_END_SPEEDUP), figures / "03_end_to_end")
+    saved(plots.timeline(spans), figures / "03_end_to_end_timeline")
+    saved(plots.timeline(spans.iloc[:0]), figures / "empty_timeline")
+    assert not leftovers(Path(params.out_dir))
+
+
+def test_sensitivity_measures_the_base_point_once(fake_train, params):
+    data, meta = experiments.sensitivity(params)
+    assert meta["pipeline"] == "fused"
+    # smoke sweeps (base: batch 64, fanouts 4,3, 1 worker): batch sizes 32 and 64, fanouts
+    # 4,3, workers 0; the base point is measured once for the batch and fanout axes
+    assert len(fake_train) == 3
+    assert all(kw["pipelines"] == ["fused"] for kw in fake_train)
+    ran = data[data["status"] == "run"]
+    assert len(ran) == 4 and (ran["epoch_s"] > 0).all()
+    assert ran[ran["is_base"]]["epoch_s"].nunique() == 1
+    streams = data[data["axis"] == "streams"]
+    assert (streams["status"] == "not run").all() and (streams["reason"] == NO_STREAMS).all()
+    assert data.loc[data["axis"] == "fanouts", "value"].tolist() == ["4,3"]
+    table = experiments.sensitivity_table(data)
+    assert "64 (base)" in table["value"].tolist()
+    saved(plots.sensitivity_bars(data), params.figures_dir / "05_sensitivity")
+
+    again, meta = experiments.sensitivity(params)
+    assert meta["reused"] and len(fake_train) == 3
+    pd.testing.assert_frame_equal(again, data)
+
+
+def test_scaling_without_the_benchmark_lists_every_size_as_not_run(params, monkeypatch):
+    monkeypatch.setitem(sys.modules, "gnnrepro.bench.scaling", None)  # import fails
+    data, meta = experiments.scaling(params)
+    assert sorted(set(data["world_size"])) == params.gpus
+    assert (data["status"] == "not run").all() and (data["reason"] == MISSING).all()
+    assert data["epoch_s"].isna().all() and meta["path"] is None
+    assert not params.results_dir.exists(), "a not-run table must not be stored"
+    table = experiments.scaling_table(data)
+    assert table["reason"].tolist() == [MISSING] * len(params.gpus)
+    saved(plots.scaling_lines(data, paper.SCALING_SPEEDUP), params.figures_dir / "04_scaling")
+
+
+def test_scaling_with_the_benchmark(params, monkeypatch):
+    calls = []
+
+    def run(**kw):
+        calls.append(kw)
+        runs = [{"pipeline": p, "world_size": w, "epoch_s": 4.0 / w * (1.2 if p == "dgl" else 1),
+                 "stages": {}, "test_acc": 0.5, "ids_per_epoch": 100,
+                 "extra_rss_per_rank_bytes": 0, "dataset_bytes": 0, "skipped": None,
+                 "oversubscribed": w > 1}
+                for w in kw["ranks"] for p in kw["pipelines"]]
+        return {"num_train_ids": 100, "runs": runs,
+                "speedup_vs_dgl": {str(w): 1.2 for w in kw["ranks"]}, "env": {}}
+
+    module = types.ModuleType("gnnrepro.bench.scaling")
+    module.run = run
+    monkeypatch.setitem(sys.modules, "gnnrepro.bench.scaling", module)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    params = dataclasses.replace(params, gpus=[1, 2, 4])  # the cpu device: a core per rank
+    data, meta = experiments.scaling(params)
+    assert calls[0]["ranks"] == [1, 2] and calls[0]["pipelines"] == ("dgl", "fused+pinned")
+    assert meta["ranks_are"] == "CPU processes"
+    table = experiments.scaling_table(data).set_index("world size")
+    assert table.at[1, "status"] == "run" and table.at[1, "speedup vs dgl (x)"] == 1.2
+    assert table.at[1, "reason"] == "-" and "oversubscribed" in table.at[2, "reason"]
+    assert table.at[4, "status"] == "not run" and "needs 4 CPU cores" in table.at[4, "reason"]
+    assert table.at[4, "paper (x)"] == paper.SCALING_SPEEDUP[4]
+    assert math.isnan(table.at[4, "dgl epoch (s)"])
+    saved(plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"]),
+          params.figures_dir / "04_scaling")
+    assert experiments.scaling(params)[1]["reused"] and len(calls) == 1

@@ -1,0 +1,157 @@
+"""The notebooks behind `make figures`: each runs through papermill with
+notebooks/params/smoke.yaml into a temp dir and writes sane numbers, tables and figures; the
+committed notebooks carry no outputs, declare every parameter with help, and reject parameters
+they do not declare."""
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from gnnrepro.experiments.multi_gpu import MISSING
+from gnnrepro.experiments.params import Params
+
+papermill = pytest.importorskip("papermill")  # the notebooks extra
+nbformat = pytest.importorskip("nbformat")
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = ROOT / "notebooks"
+NOTEBOOKS = ["01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling",
+             "05_sensitivity"]
+NEEDS_DGL = {"01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling"}
+FIGURES = {"03_end_to_end": ["03_end_to_end", "03_end_to_end_timeline"]}
+
+
+def load_generator():
+    """notebooks/make_notebooks.py (a script, not a package module)."""
+    spec = importlib.util.spec_from_file_location("make_notebooks",
+                                                  NOTEBOOK_DIR / "make_notebooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where the smoke runs write figures/ and results/; the kernels build their datasets in a
+    private cache (they inherit the environment)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GNNREPRO_DATA", str(tmp_path_factory.mktemp("data")))
+        yield tmp_path_factory.mktemp("out")
+
+
+def execute(name: str, out_dir: Path, **extra) -> Path:
+    """Run notebook `name` with the smoke parameters (+ extra); return the executed copy."""
+    values = yaml.safe_load((NOTEBOOK_DIR / "params" / "smoke.yaml").read_text())
+    executed = out_dir / "executed" / f"{name}.ipynb"
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(executed),
+                               parameters=values | {"out_dir": str(out_dir)} | extra,
+                               kernel_name="python3", progress_bar=False)
+    return executed
+
+
+def stored_data(out_dir: Path, name: str) -> pd.DataFrame:
+    """The tidy CSV the notebook stored under results/<name>/<hash>/ (exactly one)."""
+    runs = list((out_dir / "results" / name).glob("*/run.json"))
+    assert len(runs) == 1, runs
+    return pd.read_csv(runs[0].parent / "data.csv")
+
+
+def check_outputs(out_dir: Path, name: str) -> None:
+    figures = out_dir / "figures"
+    for stem in FIGURES.get(name, [name]):
+        for ext in (".png", ".pdf"):
+            assert (figures / f"{stem}{ext}").stat().st_size > 1000, stem + ext
+    for ext in (".csv", ".md", ".tex"):
+        assert (figures / f"{name}{ext}").stat().st_size > 0, name + ext
+    assert r"\toprule" in (figures / f"{name}.tex").read_text()
+    assert not [p for p in out_dir.rglob("*.tmp")], "an atomic write left a temp file"
+
+
+def check_accuracy(values: pd.Series) -> None:
+    assert values.between(0, 1).all(), values.tolist()
+
+
+def check_values(out_dir: Path, name: str) -> None:
+    """The stored numbers are measurements: positive times, finite speedups, accuracies."""
+    if name == "01_stage_breakdown":
+        data = stored_data(out_dir, name)
+        assert set(data["pipeline"]) == {"dgl", "fused", "fused+pinned"}
+        assert (data["work_s"] > 0).all() and (data["epoch_s"] > 0).all()
+        assert data.groupby("pipeline")["share_of_work"].sum().round(6).eq(1).all()
+    elif name == "02_sampling_speedup":
+        data = stored_data(out_dir, name)
+        assert set(data["sampler"]) == {"dgl-unfused", "dgl-fused", "reference", "fused"}
+        assert (data["ms_per_batch"] > 0).all() and (data["edges_per_s"] > 0).all()
+        assert data["fused_speedup"].map(math.isfinite).all()
+        assert (data.loc[data["sampler"] == "fused", "fused_speedup"] == 1).all()
+        assert (data.loc[data["sampler"].str.startswith("dgl"), "paper_speedup"] == 1.52).all()
+    elif name == "03_end_to_end":
+        data = stored_data(out_dir, name)
+        assert data["pipeline"].tolist() == ["dgl", "fused", "fused+pinned"]
+        assert (data["epoch_s"] > 0).all() and data["speedup_vs_dgl"].map(math.isfinite).all()
+        check_accuracy(data["val_acc"])
+        check_accuracy(data["test_acc"])
+    elif name == "04_scaling":
+        table = pd.read_csv(out_dir / "figures" / "04_scaling.csv").set_index("world size")
+        assert table.index.tolist() == [1, 64]
+        if importlib.util.find_spec("gnnrepro.bench.scaling") is None:
+            assert (table["status"] == "not run").all() and (table["reason"] == MISSING).all()
+            assert table["dgl epoch (s)"].isna().all(), "no numbers without the benchmark"
+        else:
+            assert table.at[1, "status"] == "run" and table.at[1, "dgl epoch (s)"] > 0
+            assert math.isfinite(table.at[1, "speedup vs dgl (x)"])
+            assert table.at[64, "status"] == "not run" and "needs 64" in table.at[64, "reason"]
+            ran = stored_data(out_dir, name).query("status == 'run'")
+            check_accuracy(ran["test_acc"])
+    elif name == "05_sensitivity":
+        data = stored_data(out_dir, name)
+        ran = data[data["status"] == "run"]
+        assert set(ran["axis"]) == {"batch_size", "fanouts", "workers"}
+        assert (ran["epoch_s"] > 0).all() and (ran["seeds_per_s"] > 0).all()
+        check_accuracy(ran["test_acc"])
+        assert (data.loc[data["axis"] == "streams", "status"] == "not run").all()
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_with_smoke_parameters(name, out_dir):
+    if name in NEEDS_DGL:
+        pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    executed = nbformat.read(execute(name, out_dir), as_version=4)
+    assert any(cell.get("outputs") for cell in executed.cells if cell.cell_type == "code")
+    check_outputs(out_dir, name)
+    check_values(out_dir, name)
+
+
+def test_unknown_parameter_fails_with_a_clear_message(tmp_path):
+    with pytest.raises(papermill.PapermillExecutionError,
+                       match=r"unknown parameter\(s\): 'epoch' \(did you mean 'epochs'\?\)"):
+        execute("04_scaling", tmp_path, epoch=2)
+    assert not (tmp_path / "figures").exists()
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_notebook_is_clean_and_generated(name):
+    path = NOTEBOOK_DIR / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert all(not cell.outputs and cell.execution_count is None for cell in code)
+    tagged = [cell for cell in nb.cells if "parameters" in cell.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    assert path.read_text() == load_generator().render(name), \
+        "stale notebook: run .venv/bin/python notebooks/make_notebooks.py"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_parameter_is_declared_with_help(name):
+    declared = papermill.inspect_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"))
+    assert list(declared) == Params.names()
+    assert all(p["help"] for p in declared.values())
