@@ -1,4 +1,4 @@
-"""Command line: `python -m gnnrepro bench {sampling,train} ...` (see --help)."""
+"""Command line: `python -m gnnrepro bench {sampling,train,scaling} ...` (see --help)."""
 from __future__ import annotations
 
 import argparse
@@ -73,6 +73,34 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the timeline of this many batches of the second epoch")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--out", type=Path, default=None, help="JSON file to write")
+
+    c = kinds.add_parser("scaling", help="data-parallel training on 1, 2, 4, ... ranks (GPUs, "
+                                         "or CPU processes): dgl vs fused+pinned, and memory "
+                                         "per added rank")
+    c.add_argument("--dataset", default="products-sim")
+    c.add_argument("--scale", type=float, default=0.05, help="products-sim scale")
+    c.add_argument("--root", default=None, help="dataset root (OGB datasets)")
+    c.add_argument("--fanouts", type=parse_fanouts, default=[15, 10, 5])
+    c.add_argument("--batch-size", type=int, default=1024,
+                   help="seeds per step, split between the ranks (see --per-rank-batch)")
+    c.add_argument("--per-rank-batch", action="store_true",
+                   help="--batch-size seeds per rank per step (DGL's multi-GPU convention)")
+    c.add_argument("--epochs", type=int, default=2)
+    c.add_argument("--ranks", type=parse_fanouts, default=[1, 2, 4],
+                   help="comma-separated world sizes")
+    c.add_argument("--pipelines", default="dgl,fused+pinned",
+                   help="comma-separated subset of dgl,reference,fused,fused+pinned")
+    c.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    c.add_argument("--workers", type=int, default=1, help="sampling workers per rank")
+    c.add_argument("--streams", type=int, default=2, help="CUDA copy streams (fused+pinned)")
+    c.add_argument("--prefetch", type=int, default=2, help="batches ahead (fused+pinned)")
+    c.add_argument("--device", default="cpu", help="cpu (gloo ranks) or cuda (NCCL, a GPU each)")
+    c.add_argument("--lr", type=float, default=0.003)
+    c.add_argument("--hidden", type=int, default=256)
+    c.add_argument("--timeout", type=float, default=120.0,
+                   help="seconds before a collective waiting on a dead rank fails")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--out", type=Path, default=None, help="JSON file to write")
     return parser
 
 
@@ -97,6 +125,17 @@ def main(argv: list[str] | None = None) -> int:
                            lr=args.lr, hidden=args.hidden, repeats=args.repeats,
                            timeline_batches=args.timeline_batches)
         print(train.format_table(result))
+    elif args.command == "bench" and args.benchmark == "scaling":
+        from gnnrepro.bench import scaling
+        result = scaling.run(dataset=args.dataset, scale=args.scale, root=args.root,
+                             fanouts=args.fanouts, batch_size=args.batch_size,
+                             epochs=args.epochs, ranks=args.ranks,
+                             pipelines=[p for p in args.pipelines.split(",") if p],
+                             threads=args.threads, workers=args.workers, seed=args.seed,
+                             device=args.device, lr=args.lr, hidden=args.hidden,
+                             streams=args.streams, prefetch=args.prefetch,
+                             timeout_s=args.timeout, per_rank_batch=args.per_rank_batch)
+        print(scaling.format_table(result))
     if args.out is not None:
         write_json_atomic(args.out, result)
         print(f"wrote {args.out}")

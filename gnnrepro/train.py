@@ -4,6 +4,9 @@ timings (wall, stages, throughput), memory peaks, loss, and final val/test accur
 Every pipeline trains the identical model: the model's initial weights and the dropout stream
 come from torch.manual_seed(seed), and the batches depend only on (seed, epoch) - never on the
 number of workers or streams (see gnnrepro.pipeline.loader) - so pipelines differ only in speed.
+
+The pieces train() is made of - `build_model`, `train_epoch`, `evaluate` - are public so that a
+data-parallel rank (gnnrepro.distributed) drives the very same loop on its share of the batches.
 """
 from __future__ import annotations
 
@@ -24,7 +27,8 @@ from gnnrepro.pipeline.loader import Loader
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.profiling import Span, StageTimer
 
-__all__ = ["EpochStats", "TrainResult", "evaluate", "train"]
+__all__ = ["EpochStats", "TrainResult", "build_model", "count_correct", "evaluate", "train",
+           "train_epoch"]
 
 
 @dataclass
@@ -50,6 +54,7 @@ class EpochStats:
     loader_wait_s: float
     val_acc: float | None = None
     timeline: list[dict[str, int | str | float]] = field(default_factory=list)
+    seeds: int = 0  # seed nodes trained on (this process's share with data parallelism)
 
 
 @dataclass
@@ -93,25 +98,82 @@ def _peak_rss_mb() -> float:
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
-             device: torch.device, batch_size: int) -> float:
-    """Accuracy (fraction in [0, 1]) on node ids `ids`, by mini-batch inference in eval mode
-    (no dropout, no grad) on blocks sampled by `sampler`, as in training (batch b of the
-    evaluation uses batch_id b, so it is deterministic). NaN for no ids."""
-    if ids.numel() == 0:
-        return float("nan")
+def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
+                  device: torch.device, batch_size: int, rank: int = 0,
+                  world_size: int = 1) -> torch.Tensor:
+    """Correct predictions (int64 scalar on `device`) on the evaluation batches b of `ids` with
+    b % world_size == rank, by mini-batch inference in eval mode (no dropout, no grad) on blocks
+    sampled by `sampler`, as in training. Batch b always holds ids[b * batch_size:][:batch_size]
+    and uses batch_id b, so summing over ranks gives exactly the one-process count."""
     was_training = model.training
     model.eval()
     correct = torch.zeros((), dtype=torch.int64, device=device)
-    for b, start in enumerate(range(0, ids.numel(), batch_size)):
-        seeds = ids[start: start + batch_size]
+    for b in range(rank, -(-ids.numel() // batch_size), world_size):
+        seeds = ids[b * batch_size: (b + 1) * batch_size]
         mb = sampler.sample(seeds, b)
         x = dataset.features[mb.input_nodes].to(device)
         blocks = [blk.to(device) for blk in mb.blocks]
         pred = model(blocks, x).argmax(dim=1)
         correct += (pred == dataset.labels[seeds].to(device)).sum()
     model.train(was_training)
-    return correct.item() / ids.numel()
+    return correct
+
+
+def evaluate(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
+             device: torch.device, batch_size: int) -> float:
+    """Accuracy (fraction in [0, 1]) on node ids `ids` (see count_correct; batch b of the
+    evaluation uses batch_id b, so it is deterministic). NaN for no ids."""
+    if ids.numel() == 0:
+        return float("nan")
+    return count_correct(model, dataset, sampler, ids, device, batch_size).item() / ids.numel()
+
+
+def build_model(dataset: Dataset, num_layers: int, hidden: int, dropout: float, seed: int,
+                device: torch.device) -> GraphSAGE:
+    """The GraphSAGE every pipeline trains: its weights (and the dropout stream that follows)
+    come from torch.manual_seed(seed)."""
+    torch.manual_seed(seed)
+    return GraphSAGE(dataset.num_features, hidden, dataset.num_classes, num_layers,
+                     dropout).to(device)
+
+
+def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: BatchSource,
+                timer: StageTimer, device: torch.device, epoch: int,
+                timeline_batches: int = 0) -> EpochStats:
+    """One epoch over `loader`'s batches (cross-entropy, one optimizer step per batch), timed
+    stage by stage by `timer`; val_acc is left unset. `model` may be wrapped (e.g. in
+    DistributedDataParallel): it is only called and trained."""
+    model.train()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    loss_sum = torch.zeros((), device=device)  # summed on device: no sync per step
+    num_seeds = 0
+    start = time.perf_counter()
+    batches = iter(loader)
+    while True:
+        try:
+            mb = timer.next_batch(batches)
+        except StopIteration:
+            break
+        with timer.stage("forward"):
+            loss = nn.functional.cross_entropy(model(mb.blocks, mb.x), mb.y)
+        with timer.stage("backward"):
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        loss_sum += loss.detach() * mb.y.numel()
+        num_seeds += mb.y.numel()
+        del mb  # frees the batch's staging slot before the next one is prepared
+    stages = timer.finish_epoch(loader.work_seconds())  # synchronizes CUDA once
+    epoch_s = time.perf_counter() - start
+    return EpochStats(
+        epoch=epoch, epoch_s=epoch_s, seeds_per_s=num_seeds / epoch_s,
+        loss=loss_sum.item() / max(num_seeds, 1), peak_rss_mb=_peak_rss_mb(),
+        peak_gpu_mb=(torch.cuda.max_memory_allocated(device) / 2**20
+                     if device.type == "cuda" else None),
+        stages=stages.to_dict(), loader_wait_s=stages.wait_s,
+        timeline=_timeline(loader.spans() + stages.spans, start, timeline_batches),
+        seeds=num_seeds)
 
 
 def _timeline(spans: list[Span], start: float, batches: int) -> list[dict]:
@@ -164,9 +226,7 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
                          "them to your loader instead of train() when giving loader")
     check_int("batch_size", batch_size, 1)
 
-    torch.manual_seed(seed)
-    model = GraphSAGE(dataset.num_features, hidden, dataset.num_classes, len(fanouts),
-                      dropout).to(device)
+    model = build_model(dataset, len(fanouts), hidden, dropout, seed, device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     timer = StageTimer(device, in_process=loader.in_process)
     params = {"dataset": dataset.name, "dataset_params": dict(dataset.params),
@@ -183,40 +243,11 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
     history: list[EpochStats] = []
     try:
         for epoch in range(epochs):
-            model.train()
-            if device.type == "cuda":
-                torch.cuda.reset_peak_memory_stats(device)
-            loss_sum = torch.zeros((), device=device)  # summed on device: no sync per step
-            num_seeds = 0
-            start = time.perf_counter()
-            batches = iter(loader)
-            while True:
-                try:
-                    mb = timer.next_batch(batches)
-                except StopIteration:
-                    break
-                with timer.stage("forward"):
-                    loss = nn.functional.cross_entropy(model(mb.blocks, mb.x), mb.y)
-                with timer.stage("backward"):
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    optimizer.step()
-                loss_sum += loss.detach() * mb.y.numel()
-                num_seeds += mb.y.numel()
-                del mb  # frees the batch's staging slot before the next one is prepared
-            stages = timer.finish_epoch(loader.work_seconds())  # synchronizes CUDA once
-            epoch_s = time.perf_counter() - start
-            val_acc = None
+            stats = train_epoch(model, optimizer, loader, timer, device, epoch, timeline_batches)
             if eval_every is not None and (epoch + 1) % eval_every == 0:
-                val_acc = evaluate(model, dataset, sampler, dataset.val_idx, device,
-                                   eval_batch_size)
-            history.append(EpochStats(
-                epoch=epoch, epoch_s=epoch_s, seeds_per_s=num_seeds / epoch_s,
-                loss=loss_sum.item() / max(num_seeds, 1), peak_rss_mb=_peak_rss_mb(),
-                peak_gpu_mb=(torch.cuda.max_memory_allocated(device) / 2**20
-                             if device.type == "cuda" else None),
-                stages=stages.to_dict(), loader_wait_s=stages.wait_s, val_acc=val_acc,
-                timeline=_timeline(loader.spans() + stages.spans, start, timeline_batches)))
+                stats.val_acc = evaluate(model, dataset, sampler, dataset.val_idx, device,
+                                         eval_batch_size)
+            history.append(stats)
     finally:
         loader.close()
 

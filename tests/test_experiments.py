@@ -254,13 +254,22 @@ def fake_train_run(*, dataset, scale, root, fanouts, batch_size, epochs, pipelin
     return result
 
 
+def install_bench(monkeypatch, name: str, run) -> None:
+    """Stand `run` in for gnnrepro.bench.<name>.run: a fresh module in sys.modules and as the
+    package's attribute (which `import gnnrepro.bench.<name> as x` reads once the real module
+    was imported by an earlier test)."""
+    import gnnrepro.bench
+    module = types.ModuleType(f"gnnrepro.bench.{name}")
+    module.run = run
+    monkeypatch.setitem(sys.modules, f"gnnrepro.bench.{name}", module)
+    monkeypatch.setattr(gnnrepro.bench, name, module, raising=False)
+
+
 @pytest.fixture
 def fake_train(monkeypatch) -> list[dict]:
     """Installs a stand-in gnnrepro.bench.train; returns the list of its calls' arguments."""
     calls: list[dict] = []
-    module = types.ModuleType("gnnrepro.bench.train")
-    module.run = lambda **kw: calls.append(kw) or fake_train_run(**kw)
-    monkeypatch.setitem(sys.modules, "gnnrepro.bench.train", module)
+    install_bench(monkeypatch, "train", lambda **kw: calls.append(kw) or fake_train_run(**kw))
     return calls
 
 
@@ -353,9 +362,7 @@ def test_scaling_with_the_benchmark(params, monkeypatch):
         return {"num_train_ids": 100, "runs": runs,
                 "speedup_vs_dgl": {str(w): 1.2 for w in kw["ranks"]}, "env": {}}
 
-    module = types.ModuleType("gnnrepro.bench.scaling")
-    module.run = run
-    monkeypatch.setitem(sys.modules, "gnnrepro.bench.scaling", module)
+    install_bench(monkeypatch, "scaling", run)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     params = dataclasses.replace(params, gpus=[1, 2, 4])  # the cpu device: a core per rank
     data, meta = experiments.scaling(params)

@@ -15,6 +15,13 @@ extract. With a prefetch thread (CUDA) both run outside `next()`, so `in_process
 Reproducibility: DGL shuffles with numpy's global generator, which is seeded by (seed, epoch)
 for the shuffle and then restored (torch's is left untouched too), so the order of batches
 depends only on the seed and no other user of either generator is disturbed; DGL's sampling RNG is seeded once (`dgl.seed`). DGL's multi-threaded sampling is not bit-reproducible (see dgl_samplers).
+
+Data parallelism (world_size > 1): DGL's own multi-GPU path, `DataLoader(use_ddp=True)`, as a
+DGL user writes it (torch.distributed must be initialized). Unlike gnnrepro's Loader, DGL gives
+each rank a fixed contiguous ceil(N / world_size) slice of the training ids (shuffled within the
+rank each epoch), padded with repeats of the rank's own ids, so with N not a multiple of
+world_size some ids are trained twice per epoch. Each rank builds its own DGL graph (the CSC
+arrays in DGL's id type): a copy per rank, which is the memory a DGL user pays.
 """
 from __future__ import annotations
 
@@ -34,6 +41,17 @@ from gnnrepro.sampling.args import check_fanouts, stream_seed
 from gnnrepro.sampling.block import MiniBatch
 
 __all__ = ["DGLLoader"]
+
+
+def _check_process_group(rank: int, world_size: int) -> None:
+    """DGL's use_ddp path reads rank and world size from torch.distributed: they must agree."""
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_initialized()):
+        raise RuntimeError("DGLLoader with world_size > 1 needs torch.distributed initialized "
+                           "(DGL's use_ddp=True); see gnnrepro.distributed")
+    if (dist.get_rank(), dist.get_world_size()) != (rank, world_size):
+        raise ValueError(f"rank={rank}, world_size={world_size} disagree with the process "
+                         f"group's rank {dist.get_rank()} of {dist.get_world_size()}")
 
 
 class _TimedSampler:
@@ -61,7 +79,7 @@ class DGLLoader:
 
     def __init__(self, dataset: Dataset, fanouts: list[int], device: str | torch.device,
                  batch_size: int, shuffle: bool = True, seed: int = 0,
-                 drop_last: bool = False):
+                 drop_last: bool = False, *, rank: int = 0, world_size: int = 1):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
         self.fanouts = check_fanouts(fanouts)
@@ -70,6 +88,10 @@ class DGLLoader:
         self.seed = check_int("seed", seed, 0)
         self.shuffle = check_bool("shuffle", shuffle)
         self.drop_last = check_bool("drop_last", drop_last)
+        self.rank = check_int("rank", rank, 0)
+        self.world_size = check_int("world_size", world_size, 1)
+        if world_size > 1:
+            _check_process_group(rank, world_size)
         self.dataset = dataset
         self.in_process = self.device.type == "cpu"  # CUDA: DGL's prefetch thread does the work
 
@@ -80,11 +102,11 @@ class DGLLoader:
         neighbor = dgl.dataloading.NeighborSampler(
             self.fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])
         self._sampler = _TimedSampler(neighbor, self._g, dataset.graph.num_nodes, idtype)
-        dgl.seed(self.seed)
+        dgl.seed(self.seed if world_size == 1 else stream_seed(self.seed, rank))
         self._loader = dgl.dataloading.DataLoader(
             self._g, dataset.train_idx.to(idtype), self._sampler, device=self.device,
             batch_size=self.batch_size, shuffle=self.shuffle, drop_last=self.drop_last,
-            num_workers=0)
+            num_workers=0, use_ddp=world_size > 1, ddp_seed=self.seed)
         self._epoch = 0
         self._work = {"sample": 0.0, "extract": 0.0}
         self._spans: list[Span] = []
@@ -156,5 +178,7 @@ class DGLLoader:
         self.close()
 
     def __repr__(self) -> str:
+        ranks = (f", rank={self.rank}, world_size={self.world_size}"
+                 if self.world_size > 1 else "")
         return (f"DGLLoader(batches={len(self)}, batch_size={self.batch_size}, "
-                f"fanouts={self.fanouts}, device={self.device}, seed={self.seed})")
+                f"fanouts={self.fanouts}, device={self.device}, seed={self.seed}{ranks})")

@@ -8,6 +8,11 @@ Reproducibility: epoch e shuffles the training ids with a generator seeded by (s
 batch b of epoch e is sampled with batch_id = e * len(loader) + b, so what each batch holds
 depends only on (seed, epoch) - never on the number of workers or streams.
 
+Data parallelism: with `world_size` > 1 the Loader yields rank `rank`'s share of each epoch
+(gnnrepro.pipeline.shard): every rank shuffles with the same (seed, epoch), each id is trained
+by exactly one rank, all ranks take the same number of steps, and batch ids stay unique across
+ranks (batch b of rank r in epoch e: (e * len(loader) + b) * world_size + r).
+
 Staging-slot lifetime: with CUDA a slot is released by `release_after(event)` once its copy to
 the device has completed. On the CPU the yielded `x` *is* the slot's rows (no copy): the slot is
 leased to the batch and returns to the ring only when the last tensor using that memory (x or
@@ -19,7 +24,6 @@ page faults included) costs as much as sampling and gathering the batch.
 """
 from __future__ import annotations
 
-import math
 import threading
 import time
 import weakref
@@ -33,6 +37,7 @@ from gnnrepro.checks import check_bool, check_device, check_int
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.staging import StagingRing, StagingSlot
 from gnnrepro.features.store import InMemoryFeatureStore
+from gnnrepro.pipeline.shard import ShardPlan
 from gnnrepro.pipeline.workers import Task, WorkerPool, unpack
 from gnnrepro.profiling import Span
 from gnnrepro.sampling.block import MiniBatch
@@ -139,13 +144,14 @@ class Loader:
     (an early exit restarts them at the next epoch). A worker that dies or raises makes the
     iteration raise RuntimeError naming it and the cause. `worker_threads` is each worker's
     torch thread count. With workers, the dataset's graph and features are moved into shared
-    memory in place, once (the dataset's tensors then refer to the shared copy).
+    memory in place, once (the dataset's tensors then refer to the shared copy). `rank` and
+    `world_size` select a data-parallel rank's share of every epoch (see the module doc).
     """
 
     def __init__(self, dataset: Dataset, sampler: Any, device: str | torch.device,
                  batch_size: int, shuffle: bool = True, workers: int = 0, streams: int = 1,
                  prefetch: int = 2, seed: int = 0, drop_last: bool = False, *,
-                 worker_threads: int = 1):
+                 worker_threads: int = 1, rank: int = 0, world_size: int = 1):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
         if not callable(getattr(sampler, "sample", None)):
@@ -164,6 +170,9 @@ class Loader:
         self.shuffle = check_bool("shuffle", shuffle)
         self.drop_last = check_bool("drop_last", drop_last)
         self.dataset, self.sampler = dataset, sampler
+        self.plan = ShardPlan(dataset.train_idx.numel(), self.batch_size, world_size, rank,
+                              self.drop_last)
+        self.rank, self.world_size = self.plan.rank, self.plan.world_size
 
         cuda = self.device.type == "cuda"
         if self.workers:
@@ -172,7 +181,7 @@ class Loader:
         self.store = InMemoryFeatureStore(dataset.features, share=self.workers > 0, pin=False)
         graph = dataset.graph
         max_degree = int(graph.in_degrees().max()) if graph.num_nodes else 0
-        rows = _max_input_rows(sampler, graph.num_nodes, max_degree, self.batch_size)
+        rows = _max_input_rows(sampler, graph.num_nodes, max_degree, self.plan.max_batch_size)
         # In flight: `prefetch` batches, plus (CUDA) copies still reading their slots or (CPU)
         # slots leased to yielded batches. Pages of a slot are only committed once written.
         slots = self.prefetch + (self.streams if cuda else self.prefetch)
@@ -193,8 +202,7 @@ class Loader:
         self._finalizer = weakref.finalize(self, _shutdown, self._live)
 
     def __len__(self) -> int:
-        n = self.dataset.train_idx.numel()
-        return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
+        return self.plan.steps
 
     def work_seconds(self) -> dict[str, float]:
         """Seconds of sample and extract work done for the current (or last) epoch's batches,
@@ -244,17 +252,14 @@ class Loader:
     def _run_epoch(self, epoch: int, generation: int) -> Iterator[MiniBatch]:
         if generation != self._generation:
             raise RuntimeError(_SUPERSEDED)
-        num_batches = len(self)
         ids = self.dataset.train_idx[epoch_order(self.dataset.train_idx.numel(), self.seed,
                                                  epoch, self.shuffle)]
-        ids = ids[: num_batches * self.batch_size]
-        base = epoch * num_batches
         self._work = {"sample": 0.0, "extract": 0.0}
         self._spans = []
         if self.workers == 0:
-            source = self._in_process(ids, base)
+            source = self._in_process(ids, epoch)
         else:
-            source = self._from_workers(ids, base)
+            source = self._from_workers(ids, epoch)
         self._running = True
         finished = False
         try:
@@ -269,19 +274,19 @@ class Loader:
                 if not finished:
                     self._abort()
 
-    def _in_process(self, ids: torch.Tensor, base: int) -> Iterator[MiniBatch]:
+    def _in_process(self, ids: torch.Tensor, epoch: int) -> Iterator[MiniBatch]:
         """workers=0: sample and gather each batch here, when it is asked for."""
         for b in range(len(self)):
-            seeds = ids[b * self.batch_size: (b + 1) * self.batch_size]
-            yield self._handover(*self._local(b, seeds, base + b))
+            start, stop = self.plan.bounds(b)
+            yield self._handover(*self._local(b, ids[start:stop], self.plan.batch_id(epoch, b)))
 
-    def _from_workers(self, ids: torch.Tensor, base: int) -> Iterator[MiniBatch]:
+    def _from_workers(self, ids: torch.Tensor, epoch: int) -> Iterator[MiniBatch]:
         """Dispatch batch b to worker b % W, at most `prefetch` ahead; yield in order."""
         if self._pool is None:
             self._pool = WorkerPool(self.workers, self.sampler, self.store, self._ring.buffers,
                                     self.worker_threads)
             self._live.append(self._pool)
-        pool, ring, bs = self._pool, self._ring, self.batch_size
+        pool, ring, plan = self._pool, self._ring, self.plan
         num_batches = len(self)
         needs_ids = [True] * self.workers
         ids_np = ids.numpy()
@@ -292,8 +297,8 @@ class Loader:
                 slot = ring.acquire()
                 self._pending[sent] = slot
                 wid = sent % self.workers
-                pool.submit(wid, Task(sent, base + sent, sent * bs, (sent + 1) * bs, slot.index,
-                                      ids_np if needs_ids[wid] else None))
+                pool.submit(wid, Task(sent, plan.batch_id(epoch, sent), *plan.bounds(sent),
+                                      slot.index, ids_np if needs_ids[wid] else None))
                 needs_ids[wid] = False
                 sent += 1
             while b not in ready:
@@ -390,6 +395,8 @@ class Loader:
         self._running = False
 
     def __repr__(self) -> str:
+        ranks = (f", rank={self.rank}, world_size={self.world_size}"
+                 if self.world_size > 1 else "")
         return (f"Loader(batches={len(self)}, batch_size={self.batch_size}, "
                 f"device={self.device}, workers={self.workers}, streams={self.streams}, "
-                f"prefetch={self.prefetch}, seed={self.seed})")
+                f"prefetch={self.prefetch}, seed={self.seed}{ranks})")

@@ -31,20 +31,22 @@ PIPELINES = ("dgl", "reference", "fused", "fused+pinned")
 
 def make_loader(name: str, dataset: Dataset, fanouts: list[int], device: str | torch.device,
                 batch_size: int, seed: int = 0, workers: int = 1, streams: int = 2,
-                prefetch: int = 2) -> BatchSource:
+                prefetch: int = 2, *, rank: int = 0, world_size: int = 1) -> BatchSource:
     """The named pipeline's batch source; workers, streams and prefetch apply to
-    "fused+pinned" only (the serial pipelines have none)."""
+    "fused+pinned" only (the serial pipelines have none). `rank` and `world_size` select a
+    data-parallel rank's share of each epoch ("dgl": DGL's own use_ddp=True split)."""
+    ranks = {"rank": rank, "world_size": world_size}
     if name == "dgl":
         from gnnrepro.baselines.dgl_loader import DGLLoader  # imports DGL
-        return DGLLoader(dataset, fanouts, device, batch_size, seed=seed)
+        return DGLLoader(dataset, fanouts, device, batch_size, seed=seed, **ranks)
     if name in ("reference", "fused"):
         cls = ReferenceSampler if name == "reference" else FusedSampler
         return Loader(dataset, cls(dataset.graph, fanouts, seed=seed), device, batch_size,
-                      workers=0, streams=1, prefetch=1, seed=seed)
+                      workers=0, streams=1, prefetch=1, seed=seed, **ranks)
     if name == "fused+pinned":
         return Loader(dataset, FusedSampler(dataset.graph, fanouts, seed=seed), device,
                       batch_size, workers=workers, streams=streams, prefetch=prefetch,
-                      seed=seed)
+                      seed=seed, **ranks)
     raise ValueError(f"pipeline must be one of {', '.join(PIPELINES)}, got {name!r}")
 
 

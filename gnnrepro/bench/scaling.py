@@ -1,0 +1,164 @@
+"""`bench scaling`: data-parallel training on 1, 2, 4, ... ranks, DGL vs ours (the paper's
+multi-GPU table: 1.10 / 1.16 / 1.12x on 2 / 4 / 8 GPUs) and memory per added rank.
+
+Each (world size, pipeline) is one gnnrepro.distributed.run: fresh rank processes, the dataset
+loaded once by this process and shared with every rank. By default `batch_size` is the global
+batch: each of N ranks takes ceil(batch_size / N) seeds per step, so every world size takes the
+same optimizer steps and accuracies are comparable; per_rank_batch=True gives every rank
+batch_size seeds instead (DGL's multi-GPU convention: fewer, larger steps as N grows, which
+with few epochs costs accuracy). For each world size the pipelines run back to back, so a slow spell of a shared
+machine hits both. Reported per run: epoch_s, the median over the epochs after the first of the
+slowest rank's epoch time; stages (mean over ranks, and per rank) over the same epochs;
+ids_per_epoch summed over ranks (DGL pads every rank to ceil(N / world_size) ids, so it trains
+some ids twice); test accuracy; memory.
+
+Memory (MEMORY_METHOD): at the end of training, with every rank and sampling worker still
+alive, the launcher sums PSS over its whole process tree once (shared pages count once);
+extra_rss_per_rank_bytes = (total(N) - total(N0)) / (N - N0) against the smallest world size
+N0 run for that pipeline. That difference holds everything a rank adds: its dataset copies (none
+for ours), but also its interpreter, torch, sampling worker and batch buffers, which do not grow
+with the dataset.
+
+World sizes above the GPUs present (device cuda) are skipped with the reason, never faked. CPU
+ranks may outnumber the cores; the JSON then says the run was oversubscribed.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from gnnrepro.datasets import load
+from gnnrepro.distributed import run as run_distributed
+from gnnrepro.distributed import share_dataset_
+from gnnrepro.env import environment
+from gnnrepro.pipeline.pipelines import PIPELINES
+from gnnrepro.profiling import STAGES
+
+__all__ = ["MEMORY_METHOD", "format_table", "run"]
+
+MEMORY_METHOD = ("sum of PSS (psutil memory_full_info) over the launcher, every rank and every "
+                 "sampling worker, sampled once at the end of training; extra per added rank = "
+                 "(total(N) - total(N0)) / (N - N0), N0 the smallest world size run")
+
+
+def _median_stages(per_epoch: list[dict[str, dict[str, float | None]]]
+                   ) -> dict[str, dict[str, float | None]]:
+    """Each stage's work/exposed seconds, median over epochs (None where not measurable)."""
+    def med(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else statistics.median(values)
+    return {s: {k: med([e[s][k] for e in per_epoch]) for k in ("work_s", "exposed_s")}
+            for s in STAGES}
+
+
+def _skip_reason(world_size: int, device: str) -> str | None:
+    if torch.device(device).type == "cuda" and world_size > torch.cuda.device_count():
+        return (f"needs {world_size} GPUs (one per rank); this machine has "
+                f"{torch.cuda.device_count()}")
+    return None
+
+
+def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = None,
+        fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024, epochs: int = 2,
+        ranks: Sequence[int] = (1, 2, 4), pipelines: Sequence[str] = ("dgl", "fused+pinned"),
+        threads: int = 1, workers: int = 1, seed: int = 0, device: str = "cpu", *,
+        lr: float = 0.003, hidden: int = 256, streams: int = 2, prefetch: int = 2,
+        timeout_s: float = 120.0, per_rank_batch: bool = False) -> dict[str, Any]:
+    """Train every pipeline on every world size in `ranks`; return the JSON-ready result:
+    num_train_ids, runs [{pipeline, world_size, epoch_s, stages, test_acc, ids_per_epoch,
+    extra_rss_per_rank_bytes, dataset_bytes, skipped, ...}], speedup_vs_dgl {world_size: x}
+    (the first non-dgl pipeline's), params, memory_method, env."""
+    pipelines, ranks = list(pipelines), sorted(set(ranks))
+    if not pipelines or any(p not in PIPELINES for p in pipelines):
+        raise ValueError(f"pipelines must be a non-empty subset of {', '.join(PIPELINES)}, "
+                         f"got {pipelines}")
+    if not ranks or any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in ranks):
+        raise ValueError(f"ranks must be world sizes >= 1, got {ranks}")
+    data = load(dataset, root=root, **({"scale": scale} if dataset == "products-sim" else {}))
+    share_dataset_(data)  # once, here: every run's ranks map these pages
+    settings = dict(fanouts=tuple(fanouts), epochs=epochs, lr=lr,
+                    hidden=hidden, threads=threads, workers=workers, streams=streams,
+                    prefetch=prefetch, seed=seed, device=device, timeout_s=timeout_s)
+    cpus = os.cpu_count() or 1
+    runs: list[dict[str, Any]] = []
+    for world_size in ranks:
+        for name in pipelines:
+            rank_batch = batch_size if per_rank_batch else -(-batch_size // world_size)
+            row: dict[str, Any] = {"pipeline": name, "world_size": world_size,
+                                   "rank_batch_size": rank_batch,
+                                   "dataset_bytes": data.nbytes(),
+                                   "skipped": _skip_reason(world_size, device)}
+            if row["skipped"] is None:
+                result = run_distributed(world_size, data, pipeline=name,
+                                         batch_size=rank_batch, **settings)
+                steady = result.epochs[1:] or result.epochs
+                row.update(
+                    epoch_s=statistics.median(e["epoch_s"] for e in steady),
+                    epochs_s=[e["epoch_s"] for e in result.epochs],
+                    stages=_median_stages([e["stages"]["mean"] for e in steady]),
+                    rank_stages=[_median_stages([e["stages"]["ranks"][r] for e in steady])
+                                 for r in range(world_size)],
+                    test_acc=result.test_acc, val_acc=result.val_acc,
+                    loss=[e["loss"] for e in result.epochs],
+                    ids_per_epoch=result.ids_per_epoch[-1],
+                    total_pss_bytes=result.memory["pss_bytes"],
+                    total_uss_bytes=result.memory["uss_bytes"],
+                    processes=len(result.memory["processes"]),
+                    oversubscribed=(torch.device(device).type == "cpu"
+                                    and world_size * (threads + workers) > cpus),
+                    loader=result.params["loader"])
+            runs.append(row)
+    for name in pipelines:
+        done = [r for r in runs if r["pipeline"] == name and r["skipped"] is None]
+        for r in done:
+            base = done[0]
+            r["extra_rss_per_rank_bytes"] = (
+                None if r is base else (r["total_pss_bytes"] - base["total_pss_bytes"])
+                / (r["world_size"] - base["world_size"]))
+    ours = next((p for p in pipelines if p != "dgl"), None)
+    speedup = {}
+    if "dgl" in pipelines and ours is not None:
+        for world_size in ranks:
+            by = {r["pipeline"]: r for r in runs
+                  if r["world_size"] == world_size and r["skipped"] is None}
+            if "dgl" in by and ours in by:
+                speedup[str(world_size)] = by["dgl"]["epoch_s"] / by[ours]["epoch_s"]
+    return {
+        "benchmark": "scaling",
+        "num_train_ids": data.train_idx.numel(),
+        "runs": runs,
+        "speedup_vs_dgl": speedup,
+        "params": {"dataset": dataset, "scale": scale, "root": root, **settings,
+                   "fanouts": list(fanouts), "ranks": ranks, "pipelines": pipelines,
+                   "batch_size": batch_size,
+                   "batch_size_is": "per rank" if per_rank_batch else
+                   "global (each rank: ceil(batch_size / world_size))", "speedup_of": ours},
+        "dataset": {"name": data.name, "num_nodes": data.graph.num_nodes,
+                    "num_edges": data.graph.num_edges, "bytes": data.nbytes(),
+                    "params": dict(data.params)},
+        "memory_method": MEMORY_METHOD,
+        "env": {**environment(), "cpu_count": cpus,
+                "note": ("CPU ranks: gloo, one process per rank; world_size * (threads + "
+                         "workers) above cpu_count means ranks share cores (oversubscribed)")
+                if torch.device(device).type == "cpu" else "GPU ranks: NCCL, one GPU per rank"},
+    }
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """Epoch time, speedup, ids per epoch, accuracy and memory per (world size, pipeline)."""
+    lines = [f"{'ranks':>5} {'pipeline':<13} {'epoch s':>8} {'vs dgl':>7} {'ids/epoch':>9} "
+             f"{'test acc':>8} {'extra MB/rank':>13}"]
+    for r in result["runs"]:
+        if r["skipped"]:
+            lines.append(f"{r['world_size']:>5} {r['pipeline']:<13} skipped: {r['skipped']}")
+            continue
+        x = result["speedup_vs_dgl"].get(str(r["world_size"]))
+        x = "-" if x is None or r["pipeline"] == "dgl" else f"{x:.2f}x"
+        extra = r["extra_rss_per_rank_bytes"]
+        lines.append(f"{r['world_size']:>5} {r['pipeline']:<13} {r['epoch_s']:8.2f} {x:>7} "
+                     f"{r['ids_per_epoch']:>9} {r['test_acc']:8.4f} "
+                     f"{'-' if extra is None else f'{extra / 2**20:.1f}':>13}")
+    return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""Data-parallel training: each rank's share of an epoch (every id once, equal steps, unique batch
+ids), a 2-rank CPU gloo run (every id once per epoch, identical parameters on both ranks), and a
+killed rank failing the run promptly with a clear error and no process left behind."""
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+
+import psutil
+import pytest
+import torch
+
+from gnnrepro import datasets
+from gnnrepro.distributed import run
+from gnnrepro.pipeline import Loader
+from gnnrepro.pipeline.shard import ShardPlan
+from gnnrepro.profiling import STAGES
+from gnnrepro.sampling import FusedSampler
+
+SETTINGS = dict(fanouts=(4, 3), batch_size=64, hidden=16, lr=0.01, threads=1, workers=1,
+                eval_batch_size=512)
+
+
+@pytest.mark.parametrize("num_ids,batch_size,world_size,drop_last", [
+    (590, 64, 2, False), (590, 64, 3, False), (129, 64, 2, False), (130, 32, 4, False),
+    (5, 4, 4, False), (590, 64, 4, True), (7, 100, 3, False)])
+def test_shard_plan_trains_every_id_once_in_equal_steps(num_ids, batch_size, world_size,
+                                                        drop_last) -> None:
+    plans = [ShardPlan(num_ids, batch_size, world_size, r, drop_last) for r in range(world_size)]
+    assert len({p.steps for p in plans}) == 1
+    covered = sorted(i for p in plans for s in range(p.steps) for i in range(*p.bounds(s)))
+    full = plans[0].steps * world_size * batch_size
+    assert covered == list(range(full if drop_last else num_ids))
+    for p in plans:
+        assert all(1 <= len(range(*p.bounds(s))) <= p.max_batch_size for s in range(p.steps))
+    ids = [p.batch_id(e, s) for p in plans for e in range(3) for s in range(p.steps)]
+    assert len(set(ids)) == len(ids)
+
+
+def test_shard_plan_needs_an_id_per_rank() -> None:
+    with pytest.raises(ValueError, match="every rank needs at least one"):
+        ShardPlan(3, 64, 4, 0)
+    with pytest.raises(ValueError, match="rank must be < world_size"):
+        ShardPlan(100, 64, 2, 2)
+
+
+def test_loader_ranks_split_each_epoch(dataset: datasets.Dataset) -> None:
+    sampler = FusedSampler(dataset.graph, [4, 3], seed=0)
+    loaders = [Loader(dataset, sampler, "cpu", 64, seed=3, rank=r, world_size=2)
+               for r in range(2)]
+    assert len(loaders[0]) == len(loaders[1])
+    for _ in range(2):
+        epochs = [list(loader) for loader in loaders]
+        seeds = torch.cat([mb.seeds for mb in itertools.chain(*epochs)])
+        assert torch.equal(seeds.sort().values, dataset.train_idx.sort().values)
+        ids = [mb.batch_id for mb in itertools.chain(*epochs)]
+        assert len(set(ids)) == len(ids)
+        for mb in itertools.chain(*epochs):  # each batch is what its batch id samples
+            assert torch.equal(mb.input_nodes, sampler.sample(mb.seeds, mb.batch_id).input_nodes)
+
+
+@pytest.fixture(scope="module")
+def two_ranks(dataset: datasets.Dataset):
+    return run(2, dataset, pipeline="fused+pinned", epochs=2, **SETTINGS)
+
+
+def test_two_ranks_train_every_id_once_per_epoch(dataset, two_ranks) -> None:
+    assert two_ranks.ids_per_epoch == [dataset.train_idx.numel()] * 2
+    for e in two_ranks.epochs:
+        assert e["epoch_s"] == max(e["ranks_epoch_s"]) and len(e["stages"]["ranks"]) == 2
+        assert e["stages"]["mean"]["forward"]["work_s"] > 0
+    assert 0.0 <= two_ranks.test_acc <= 1.0
+    assert two_ranks.memory["pss_bytes"] > 0 and len(two_ranks.memory["processes"]) >= 3
+
+
+def test_two_ranks_end_with_identical_parameters(two_ranks) -> None:
+    first, second = two_ranks.states
+    assert first.keys() == second.keys()
+    for name in first:
+        assert torch.equal(first[name], second[name]), name
+
+
+def _ranks_of(parent: psutil.Process, world_size: int, timeout: float = 60.0) -> list:
+    """The rank processes, once each of them has started its sampling worker (training)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ranks = [p for p in parent.children() if "spawn_main" in " ".join(p.cmdline())]
+        if len(ranks) == world_size and all(any(c.children() for c in r.children())
+                                            for r in ranks):
+            return sorted(ranks, key=lambda p: p.pid)
+        time.sleep(0.2)
+    raise AssertionError("the ranks did not start training")
+
+
+def test_killed_rank_fails_the_run_promptly_and_leaves_no_process(dataset) -> None:
+    me = psutil.Process()
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            run(2, dataset, pipeline="fused+pinned", epochs=10_000, timeout_s=20, **SETTINGS)
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    ranks = _ranks_of(me, 2)
+    started = ranks + [c for r in ranks for c in r.children(recursive=True)]
+    victim = ranks[1]
+    victim.kill()
+    killed_at = time.monotonic()
+    thread.join(30)
+    assert not thread.is_alive(), "run() did not return within 30 s of a rank's death"
+    assert time.monotonic() - killed_at < 30
+    error = outcome.get("error")
+    assert isinstance(error, RuntimeError)
+    assert f"(pid {victim.pid})" in str(error) and "SIGKILL" in str(error), str(error)
+    deadline = time.monotonic() + 10
+    while (alive := [p for p in started if _running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive, [(p.pid, p.cmdline()) for p in alive]
+
+
+def _running(proc: psutil.Process) -> bool:
+    """Still running: exited processes that nobody reaped yet (zombies: an orphan's parent
+    becomes PID 1, which in a container may never reap it) count as gone."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_bench_scaling_writes_runs_per_world_size(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    from gnnrepro.__main__ import main
+    monkeypatch.setenv("GNNREPRO_DATA", str(tmp_path / "cache"))
+    out = tmp_path / "scaling.json"
+    assert main(["bench", "scaling", "--scale", "0.002", "--fanouts", "4,3", "--batch-size",
+                 "64", "--hidden", "16", "--epochs", "2", "--ranks", "1,2",
+                 "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    runs = {(r["pipeline"], r["world_size"]): r for r in result["runs"]}
+    assert set(runs) == {(p, n) for p in ("dgl", "fused+pinned") for n in (1, 2)}
+    for (name, size), r in runs.items():
+        assert r["skipped"] is None and r["epoch_s"] > 0 and set(r["stages"]) == set(STAGES)
+        assert r["dataset_bytes"] > 0 and (r["extra_rss_per_rank_bytes"] is None) == (size == 1)
+    assert runs["fused+pinned", 2]["ids_per_epoch"] == result["num_train_ids"]
+    assert set(result["speedup_vs_dgl"]) == {"1", "2"}
