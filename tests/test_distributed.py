@@ -75,6 +75,35 @@ def test_two_ranks_train_every_id_once_per_epoch(dataset, two_ranks) -> None:
     assert two_ranks.memory["pss_bytes"] > 0 and len(two_ranks.memory["processes"]) >= 3
 
 
+def test_two_ranks_map_the_launchers_data_without_copies(dataset, two_ranks) -> None:
+    assert len(two_ranks.data_memory_ranks) == 2
+    for memory in two_ranks.data_memory_ranks:
+        assert memory["resident_bytes"] > 0  # the rank did read the graph and features
+        assert memory["private_bytes"] < 0.01 * dataset.nbytes()
+
+
+def _private_in_child(shared: torch.Tensor, out) -> None:
+    from gnnrepro.distributed.memory import private_bytes
+    shared.sum()  # read every page, so the child maps them
+    out.put((private_bytes([shared]), private_bytes([shared.clone()])))
+
+
+def test_private_bytes_tells_a_shared_page_from_a_copy() -> None:
+    from gnnrepro.distributed.memory import private_bytes
+    table = torch.ones(2_000_000)  # 8 MB, every page written
+    own = private_bytes([table, table[10:]])  # a view counts once
+    assert own["resident_bytes"] == own["private_bytes"] >= table.numel() * 4
+    table.share_memory_()
+    ctx = torch.multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    child = ctx.Process(target=_private_in_child, args=(table, out))
+    child.start()
+    mapped, copied = out.get(timeout=60)
+    child.join()
+    assert mapped["resident_bytes"] >= table.numel() * 4 and mapped["private_bytes"] == 0
+    assert copied["private_bytes"] >= table.numel() * 4
+
+
 def test_two_ranks_end_with_identical_parameters(two_ranks) -> None:
     first, second = two_ranks.states
     assert first.keys() == second.keys()

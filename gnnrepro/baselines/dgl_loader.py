@@ -122,6 +122,12 @@ class DGLLoader:
         """The current (or last) epoch's sample and extract spans (lane "dgl")."""
         return list(self._spans)
 
+    def dgl_tensors(self) -> list[torch.Tensor]:
+        """The arrays DGL holds for its graph (CSC indptr and indices in DGL's id type, and the
+        node data), as zero-copy tensors: what this loader keeps beside the dataset."""
+        indptr, indices, _ = self._g.adj_tensors("csc")
+        return [indptr, indices, self._g.ndata["feat"], self._g.ndata["label"]]
+
     def __iter__(self) -> Iterator[MiniBatch]:
         epoch, self._epoch = self._epoch, self._epoch + 1
         self._work = {"sample": 0.0, "extract": 0.0}

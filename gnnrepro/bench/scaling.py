@@ -40,9 +40,14 @@ from gnnrepro.profiling import STAGES
 
 __all__ = ["MEMORY_METHOD", "format_table", "run"]
 
-MEMORY_METHOD = ("sum of PSS (psutil memory_full_info) over the launcher, every rank and every "
-                 "sampling worker, sampled once at the end of training; extra per added rank = "
-                 "(total(N) - total(N0)) / (N - N0), N0 the smallest world size run")
+MEMORY_METHOD = ("extra_rss_per_rank_bytes: sum of PSS (psutil memory_full_info) over the "
+                 "launcher, every rank and every sampling worker, sampled once at the end of "
+                 "training; extra per added rank = (total(N) - total(N0)) / (N - N0), N0 the "
+                 "smallest world size run. It holds each rank's interpreter, torch, worker and "
+                 "batch buffers as well as any data copy. extra_data_bytes_per_rank: the same "
+                 "difference of data_private_bytes, the dataset pages (graph, features, labels, "
+                 "and DGL's own graph arrays) that a rank maps alone, summed over ranks "
+                 "(/proc/self/pagemap, page by page): the per-rank data copies")
 
 
 def _median_stages(per_epoch: list[dict[str, dict[str, float | None]]]
@@ -105,6 +110,8 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                     loss=[e["loss"] for e in result.epochs],
                     ids_per_epoch=result.ids_per_epoch[-1],
                     total_pss_bytes=result.memory["pss_bytes"],
+                    data_private_bytes=sum(m["private_bytes"]
+                                           for m in result.data_memory_ranks),
                     total_uss_bytes=result.memory["uss_bytes"],
                     processes=len(result.memory["processes"]),
                     oversubscribed=(torch.device(device).type == "cpu"
@@ -115,9 +122,10 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
         done = [r for r in runs if r["pipeline"] == name and r["skipped"] is None]
         for r in done:
             base = done[0]
-            r["extra_rss_per_rank_bytes"] = (
-                None if r is base else (r["total_pss_bytes"] - base["total_pss_bytes"])
-                / (r["world_size"] - base["world_size"]))
+            for total, extra in (("total_pss_bytes", "extra_rss_per_rank_bytes"),
+                                 ("data_private_bytes", "extra_data_bytes_per_rank")):
+                r[extra] = (None if r is base else (r[total] - base[total])
+                            / (r["world_size"] - base["world_size"]))
     ours = next((p for p in pipelines if p != "dgl"), None)
     speedup = {}
     if "dgl" in pipelines and ours is not None:

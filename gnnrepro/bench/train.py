@@ -10,7 +10,9 @@ spell of a shared machine does not land on one pipeline only.
 Reported per pipeline: epoch_s, the median epoch time over the epochs after the first (the
 first includes start-up: worker processes, DGL's first-call allocations, page faults) pooled
 over rounds; per-stage work and exposed seconds (median per epoch, same epochs); accuracy of
-the first round; peak RSS of the training process and of its largest child (a worker).
+the first round; peak RSS of the training process (sampling workers not included: the
+training process's getrusage; RUSAGE_CHILDREN would also count the pre-exec RSS of any
+subprocess it forks, such as the git call that records the commit).
 """
 from __future__ import annotations
 
@@ -56,7 +58,6 @@ def _train_one(conn: Any, name: str, settings: dict[str, Any]) -> None:
             prefetch=settings["prefetch"], epochs=settings["epochs"], lr=settings["lr"],
             hidden=settings["hidden"], timeline_batches=settings["timeline_batches"])
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-        child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         epochs = result.epochs
         conn.send(("ok", {
             "epochs": [{"epoch_s": e.epoch_s, "stages": e.stages, "wait_s": e.loader_wait_s,
@@ -64,7 +65,7 @@ def _train_one(conn: Any, name: str, settings: dict[str, Any]) -> None:
                         "peak_gpu_mb": e.peak_gpu_mb} for e in epochs],
             "timeline": epochs[min(1, len(epochs) - 1)].timeline,
             "val_acc": result.val_acc, "test_acc": result.test_acc,
-            "peak_rss_bytes": rss, "peak_rss_worker_bytes": child_rss,
+            "peak_rss_bytes": rss,
             "params": result.params}))
     except BaseException:  # reported to the parent, which raises it there
         conn.send(("error", traceback.format_exc()))
@@ -108,7 +109,6 @@ def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "loss": [e["loss"] for e in first["epochs"]],
         "val_acc": first["val_acc"], "test_acc": first["test_acc"],
         "peak_rss_bytes": max(r["peak_rss_bytes"] for r in rounds),
-        "peak_rss_worker_bytes": max(r["peak_rss_worker_bytes"] for r in rounds),
         "peak_gpu_mb": _median_or_none([e["peak_gpu_mb"] for e in steady]),
         "timeline": first["timeline"],
         "loader": first["params"]["loader"],

@@ -52,7 +52,7 @@ _PR_SET_PDEATHSIG = 1
 @dataclass
 class DistributedResult:
     """What run() measured: the all-reduced summary (see rank.train_rank), the memory sample,
-    each rank's final parameters (`states`, not in to_dict) and pid, and the settings."""
+    each rank's resident and private bytes of the data it maps, each rank's final parameters (`states`, not in to_dict) and pid, and the settings."""
 
     params: dict[str, Any]
     epochs: list[dict[str, Any]]
@@ -60,6 +60,7 @@ class DistributedResult:
     val_acc: float
     test_acc: float
     memory: dict[str, Any]
+    data_memory_ranks: list[dict[str, int]]
     pids: list[int]
     states: list[dict[str, torch.Tensor]] = field(repr=False)
     env: dict[str, Any] = field(default_factory=environment)
@@ -245,6 +246,6 @@ def run(world_size: int, dataset: str | Dataset = "products-sim", *,
                 "loader": first["loader"], "launcher": "gnnrepro.distributed.run (spawn)"},
         epochs=first["epochs"], ids_per_epoch=first["ids_per_epoch"],
         val_acc=first["val_acc"], test_acc=first["test_acc"], memory=watch.memory or {},
-        pids=[p.pid for p in procs],
+        data_memory_ranks=first["data_memory_ranks"], pids=[p.pid for p in procs],
         states=[{k: torch.from_numpy(v) for k, v in watch.results[r]["state"].items()}
                 for r in range(world_size)])

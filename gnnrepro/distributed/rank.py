@@ -25,6 +25,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from gnnrepro.checks import check_device, check_int
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.distributed.memory import private_bytes
 from gnnrepro.pipeline.pipelines import PIPELINES, make_loader
 from gnnrepro.profiling import STAGES, StageTimer
 from gnnrepro.sampling import FusedSampler
@@ -113,6 +114,13 @@ def _mean_stages(per_rank: list[dict[str, dict[str, float | None]]]
     return out
 
 
+def _data_tensors(dataset: Dataset, loader: Any) -> list[torch.Tensor]:
+    """The dataset's arrays as this rank holds them, plus DGL's own graph arrays (the dgl
+    pipeline builds a DGL graph in every rank)."""
+    tensors = [dataset.graph.indptr, dataset.graph.indices, dataset.features, dataset.labels]
+    return tensors + list(getattr(loader, "dgl_tensors", list)())
+
+
 def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
                at_end: Callable[[], dict | None]) -> dict[str, Any]:
     """Train this rank's share (the process group must exist) and return the run's all-reduced
@@ -121,7 +129,9 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
     `at_end()` is called on every rank when training is over and the loader's workers are
     still running (the moment memory is measured); what it returns is kept as "memory".
     Summary: epochs [{epoch, epoch_s (slowest rank), ranks_epoch_s, loss (over all seeds),
-    seeds (sum over ranks), stages {"mean", "ranks"}}], val_acc, test_acc, ids_per_epoch.
+    seeds (sum over ranks), stages {"mean", "ranks"}}], val_acc, test_acc, ids_per_epoch,
+    data_memory_ranks (per rank: resident and private bytes of the data it maps, see
+    gnnrepro.distributed.memory.private_bytes).
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(config.threads)
@@ -140,6 +150,7 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
         timer = StageTimer(device, in_process=loader.in_process)
         history = [train_epoch(ddp, optimizer, loader, timer, device, epoch)
                    for epoch in range(config.epochs)]
+        data_memory = private_bytes(_data_tensors(dataset, loader))
         memory = at_end()
     finally:
         loader.close()
@@ -155,6 +166,8 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
     dist.all_reduce(sums)
     ranks_epoch_s: list[list[float]] = [[] for _ in range(world_size)]
     dist.all_gather_object(ranks_epoch_s, times.tolist())
+    ranks_data_memory: list[dict] = [{} for _ in range(world_size)]
+    dist.all_gather_object(ranks_data_memory, data_memory)
     ranks_stages: list[list[dict]] = [[] for _ in range(world_size)]
     dist.all_gather_object(ranks_stages, [e.stages for e in history])
     epochs = []
@@ -173,6 +186,7 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
         "val_acc": val / dataset.val_idx.numel() if dataset.val_idx.numel() else float("nan"),
         "test_acc": test / dataset.test_idx.numel() if dataset.test_idx.numel() else float("nan"),
         "memory": memory,
+        "data_memory_ranks": ranks_data_memory,
         "loader": repr(loader),
         # numpy, pickled by value: a torch tensor sent through a pipe is a shared-memory
         # handle that the receiver can only open while the sender is still alive
