@@ -271,7 +271,8 @@ def sensitivity_bars(data: pd.DataFrame) -> Figure:
         ax.margins(y=0.15)
         ax.tick_params(axis="x", labelrotation=30 if axis == "fanouts" else 0)
     axes[0].set_ylabel("epoch time (s, median)")
-    fig.suptitle("Sensitivity of the fused pipeline (darker bar: base setting)", fontsize=11)
+    fig.suptitle("Sensitivity of the fused+pinned pipeline (darker bar: base setting)",
+                 fontsize=11)
     return fig
 
 

@@ -90,8 +90,8 @@ fig = plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"])
 plots.save(fig, params.figures_dir / "04_scaling")"""]),
     "05_sensitivity": (
         "Sensitivity",
-        "The fused pipeline's epoch time as batch size, fanouts, workers and streams vary one "
-        "at a time around the parameters below (fused+pinned on CUDA, fused on the CPU).",
+        "The fused+pinned pipeline's epoch time as batch size, fanouts, workers and streams "
+        "vary one at a time around the parameters below (streams only on CUDA).",
         ["""\
 data, meta = experiments.sensitivity(params)
 table = experiments.sensitivity_table(data)

@@ -222,7 +222,7 @@ def test_table_writers(tmp_path):
 # --- experiments and figures on stand-in benchmarks --------------------------------------
 
 def fake_train_run(*, dataset, scale, root, fanouts, batch_size, epochs, pipelines, threads,
-                   workers, streams, seed, device, timeline_batches) -> dict:
+                   workers, streams, seed, device, timeline_batches, repeats) -> dict:
     """gnnrepro.bench.train.run's documented result, with made-up but plausible numbers."""
     result = {"params": {"dataset": dataset, "batch_size": batch_size, "fanouts": fanouts},
               "dataset": {"name": dataset, "num_nodes": 1000, "num_edges": 9000,
@@ -292,6 +292,7 @@ def test_stage_breakdown_and_end_to_end_share_one_run(fake_train, params):
     assert len(fake_train) == 1 and fake_train[0]["pipelines"] == ["dgl", "fused",
                                                                    "fused+pinned"]
     assert fake_train[0]["timeline_batches"] == params.timeline_batches
+    assert fake_train[0]["repeats"] == params.train_repeats
     assert set(data["stage"]) == set(STAGES) and (data["work_s"] > 0).all()
     assert data["exposed_s"].isna().all()  # workers: the wait cannot be split
     table = experiments.stage_table(data)
@@ -317,11 +318,11 @@ def test_stage_breakdown_and_end_to_end_share_one_run(fake_train, params):
 
 def test_sensitivity_measures_the_base_point_once(fake_train, params):
     data, meta = experiments.sensitivity(params)
-    assert meta["pipeline"] == "fused"
+    assert meta["pipeline"] == "fused+pinned"
     # smoke sweeps (base: batch 64, fanouts 4,3, 1 worker): batch sizes 32 and 64, fanouts
     # 4,3, workers 0; the base point is measured once for the batch and fanout axes
     assert len(fake_train) == 3
-    assert all(kw["pipelines"] == ["fused"] for kw in fake_train)
+    assert all(kw["pipelines"] == ["fused+pinned"] and kw["repeats"] == 1 for kw in fake_train)
     ran = data[data["status"] == "run"]
     assert len(ran) == 4 and (ran["epoch_s"] > 0).all()
     assert ran[ran["is_base"]]["epoch_s"].nunique() == 1

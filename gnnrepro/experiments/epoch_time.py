@@ -25,7 +25,8 @@ def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        result = runs.train(params, store, runs.LADDER, timeline_batches=params.timeline_batches)
+        result = runs.train(params, store, runs.LADDER, timeline_batches=params.timeline_batches,
+                            repeats=params.train_repeats)
         rows, timeline = [], []
         for pipeline, r in result["pipelines"].items():
             rows.append({

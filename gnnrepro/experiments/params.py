@@ -141,7 +141,7 @@ class Params:
         [], _check_list(_check_dataset, unique=True),
         "more datasets that 02_sampling_speedup compares, beside dataset")
     scale: float = _param(
-        0.02, _check_positive_float,
+        0.05, _check_positive_float,
         "products-sim size as a fraction of ogbn-products (1.0 is 2.45M nodes); "
         "ignored by OGB data")
     root: Optional[str] = _param(
@@ -149,9 +149,9 @@ class Params:
         "dataset directory: the OGB root for ogbn-* (None: $GNNREPRO_OGB_ROOT, else ~/data/ogb), "
         "the cache for products-sim (None: $GNNREPRO_DATA, else ~/.cache/gnnrepro)")
     fanouts: list[int] = _param(
-        [10, 10, 5], _check_fanouts,
+        [15, 10, 5], _check_fanouts,
         "neighbours sampled per layer, input layer first (-1: all)")
-    batch_size: int = _param(512, _check_int(1), "seed nodes per mini-batch")
+    batch_size: int = _param(1024, _check_int(1), "seed nodes per mini-batch")
     epochs: int = _param(
         3, _check_int(1),
         "training epochs per run; times are medians over the epochs after the first")
@@ -166,6 +166,10 @@ class Params:
     workers: int = _param(1, _check_int(0), "sampling worker processes (0: in the trainer)")
     streams: int = _param(2, _check_int(1), "CUDA streams for host-to-device feature copies")
     seed: int = _param(0, _check_int(0), "random seed (batches, model initialisation)")
+    train_repeats: int = _param(
+        2, _check_int(1),
+        "rounds of the end-to-end runs of 01 and 03, each round in a rotated pipeline order, "
+        "each pipeline in a fresh process; epoch times pooled over rounds")
     timeline_batches: int = _param(
         6, _check_int(0), "batches recorded for 03_end_to_end's timeline figure")
     sampling_batches: int = _param(
@@ -173,7 +177,7 @@ class Params:
     sampling_repeats: int = _param(
         2, _check_int(1), "passes over those batches (interleaved; medians reported)")
     sweep_batch_sizes: list[int] = _param(
-        [256, 512, 1024], _check_list(_check_int(1), unique=True),
+        [512, 1024, 2048], _check_list(_check_int(1), unique=True),
         "batch sizes swept by 05_sensitivity (other settings from the parameters above)")
     sweep_fanouts: list[list[int]] = _param(
         [[5, 5, 5], [10, 10, 5], [15, 10, 5]], _check_list(_check_fanouts, unique=True),

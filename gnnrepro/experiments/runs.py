@@ -18,14 +18,15 @@ LADDER = ("dgl", "fused", "fused+pinned")
 
 def train(params: Params, store: Store, pipelines: Sequence[str], **overrides: Any) -> dict:
     """gnnrepro.bench.train.run with `params`' settings, `overrides` replacing any of them
-    (batch_size, fanouts, workers, streams, timeline_batches, ...); stored by its arguments."""
+    (batch_size, fanouts, workers, streams, timeline_batches, repeats, ...); stored by its
+    arguments."""
     # Imported on use: the sampling and scaling notebooks do not need the training benchmark.
     import gnnrepro.bench.train as train_bench
     kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
               "fanouts": list(params.fanouts), "batch_size": params.batch_size,
               "epochs": params.epochs, "pipelines": list(pipelines), "threads": params.threads,
               "workers": params.workers, "streams": params.streams, "seed": params.seed,
-              "device": params.device, "timeline_batches": 0} | overrides
+              "device": params.device, "timeline_batches": 0, "repeats": 1} | overrides
     return store.memo("train", kwargs, lambda: train_bench.run(**kwargs), params.force)
 
 

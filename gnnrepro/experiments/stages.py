@@ -16,7 +16,7 @@ __all__ = ["NAME", "TRAIN_KEY", "stage_breakdown", "stage_table"]
 NAME = "01_stage_breakdown"
 #: The parameters the shared training run (and so 01 and 03) depends on.
 TRAIN_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "threads",
-             "workers", "streams", "seed", "timeline_batches")
+             "workers", "streams", "seed", "timeline_batches", "train_repeats")
 
 
 def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -26,7 +26,8 @@ def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        result = runs.train(params, store, runs.LADDER, timeline_batches=params.timeline_batches)
+        result = runs.train(params, store, runs.LADDER, timeline_batches=params.timeline_batches,
+                            repeats=params.train_repeats)
         rows = []
         for pipeline, r in result["pipelines"].items():
             total = sum(r["stages"][stage]["work_s"] for stage in STAGES)

@@ -1,5 +1,5 @@
-"""05_sensitivity: the fused pipeline's epoch time as batch size, fanouts, workers and streams
-vary one at a time around the notebook's settings."""
+"""05_sensitivity: the fused+pinned pipeline's epoch time as batch size, fanouts, workers and
+streams vary one at a time around the notebook's settings."""
 from __future__ import annotations
 
 import math
@@ -32,11 +32,12 @@ def _label(value: Any) -> str:
 def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per sweep point: axis, value (text), is_base, the point's batch_size, fanouts,
     workers, streams, status ('run' or 'not run'), reason, epoch_s, seeds_per_s, test_acc and
-    each stage's work (<stage>_s). The pipeline is fused+pinned on CUDA, fused on the CPU
-    (pinning and streams only matter for host-to-device copies). Each point is stored as it
-    finishes, and the point equal to the base settings is measured once for all axes."""
+    each stage's work (<stage>_s). The pipeline is fused+pinned (on the CPU: the fused sampler
+    with `workers` processes preparing batches ahead; streams only matter for host-to-device
+    copies, so that axis is not run there). Each point is stored as it finishes, and the point
+    equal to the base settings is measured once for all axes."""
     cuda = params.device.startswith("cuda")
-    pipeline = "fused+pinned" if cuda else "fused"
+    pipeline = "fused+pinned"
     store = Store(params.results_dir)
     base = {axis: getattr(params, axis) for axis in AXES}
 
