@@ -116,7 +116,11 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                     processes=len(result.memory["processes"]),
                     oversubscribed=(torch.device(device).type == "cpu"
                                     and world_size * (threads + workers) > cpus),
-                    loader=result.params["loader"])
+                    loader=result.params["loader"],
+                    params_identical_across_ranks=all(
+                        state.keys() == result.states[0].keys()
+                        and all(torch.equal(state[k], result.states[0][k]) for k in state)
+                        for state in result.states))
             runs.append(row)
     for name in pipelines:
         done = [r for r in runs if r["pipeline"] == name and r["skipped"] is None]
