@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
+
+from gnnrepro.atomic import write_json_atomic
 
 
 def parse_fanouts(text: str) -> list[int]:
@@ -14,20 +13,6 @@ def parse_fanouts(text: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"fanouts must be comma-separated ints, got {text!r}")
-
-
-def write_json_atomic(path: Path, payload: dict) -> None:
-    """Write JSON to a temp file beside `path` and rename it over, so no half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def build_parser() -> argparse.ArgumentParser:

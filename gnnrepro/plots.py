@@ -19,7 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from gnnrepro.experiments.atomic import write_atomic
+from gnnrepro.atomic import write_atomic
 
 __all__ = ["STYLE", "end_to_end_bars", "save", "scaling_lines", "sensitivity_bars",
            "speedup_bars", "stage_bars", "timeline"]

@@ -199,8 +199,8 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
     After training (and every `eval_every` epochs, validation only), accuracy on the val and
     test ids is computed by mini-batch inference with `sampler`, model.eval() and
     torch.no_grad(), `eval_batch_size` seeds per batch. Each epoch keeps the timeline of its
-    first `timeline_batches` batches. The loader is closed when training ends. Bad arguments raise TypeError or ValueError naming the
-    argument.
+    first `timeline_batches` batches. The loader is closed when training ends. Bad arguments
+    raise TypeError or ValueError naming the argument.
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")

@@ -1,6 +1,8 @@
 """Shared fixtures: small random graphs with the awkward cases samplers must handle."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -27,6 +29,16 @@ def random_graph(num_nodes: int, num_edges: int, *, power_law: bool, seed: int,
     loops = torch.arange(0, receivers, 7)
     src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
     return CSCGraph.from_edges(src, dst, num_nodes, index_dtype=index_dtype)
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """One torch thread for a module: tiny batches gain nothing from threads, and on a small,
+    busy machine lose 10-50x to them."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

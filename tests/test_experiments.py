@@ -19,7 +19,7 @@ import yaml
 
 from gnnrepro import experiments, plots
 from gnnrepro.experiments import paper, params as params_module
-from gnnrepro.experiments.atomic import write_atomic, write_text_atomic
+from gnnrepro.atomic import write_atomic, write_text_atomic
 from gnnrepro.experiments.multi_gpu import MISSING
 from gnnrepro.experiments.params import Params, from_namespace, runnable_world_sizes
 from gnnrepro.experiments.store import Store, param_hash

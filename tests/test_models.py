@@ -1,7 +1,6 @@
 """Tests for gnnrepro.models: GraphSAGE's mean aggregation, its checks, and that it learns."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -127,15 +126,6 @@ def train_and_test(model: torch.nn.Module, dataset, sampler: FusedSampler | None
         for i, seeds in enumerate(dataset.test_idx.split(4096)):
             correct += int((logits(seeds, STEPS + i).argmax(1) == dataset.labels[seeds]).sum())
     return correct / dataset.test_idx.numel()
-
-
-@pytest.fixture
-def one_thread() -> Iterator[None]:
-    """Tiny batches gain nothing from threads, and on a busy machine lose 10-50x to them."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.usefixtures("one_thread")

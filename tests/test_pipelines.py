@@ -3,7 +3,6 @@ labels, valid blocks, seeded order), the pipelines training the same model, trai
 given loader, and the per-batch timeline."""
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -22,12 +21,7 @@ FANOUTS, BATCH = [6, 4], 64
 SETTINGS = dict(epochs=2, hidden=32, lr=0.01)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

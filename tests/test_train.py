@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -21,13 +20,7 @@ EPOCHS, BATCH, HIDDEN, LR = 4, 64, 64, 0.01
 SETTINGS = dict(epochs=EPOCHS, batch_size=BATCH, hidden=HIDDEN, lr=LR, seed=0)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    """One torch thread: fast and stable on a small, possibly busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

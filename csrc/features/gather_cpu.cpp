@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gather_args.h"
+
 namespace gnnrepro {
 namespace {
 
@@ -46,23 +48,10 @@ void gather_rows_typed(const char* src, int64_t num_rows, int64_t row_bytes, con
 }
 
 at::Tensor gather_rows_cpu(const at::Tensor& src, const at::Tensor& index, at::Tensor& out) {
-  TORCH_CHECK(src.dim() == 2, "src must be 2-D, got ", src.dim(), "-D");
-  TORCH_CHECK(src.is_contiguous(), "src must be contiguous");
-  TORCH_CHECK(src.layout() == at::kStrided && !src.is_quantized(), "src must be a dense tensor");
-  TORCH_CHECK(index.dim() == 1, "index must be 1-D, got ", index.dim(), "-D");
-  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
-              "index must be int64 or int32, got ", index.scalar_type());
-  TORCH_CHECK(out.dim() == 2, "out must be 2-D, got ", out.dim(), "-D");
-  TORCH_CHECK(out.scalar_type() == src.scalar_type(), "out has dtype ", out.scalar_type(),
-              " but src has ", src.scalar_type());
-  TORCH_CHECK(out.is_contiguous(), "out must be contiguous");
+  check_gather_args(src, index, out);
   TORCH_CHECK(src.device().is_cpu() && index.device().is_cpu() && out.device().is_cpu(),
               "src, index and out must all be CPU tensors");
-  TORCH_CHECK(out.size(1) == src.size(1), "out has ", out.size(1), " columns but src has ",
-              src.size(1));
   const int64_t n = index.numel();
-  TORCH_CHECK(out.size(0) >= n, "out has ", out.size(0), " rows, fewer than the ", n,
-              " indices");
   at::Tensor result = out.narrow(0, 0, n);
   if (n == 0 || src.size(1) == 0) return result;
   at::assert_no_overlap(result, src);

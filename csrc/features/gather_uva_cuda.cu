@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "../common/cuda_utils.h"
+#include "gather_args.h"
 
 namespace gnnrepro {
 namespace {
@@ -88,26 +89,13 @@ void launch_gather_widest(const void* src, int64_t num_rows, int64_t row_bytes, 
 }
 
 at::Tensor gather_rows_cuda(const at::Tensor& src, const at::Tensor& index, at::Tensor& out) {
-  TORCH_CHECK(src.dim() == 2, "src must be 2-D, got ", src.dim(), "-D");
-  TORCH_CHECK(src.is_contiguous(), "src must be contiguous");
-  TORCH_CHECK(src.layout() == at::kStrided && !src.is_quantized(), "src must be a dense tensor");
-  TORCH_CHECK(index.dim() == 1, "index must be 1-D, got ", index.dim(), "-D");
-  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
-              "index must be int64 or int32, got ", index.scalar_type());
-  TORCH_CHECK(out.dim() == 2, "out must be 2-D, got ", out.dim(), "-D");
-  TORCH_CHECK(out.scalar_type() == src.scalar_type(), "out has dtype ", out.scalar_type(),
-              " but src has ", src.scalar_type());
-  TORCH_CHECK(out.is_contiguous(), "out must be contiguous");
+  check_gather_args(src, index, out);
   TORCH_CHECK(index.is_cuda() && out.is_cuda(),
               "on the GPU path index and out must be CUDA tensors (src may be pinned CPU memory), "
               "got index on ", index.device(), " and out on ", out.device());
   const at::Device device = index.device();
   TORCH_CHECK(out.device() == device, "out is on ", out.device(), " but index is on ", device);
-  TORCH_CHECK(out.size(1) == src.size(1), "out has ", out.size(1), " columns but src has ",
-              src.size(1));
   const int64_t n = index.numel();
-  TORCH_CHECK(out.size(0) >= n, "out has ", out.size(0), " rows, fewer than the ", n,
-              " indices");
   at::Tensor result = out.narrow(0, 0, n);
   if (n == 0 || src.size(1) == 0) return result;
   const c10::cuda::CUDAGuard device_guard(device);

@@ -14,7 +14,9 @@ extract. With a prefetch thread (CUDA) both run outside `next()`, so `in_process
 
 Reproducibility: DGL shuffles with numpy's global generator, which is seeded by (seed, epoch)
 for the shuffle and then restored (torch's is left untouched too), so the order of batches
-depends only on the seed and no other user of either generator is disturbed; DGL's sampling RNG is seeded once (`dgl.seed`). DGL's multi-threaded sampling is not bit-reproducible (see dgl_samplers).
+depends only on the seed and no other user of either generator is disturbed; DGL's sampling RNG
+is seeded once (`dgl.seed`). DGL's multi-threaded sampling is not bit-reproducible (see
+dgl_samplers).
 
 Data parallelism (world_size > 1): DGL's own multi-GPU path, `DataLoader(use_ddp=True)`, as a
 DGL user writes it (torch.distributed must be initialized). Unlike gnnrepro's Loader, DGL gives

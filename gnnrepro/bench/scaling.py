@@ -5,12 +5,13 @@ Each (world size, pipeline) is one gnnrepro.distributed.run: fresh rank processe
 loaded once by this process and shared with every rank. By default `batch_size` is the global
 batch: each of N ranks takes ceil(batch_size / N) seeds per step, so every world size takes the
 same optimizer steps and accuracies are comparable; per_rank_batch=True gives every rank
-batch_size seeds instead (DGL's multi-GPU convention: fewer, larger steps as N grows, which
-with few epochs costs accuracy). For each world size the pipelines run back to back, so a slow spell of a shared
-machine hits both. Reported per run: epoch_s, the median over the epochs after the first of the
-slowest rank's epoch time; stages (mean over ranks, and per rank) over the same epochs;
-ids_per_epoch summed over ranks (DGL pads every rank to ceil(N / world_size) ids, so it trains
-some ids twice); test accuracy; memory.
+batch_size seeds instead (DGL's multi-GPU convention: fewer, larger steps as N grows, which with
+few epochs costs accuracy). For each world size the pipelines run back to back, so a slow spell
+of a shared machine hits both. Reported per run: epoch_s, the median over the epochs after the
+first of the slowest rank's epoch time; stages (mean over ranks, and per rank) over the same
+epochs; ids_per_epoch summed over ranks (DGL pads every rank to ceil(N / world_size) ids, so it
+trains some ids twice); test accuracy; whether every rank ended with identical parameters;
+memory.
 
 Memory (MEMORY_METHOD): at the end of training, with every rank and sampling worker still
 alive, the launcher sums PSS over its whole process tree once (shared pages count once);

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         dist.destroy_process_group()
     if rank == 0:
-        from gnnrepro.__main__ import write_json_atomic
+        from gnnrepro.atomic import write_json_atomic
         del result["state"]
         result.update(params={**config.to_dict(), "world_size": world_size,
                               "dataset": dataset.name, "dataset_params": dict(dataset.params),

@@ -51,8 +51,9 @@ _PR_SET_PDEATHSIG = 1
 
 @dataclass
 class DistributedResult:
-    """What run() measured: the all-reduced summary (see rank.train_rank), the memory sample,
-    each rank's resident and private bytes of the data it maps, each rank's final parameters (`states`, not in to_dict) and pid, and the settings."""
+    """What run() measured: the all-reduced summary (see rank.train_rank), the memory sample, each
+    rank's resident and private bytes of the data it maps, each rank's final parameters
+    (`states`, not in to_dict) and pid, and the settings."""
 
     params: dict[str, Any]
     epochs: list[dict[str, Any]]

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from gnnrepro.env import environment
-from gnnrepro.experiments.atomic import write_atomic, write_json_atomic
+from gnnrepro.atomic import write_atomic, write_json_atomic
 
 __all__ = ["Store", "param_hash"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gnnrepro.experiments.atomic import write_atomic, write_text_atomic
+from gnnrepro.atomic import write_atomic, write_text_atomic
 
 __all__ = ["format_cell", "to_latex", "to_markdown", "write_table"]
 
