@@ -386,7 +386,10 @@ class Loader:
     def _abort(self) -> None:
         """Stop the workers at once and reclaim the slots they were filling."""
         if self._pool is not None:
-            self._live.remove(self._pool)
+            # When the Loader and an unfinished epoch's generator are collected together, the
+            # finalizer may already have shut this pool down (shutdown is idempotent).
+            if self._pool in self._live:
+                self._live.remove(self._pool)
             self._pool.shutdown()
             self._pool = None
         for slot in self._pending.values():  # nobody writes them any more
