@@ -220,18 +220,23 @@ def test_break_close_gc_and_interrupt_stop_the_workers(dataset, sampler) -> None
 def test_interrupt_while_waiting_for_workers_stops_them(dataset) -> None:
     loader = Loader(dataset, SleepySampler(dataset.graph, [5]), "cpu", BATCH, workers=2)
     it = iter(loader)
-    # No garbage collection while waiting: a KeyboardInterrupt that lands in a finalizer run by
-    # the collector (e.g. an earlier test's generator) is printed and dropped, not raised here.
-    gc.collect()
-    gc.disable()
-    timer = threading.Timer(1.0, _thread.interrupt_main)
-    timer.start()
+    # Ctrl-C every second until one lands: in full suite runs from a fresh clone a single
+    # simulated interrupt was occasionally lost before the wait began (not yet explained;
+    # never seen when this file runs alone), and the test then slept out the sampler's 60 s.
+    stop = threading.Event()
+
+    def interrupt_until_stopped() -> None:
+        while not stop.wait(1.0):
+            _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_until_stopped, daemon=True)
+    interrupter.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             next(it)
     finally:
-        gc.enable()
-    timer.join()
+        stop.set()
+        interrupter.join()
     assert loader.worker_pids == []
     assert_gone([p.pid for p in multiprocessing.active_children()])
 

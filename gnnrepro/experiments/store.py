@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from gnnrepro.env import environment
 from gnnrepro.atomic import write_atomic, write_json_atomic
+from gnnrepro.env import environment
 
 __all__ = ["Store", "param_hash"]
 
