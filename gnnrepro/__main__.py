@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=1024)
     t.add_argument("--device", default="cpu")
     t.add_argument("--repeats", type=int, default=1,
-                   help="rounds of all pipelines, each round in a rotated order")
+                   help="rounds of all pipelines, in Williams-balanced orders")
     t.add_argument("--timeline-batches", type=int, default=0,
                    help="keep the timeline of this many batches of the second epoch")
 

@@ -10,7 +10,7 @@ import warnings
 
 import torch
 
-from gnnrepro.checks import check_node_ids
+from gnnrepro.checks import check_int, check_node_ids
 
 __all__ = ["CSCGraph"]
 
@@ -66,8 +66,7 @@ class CSCGraph:
 
         Within one destination, neighbours keep the order of the input edge list.
         """
-        if not isinstance(num_nodes, int) or isinstance(num_nodes, bool) or num_nodes < 0:
-            raise ValueError(f"num_nodes must be a non-negative int, got {num_nodes!r}")
+        check_int("num_nodes", num_nodes, 0)
         if index_dtype not in _INDEX_DTYPES:
             raise TypeError(f"index_dtype must be torch.int32 or torch.int64, got {index_dtype}")
         device = src.device if isinstance(src, torch.Tensor) else torch.device("cpu")
@@ -77,7 +76,7 @@ class CSCGraph:
             raise ValueError(f"src and dst differ in length: {src.numel()} vs {dst.numel()}")
         order = torch.argsort(dst, stable=True)
         counts = torch.bincount(dst, minlength=num_nodes)
-        indptr = torch.zeros(num_nodes + 1, dtype=torch.int64)
+        indptr = torch.zeros(num_nodes + 1, dtype=torch.int64, device=device)
         torch.cumsum(counts, 0, out=indptr[1:])
         return cls(indptr, src[order].to(index_dtype), validate=False)
 

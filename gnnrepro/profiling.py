@@ -16,7 +16,8 @@ work is measured by the Loader where it runs (`Loader.work_seconds()`, workers i
 * In-process loading (workers=0): both stages run inside `next()`, so they are fully exposed:
   exposed sample = its work, exposed extract = the rest of the time `next()` blocked.
   With CUDA the host-to-device copy is only issued there (asynchronously, on side streams);
-  its device time is not in extract, and shows up in forward if compute had to wait for it.
+  its device time is in no stage: if compute had to wait for it, the wait lies between the
+  previous step's end and this forward's start (a gap on the "trainer (GPU)" timeline lane).
 * Worker processes: the time `next()` blocked cannot be split between the two stages, so both
   exposed_s are None and the combined wait is `StageTimes.wait_s`; work_s is still measured.
 
@@ -24,13 +25,13 @@ Timeline: every stage of every batch is also kept as a `Span` (batch, stage, lan
 on the time.perf_counter clock (CLOCK_MONOTONIC on Linux, shared by all processes), so a plot
 can show which work overlapped which. The loader records its spans; the timer records the
 trainer's (waits, forward, backward). On CUDA, forward and backward spans are when the GPU ran
-them: their events are placed on the host clock through an anchor event recorded at the
-epoch's first step.
+them: their events are placed on the host clock through an anchor event recorded, and waited
+for (one synchronize per epoch), before the epoch's first batch is fetched.
 """
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -39,10 +40,24 @@ import torch
 
 from gnnrepro.sampling.block import MiniBatch
 
-__all__ = ["STAGES", "Span", "StageTime", "StageTimes", "StageTimer"]
+__all__ = ["STAGES", "Span", "StageTime", "StageTimes", "StageTimer", "reduce_stages"]
 
 STAGES = ("sample", "extract", "forward", "backward")
 _COMPUTE = ("forward", "backward")
+
+
+def reduce_stages(stage_dicts: list[dict[str, dict[str, float | None]]],
+                  reduce: Callable[[list[float]], float]) -> dict[str, dict[str, float | None]]:
+    """Combine several `StageTimes.to_dict()` results (epochs, ranks) stage by stage with
+    `reduce` (statistics.median, statistics.fmean, ...); a value that is None in any of them
+    (not measurable in that pipeline) stays None."""
+    out: dict[str, dict[str, float | None]] = {}
+    for stage in STAGES:
+        out[stage] = {}
+        for key in ("work_s", "exposed_s"):
+            values = [d[stage][key] for d in stage_dicts]
+            out[stage][key] = None if any(v is None for v in values) else reduce(values)
+    return out
 
 
 class Span(NamedTuple):
@@ -106,6 +121,11 @@ class StageTimer:
     def next_batch(self, iterator: Iterator[MiniBatch]) -> MiniBatch:
         """`next(iterator)`, adding the time it blocked to the epoch's wait (StopIteration
         passes through)."""
+        if self.cuda and self._anchor is None:
+            anchor = torch.cuda.Event(enable_timing=True)
+            anchor.record()
+            anchor.synchronize()  # the stream is idle: the event's time is this host time
+            self._anchor = (anchor, time.perf_counter())
         start = time.perf_counter()
         try:
             mb = next(iterator)
@@ -122,10 +142,6 @@ class StageTimer:
         if name not in _COMPUTE:
             raise ValueError(f"name must be one of {_COMPUTE}, got {name!r}")
         if self.cuda:
-            if self._anchor is None:
-                anchor = torch.cuda.Event(enable_timing=True)
-                anchor.record()
-                self._anchor = (anchor, time.perf_counter())
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             yield

@@ -251,6 +251,8 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
     finally:
         loader.close()
 
-    val_acc = evaluate(model, dataset, sampler, dataset.val_idx, device, eval_batch_size)
+    val_acc = history[-1].val_acc  # set if eval_every divides epochs: same model, same batches
+    if val_acc is None:
+        val_acc = evaluate(model, dataset, sampler, dataset.val_idx, device, eval_batch_size)
     test_acc = evaluate(model, dataset, sampler, dataset.test_idx, device, eval_batch_size)
     return TrainResult(params, history, val_acc, test_acc)

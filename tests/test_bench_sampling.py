@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from gnnrepro.__main__ import main
+from conftest import require_dgl
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +20,7 @@ def private_cache_and_threads(tmp_path, monkeypatch):
 
 
 def test_bench_sampling_writes_side_by_side_json(tmp_path, capsys):
-    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    require_dgl()
     out = tmp_path / "bench.json"
     assert main(["bench", "sampling", "--scale", "0.002", "--fanouts", "4,3", "--batch-size",
                  "64", "--batches", "4", "--threads", "1", "--repeats", "2",

@@ -7,6 +7,7 @@ import pytest
 
 from gnnrepro.__main__ import main
 from gnnrepro.profiling import STAGES
+from conftest import require_dgl
 
 ARGS = ["bench", "train", "--scale", "0.002", "--fanouts", "4,3", "--batch-size", "64",
         "--epochs", "2", "--threads", "1", "--hidden", "16"]
@@ -18,7 +19,7 @@ def private_cache(tmp_path, monkeypatch):
 
 
 def test_bench_train_writes_side_by_side_json(tmp_path, capsys):
-    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    require_dgl()
     out = tmp_path / "train.json"
     assert main(ARGS + ["--pipelines", "dgl,fused,fused+pinned", "--timeline-batches", "2",
                         "--out", str(out)]) == 0

@@ -18,6 +18,7 @@ from gnnrepro.pipeline import Loader
 from gnnrepro.pipeline.shard import ShardPlan
 from gnnrepro.profiling import STAGES
 from gnnrepro.sampling import FusedSampler
+from conftest import require_dgl
 
 SETTINGS = dict(fanouts=(4, 3), batch_size=64, hidden=16, lr=0.01, threads=1, workers=1,
                 eval_batch_size=512)
@@ -162,7 +163,7 @@ def _running(proc: psutil.Process) -> bool:
 
 
 def test_bench_scaling_writes_runs_per_world_size(tmp_path, monkeypatch) -> None:
-    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    require_dgl()
     from gnnrepro.__main__ import main
     monkeypatch.setenv("GNNREPRO_DATA", str(tmp_path / "cache"))
     out = tmp_path / "scaling.json"

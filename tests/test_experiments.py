@@ -20,7 +20,6 @@ import yaml
 from gnnrepro import experiments, plots
 from gnnrepro.experiments import paper, params as params_module
 from gnnrepro.atomic import write_atomic, write_text_atomic
-from gnnrepro.experiments.multi_gpu import MISSING
 from gnnrepro.experiments.params import Params, from_namespace, runnable_world_sizes
 from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.sweeps import NO_STREAMS
@@ -336,18 +335,6 @@ def test_sensitivity_measures_the_base_point_once(fake_train, params):
     again, meta = experiments.sensitivity(params)
     assert meta["reused"] and len(fake_train) == 3
     pd.testing.assert_frame_equal(again, data)
-
-
-def test_scaling_without_the_benchmark_lists_every_size_as_not_run(params, monkeypatch):
-    monkeypatch.setitem(sys.modules, "gnnrepro.bench.scaling", None)  # import fails
-    data, meta = experiments.scaling(params)
-    assert sorted(set(data["world_size"])) == params.gpus
-    assert (data["status"] == "not run").all() and (data["reason"] == MISSING).all()
-    assert data["epoch_s"].isna().all() and meta["path"] is None
-    assert not params.results_dir.exists(), "a not-run table must not be stored"
-    table = experiments.scaling_table(data)
-    assert table["reason"].tolist() == [MISSING] * len(params.gpus)
-    saved(plots.scaling_lines(data, paper.SCALING_SPEEDUP), params.figures_dir / "04_scaling")
 
 
 def test_scaling_with_the_benchmark(params, monkeypatch):

@@ -15,7 +15,7 @@ from gnnrepro.profiling import STAGES
 from gnnrepro.sampling import FusedSampler
 from gnnrepro.train import train
 
-from conftest import edge_multiplicity
+from conftest import edge_multiplicity, require_dgl
 
 FANOUTS, BATCH = [6, 4], 64
 SETTINGS = dict(epochs=2, hidden=32, lr=0.01)
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def dgl_epochs(dataset: datasets.Dataset) -> list[list]:
-    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    require_dgl()
     loader = make_loader("dgl", dataset, FANOUTS, "cpu", BATCH, seed=5)
     assert isinstance(loader, BatchSource) and loader.in_process
     return [list(loader), list(loader)]
@@ -89,7 +89,7 @@ def test_fused_pinned_trains_the_same_model_as_fused(dataset, fused_run) -> None
 
 
 def test_dgl_pipeline_learns_like_ours(dataset, fused_run) -> None:
-    pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    require_dgl()
     result = train_pipeline("dgl", dataset, FANOUTS, batch_size=BATCH, **SETTINGS)
     assert result.losses[1] < result.losses[0]
     assert result.test_acc >= 3 / dataset.num_classes

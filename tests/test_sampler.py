@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from conftest import edge_multiplicity, random_graph
+from conftest import edge_multiplicity, random_graph, require_dgl
 from gnnrepro import CSCGraph
 from gnnrepro.sampling import FusedSampler, MiniBatch, ReferenceSampler
 
@@ -169,7 +169,8 @@ def test_uniform_over_neighbours(sampler_cls, replace, fanout):
 
 
 def test_per_destination_counts_equal_dgl():
-    dgl_samplers = pytest.importorskip("gnnrepro.baselines.dgl_samplers")
+    require_dgl()
+    from gnnrepro.baselines import dgl_samplers
     graph = random_graph(800, 12000, power_law=True, seed=9)
     seeds = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(1))[:100]
     ours = FusedSampler(graph, [6, 4]).sample(seeds)
@@ -181,3 +182,12 @@ def test_per_destination_counts_equal_dgl():
         for block, fanout in zip(theirs.blocks, [6, 4]):
             assert torch.equal(block.in_degrees(),
                                graph.in_degrees()[block.dst_nodes].clamp(max=fanout))
+
+
+def test_minibatch_to_moves_input_nodes_once(graph) -> None:
+    """input_nodes is the first block's src_nodes; moving the batch keeps them one tensor."""
+    mb = FusedSampler(graph, [3, 2], seed=0).sample(torch.arange(8), 0)
+    assert mb.input_nodes is mb.blocks[0].src_nodes
+    moved = mb.to("meta")
+    assert moved.input_nodes.device.type == "meta"
+    assert moved.input_nodes is moved.blocks[0].src_nodes

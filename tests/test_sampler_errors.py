@@ -78,7 +78,7 @@ def test_bad_graph_arrays(indptr, indices, error, match):
         CSCGraph(indptr, indices)
 
 
-def test_from_edges_checks(small_graph):
+def test_from_edges_checks():
     with pytest.raises(ValueError, match=r"src must lie in \[0, num_nodes=3\)"):
         CSCGraph.from_edges(torch.tensor([0, 5]), torch.tensor([0, 1]), 3)
     with pytest.raises(ValueError, match="differ in length"):
@@ -145,3 +145,11 @@ def test_op_rejects_wrong_dtypes_and_devices(small_graph):
         _op(small_graph, torch.tensor([1, 2]), node_map.long())
     with pytest.raises(RuntimeError):
         _op(small_graph, torch.tensor([1, 2], device="meta"), node_map)
+
+
+def test_op_rejects_more_seeds_than_nodes(small_graph):
+    """Checked before anything is sized from the seed count (more seeds than nodes cannot be
+    unique)."""
+    seeds = torch.zeros(small_graph.num_nodes + 1, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match="seeds has 101 entries but the graph has only 100 nodes"):
+        _op(small_graph, seeds, _fresh_map(small_graph))

@@ -30,6 +30,10 @@ inline void check_sample_arg_values(const at::Tensor& indptr, const at::Tensor& 
               "node_map must be int32 [num_nodes]");
   TORCH_CHECK(num_nodes < std::numeric_limits<int32_t>::max(),
               "graphs with 2^31 - 1 or more nodes are not supported");
+  // Unique seeds in [0, N) number at most N; checked first, so that no kernel sizes anything
+  // (the CUDA scans take int counts) from a longer, necessarily invalid, seed list.
+  TORCH_CHECK(seeds.numel() <= num_nodes, "seeds has ", seeds.numel(),
+              " entries but the graph has only ", num_nodes, " nodes (seeds must be unique)");
   TORCH_CHECK(!fanouts.empty(), "fanouts must not be empty");
   for (int64_t f : fanouts) {
     TORCH_CHECK(f == -1 || (f >= 1 && f <= std::numeric_limits<int32_t>::max()),

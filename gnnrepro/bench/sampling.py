@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from gnnrepro.bench.timing import summarize, time_interleaved
-from gnnrepro.datasets import load
+from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling import FusedSampler, MiniBatch, ReferenceSampler
@@ -66,8 +66,7 @@ def run(dataset: str = "products-sim", scale: float = 0.25, root: str | None = N
         raise ValueError(f"threads must be positive, got {threads}")
     fanouts = list(fanouts)
     torch.set_num_threads(threads)
-    kwargs = {"scale": scale} if dataset == "products-sim" else {}
-    data = load(dataset, root=root, **kwargs)
+    data = load_scaled(dataset, root, scale)
     seed_sets = seed_batches(data.train_idx, batch_size, batches, seed)
     contenders = {}
     for name in samplers:

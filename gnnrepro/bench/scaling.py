@@ -32,12 +32,11 @@ from typing import Any
 
 import torch
 
-from gnnrepro.datasets import load
+from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed import run as run_distributed
-from gnnrepro.distributed import share_dataset_
 from gnnrepro.env import environment
 from gnnrepro.pipeline.pipelines import PIPELINES
-from gnnrepro.profiling import STAGES
+from gnnrepro.profiling import reduce_stages
 
 __all__ = ["MEMORY_METHOD", "format_table", "run"]
 
@@ -49,15 +48,6 @@ MEMORY_METHOD = ("extra_rss_per_rank_bytes: sum of PSS (psutil memory_full_info)
                  "difference of data_private_bytes, the dataset pages (graph, features, labels, "
                  "and DGL's own graph arrays) that a rank maps alone, summed over ranks "
                  "(/proc/self/pagemap, page by page): the per-rank data copies")
-
-
-def _median_stages(per_epoch: list[dict[str, dict[str, float | None]]]
-                   ) -> dict[str, dict[str, float | None]]:
-    """Each stage's work/exposed seconds, median over epochs (None where not measurable)."""
-    def med(values: list[float | None]) -> float | None:
-        return None if any(v is None for v in values) else statistics.median(values)
-    return {s: {k: med([e[s][k] for e in per_epoch]) for k in ("work_s", "exposed_s")}
-            for s in STAGES}
 
 
 def _skip_reason(world_size: int, device: str) -> str | None:
@@ -83,8 +73,7 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                          f"got {pipelines}")
     if not ranks or any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in ranks):
         raise ValueError(f"ranks must be world sizes >= 1, got {ranks}")
-    data = load(dataset, root=root, **({"scale": scale} if dataset == "products-sim" else {}))
-    share_dataset_(data)  # once, here: every run's ranks map these pages
+    data = load_scaled(dataset, root, scale)
     settings = dict(fanouts=tuple(fanouts), epochs=epochs, lr=lr,
                     hidden=hidden, threads=threads, workers=workers, streams=streams,
                     prefetch=prefetch, seed=seed, device=device, timeout_s=timeout_s)
@@ -104,8 +93,10 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                 row.update(
                     epoch_s=statistics.median(e["epoch_s"] for e in steady),
                     epochs_s=[e["epoch_s"] for e in result.epochs],
-                    stages=_median_stages([e["stages"]["mean"] for e in steady]),
-                    rank_stages=[_median_stages([e["stages"]["ranks"][r] for e in steady])
+                    stages=reduce_stages([e["stages"]["mean"] for e in steady],
+                                         statistics.median),
+                    rank_stages=[reduce_stages([e["stages"]["ranks"][r] for e in steady],
+                                               statistics.median)
                                  for r in range(world_size)],
                     test_acc=result.test_acc, val_acc=result.val_acc,
                     loss=[e["loss"] for e in result.epochs],

@@ -4,8 +4,9 @@ Every pipeline trains the same model (same initial weights) for the same epochs 
 the same size, each in a fresh process of its own: peak memory is then per pipeline, and no
 pipeline inherits another's warm caches, allocator state or worker processes. The dataset is
 built (and cached) once before they start, so no pipeline pays for building it. With
-`repeats` > 1 the pipelines run that many rounds, each round in a rotated order, so a slow
-spell of a shared machine does not land on one pipeline only.
+`repeats` > 1 the pipelines run that many rounds, in Williams-balanced orders (each pipeline
+follows each other equally often), so a slow spell of a shared machine does not land on one
+pipeline only.
 
 Reported per pipeline: epoch_s, the median epoch time over the epochs after the first (the
 first includes start-up: worker processes, DGL's first-call allocations, page faults) pooled
@@ -25,32 +26,21 @@ from typing import Any
 
 import torch
 
-from gnnrepro.datasets import load
+from gnnrepro.bench.timing import williams_orders
+from gnnrepro.checks import check_int
+from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
 from gnnrepro.pipeline.pipelines import PIPELINES
-from gnnrepro.profiling import STAGES
+from gnnrepro.profiling import STAGES, reduce_stages
 
 __all__ = ["format_table", "run"]
-
-_STAGE_KEYS = ("work_s", "exposed_s")
-
-
-def _median_or_none(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if len(known) == len(values) and known else None
-
-
-def _dataset_kwargs(dataset: str, scale: float) -> dict[str, Any]:
-    return {"scale": scale} if dataset == "products-sim" else {}
-
 
 def _train_one(conn: Any, name: str, settings: dict[str, Any]) -> None:
     """Child process: train pipeline `name`; send ("ok", summary) or ("error", traceback)."""
     try:
         from gnnrepro.pipeline.pipelines import train_pipeline
         torch.set_num_threads(settings["threads"])
-        data = load(settings["dataset"], root=settings["root"],
-                    **_dataset_kwargs(settings["dataset"], settings["scale"]))
+        data = load_scaled(settings["dataset"], settings["root"], settings["scale"])
         result = train_pipeline(
             name, data, settings["fanouts"], device=settings["device"],
             batch_size=settings["batch_size"], seed=settings["seed"],
@@ -98,18 +88,17 @@ def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Pool a pipeline's rounds: medians over the epochs after the first of every round."""
     steady = [e for r in rounds for e in (r["epochs"][1:] or r["epochs"])]
     first = rounds[0]
-    stages = {stage: {key: _median_or_none([e["stages"][stage][key] for e in steady])
-                      for key in _STAGE_KEYS} for stage in STAGES}
+    gpu_peaks = [e["peak_gpu_mb"] for e in steady if e["peak_gpu_mb"] is not None]
     return {
         "epoch_s": statistics.median(e["epoch_s"] for e in steady),
         "epochs_s": [e["epoch_s"] for r in rounds for e in r["epochs"]],
-        "stages": stages,
+        "stages": reduce_stages([e["stages"] for e in steady], statistics.median),
         "wait_s": statistics.median(e["wait_s"] for e in steady),
         "seeds_per_s": statistics.median(e["seeds_per_s"] for e in steady),
         "loss": [e["loss"] for e in first["epochs"]],
         "val_acc": first["val_acc"], "test_acc": first["test_acc"],
         "peak_rss_bytes": max(r["peak_rss_bytes"] for r in rounds),
-        "peak_gpu_mb": _median_or_none([e["peak_gpu_mb"] for e in steady]),
+        "peak_gpu_mb": max(gpu_peaks) if gpu_peaks else None,
         "timeline": first["timeline"],
         "loader": first["params"]["loader"],
     }
@@ -134,18 +123,18 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                             ("threads", threads, 1), ("workers", workers, 0),
                             ("streams", streams, 1), ("prefetch", prefetch, 1),
                             ("repeats", repeats, 1), ("timeline_batches", timeline_batches, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{arg} must be an int >= {low}, got {value!r}")
-    data = load(dataset, root=root, **_dataset_kwargs(dataset, scale))  # built once, cached
+        check_int(arg, value, low)
+    data = load_scaled(dataset, root, scale)  # built (and cached) once, before the children
     settings = {"dataset": dataset, "scale": scale, "root": root, "fanouts": list(fanouts),
                 "batch_size": batch_size, "epochs": epochs, "threads": threads,
                 "workers": workers, "streams": streams, "prefetch": prefetch, "seed": seed,
                 "device": device, "lr": lr, "hidden": hidden,
                 "timeline_batches": timeline_batches}
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pipelines}
+    orders = williams_orders(len(pipelines))
     for r in range(repeats):
-        for name in pipelines[r % len(pipelines):] + pipelines[:r % len(pipelines)]:
-            rounds[name].append(_run_child(name, settings))
+        for i in orders[r % len(orders)]:
+            rounds[pipelines[i]].append(_run_child(pipelines[i], settings))
     summaries = {name: _summarize(rounds[name]) for name in pipelines}
     dgl_s = summaries["dgl"]["epoch_s"] if "dgl" in summaries else None
     return {

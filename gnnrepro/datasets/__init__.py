@@ -15,7 +15,7 @@ from gnnrepro.datasets.ogb_loader import OGB_DATASETS, load_ogb
 from gnnrepro.datasets.products_sim import NAME as PRODUCTS_SIM
 from gnnrepro.datasets.products_sim import load_products_sim
 
-__all__ = ["Dataset", "KNOWN_DATASETS", "load"]
+__all__ = ["Dataset", "KNOWN_DATASETS", "load", "load_scaled"]
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {
     PRODUCTS_SIM: load_products_sim,
@@ -40,3 +40,11 @@ def load(name: str, root: str | Path | None = None, **kwargs: Any) -> Dataset:
         raise TypeError(f"{name} does not take option(s) {', '.join(unknown)}; it takes: "
                         f"{', '.join(options) or 'none'}")
     return loader(root=root, **kwargs)
+
+
+def load_scaled(name: str, root: str | Path | None = None,
+                scale: float | None = None) -> Dataset:
+    """`load(name, root)` with products-sim at `scale` (None: its default); the OGB datasets
+    have one size, so `scale` is ignored for them (what the benchmarks' --scale means)."""
+    return load(name, root=root,
+                **({"scale": scale} if name == "products-sim" and scale is not None else {}))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch.distributed as dist
 
-from gnnrepro.datasets import load
+from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed.memory import tree_memory
 from gnnrepro.distributed.rank import RunConfig, init_process_group, train_rank
 from gnnrepro.env import environment
@@ -67,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = init_process_group(config, rank, world_size, int(os.environ["LOCAL_RANK"]))
     try:
-        dataset = load(args.dataset, root=args.root,
-                       **({"scale": args.scale} if args.dataset == "products-sim" else {}))
+        dataset = load_scaled(args.dataset, args.root, args.scale)
         result = train_rank(config, dataset, device, _memory)
     finally:
         dist.destroy_process_group()

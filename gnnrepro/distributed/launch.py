@@ -36,7 +36,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from gnnrepro.checks import check_int
-from gnnrepro.datasets import load
+from gnnrepro.datasets import load_scaled
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.memory import tree_memory
 from gnnrepro.distributed.rank import RunConfig, init_process_group, train_rank
@@ -207,7 +207,7 @@ def run(world_size: int, dataset: str | Dataset = "products-sim", *,
         raise ValueError(f"world_size={world_size} needs {world_size} GPUs, "
                          f"{torch.cuda.device_count()} present")
     if isinstance(dataset, str):
-        dataset = load(dataset, root=root, **({} if scale is None else {"scale": scale}))
+        dataset = load_scaled(dataset, root, scale)
     share_dataset_(dataset)
     host = os.environ.get("MASTER_ADDR", "127.0.0.1")
     store = dist.TCPStore(host, int(os.environ.get("MASTER_PORT", 0)), world_size,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,7 +28,7 @@ from gnnrepro.checks import check_device, check_int
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.memory import private_bytes
 from gnnrepro.pipeline.pipelines import PIPELINES, make_loader
-from gnnrepro.profiling import STAGES, StageTimer
+from gnnrepro.profiling import StageTimer, reduce_stages
 from gnnrepro.sampling import FusedSampler
 from gnnrepro.sampling.args import check_fanouts, stream_seed
 from gnnrepro.train import build_model, count_correct, train_epoch
@@ -101,19 +102,6 @@ def init_process_group(config: RunConfig, rank: int, world_size: int, local_rank
     return device
 
 
-def _mean_stages(per_rank: list[dict[str, dict[str, float | None]]]
-                 ) -> dict[str, dict[str, float | None]]:
-    """Stage times averaged over ranks (None stays None: not measurable in that pipeline)."""
-    out = {}
-    for stage in STAGES:
-        out[stage] = {}
-        for key in ("work_s", "exposed_s"):
-            values = [r[stage][key] for r in per_rank]
-            out[stage][key] = (None if any(v is None for v in values)
-                               else sum(values) / len(values))
-    return out
-
-
 def _data_tensors(dataset: Dataset, loader: Any) -> list[torch.Tensor]:
     """The dataset's arrays as this rank holds them, plus DGL's own graph arrays (the dgl
     pipeline builds a DGL graph in every rank)."""
@@ -178,7 +166,7 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
             "ranks_epoch_s": [r[e] for r in ranks_epoch_s],
             "loss": sums[e, 0].item() / max(sums[e, 1].item(), 1.0),
             "seeds": int(sums[e, 1].item()),
-            "stages": {"mean": _mean_stages(per_rank), "ranks": per_rank}})
+            "stages": {"mean": reduce_stages(per_rank, statistics.fmean), "ranks": per_rank}})
     val, test = correct.tolist()
     return {
         "epochs": epochs,

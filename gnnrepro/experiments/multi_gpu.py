@@ -11,11 +11,10 @@ from gnnrepro.experiments import paper
 from gnnrepro.experiments.params import Params, runnable_world_sizes
 from gnnrepro.experiments.store import Store
 
-__all__ = ["MISSING", "NAME", "scaling", "scaling_table"]
+__all__ = ["NAME", "scaling", "scaling_table"]
 
 NAME = "04_scaling"
 PIPELINES = ("dgl", "fused+pinned")
-MISSING = "gnnrepro.bench.scaling not available yet (issue 5)"
 _KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "gpus",
         "threads", "workers", "streams", "seed")
 
@@ -39,21 +38,10 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     speedup_vs_dgl (fused+pinned's, at the same world size), test_acc, oversubscribed (CPU
     ranks sharing cores), paper_speedup. The metadata's ranks_are says what a rank is (GPUs,
     or CPU processes on the cpu device).
-
-    Without gnnrepro.bench.scaling every world size is 'not run' and nothing is stored (a
-    later run with the benchmark must not reuse it).
     """
     ranks_are = "GPUs" if params.device.startswith("cuda") else "CPU processes"
     runnable, reasons = runnable_world_sizes(params.gpus, params.device)
-    try:
-        import gnnrepro.bench.scaling as scaling_bench
-    except ModuleNotFoundError as exc:
-        if exc.name != "gnnrepro.bench.scaling":
-            raise
-        print(f"{NAME}: {MISSING}; every world size is listed as not run")
-        rows = [_row(p, size, MISSING) for size in params.gpus for p in PIPELINES]
-        return _frame(rows), {"experiment": NAME, "ranks_are": ranks_are, "reused": False,
-                              "path": None}
+    import gnnrepro.bench.scaling as scaling_bench  # on use: torch.distributed, launcher
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:

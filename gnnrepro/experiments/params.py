@@ -168,7 +168,7 @@ class Params:
     seed: int = _param(0, _check_int(0), "random seed (batches, model initialisation)")
     train_repeats: int = _param(
         2, _check_int(1),
-        "rounds of the end-to-end runs of 01 and 03, each round in a rotated pipeline order, "
+        "rounds of the end-to-end runs of 01 and 03, in Williams-balanced pipeline orders, "
         "each pipeline in a fresh process; epoch times pooled over rounds")
     timeline_batches: int = _param(
         6, _check_int(0), "batches recorded for 03_end_to_end's timeline figure")

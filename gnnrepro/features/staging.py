@@ -14,6 +14,7 @@ from typing import Protocol
 
 import torch
 
+from gnnrepro.checks import check_bool, check_int
 from gnnrepro.features.store import pin_in_place
 
 __all__ = ["StagingRing", "StagingSlot"]
@@ -61,16 +62,12 @@ class StagingRing:
 
     def __init__(self, slots: int, max_rows: int, dim: int, dtype: torch.dtype = torch.float32,
                  pin: bool = True, *, share: bool = False):
-        for name, value, low in (("slots", slots, 1), ("max_rows", max_rows, 1), ("dim", dim, 1)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-            if value < low:
-                raise ValueError(f"{name} must be >= {low}, got {value}")
+        for name, value in (("slots", slots), ("max_rows", max_rows), ("dim", dim)):
+            check_int(name, value, 1)
         if not isinstance(dtype, torch.dtype):
             raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
-        for name, flag in (("pin", pin), ("share", share)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        check_bool("pin", pin)
+        check_bool("share", share)
         cuda = pin and torch.cuda.is_available()
         if share:
             self.buffers = torch.empty((slots, max_rows, dim), dtype=dtype).share_memory_()

@@ -13,7 +13,7 @@ import weakref
 
 import torch
 
-from gnnrepro.checks import check_node_ids
+from gnnrepro.checks import check_bool, check_node_ids
 
 from gnnrepro import _ops
 
@@ -131,9 +131,8 @@ class InMemoryFeatureStore(FeatureStore):
             raise ValueError(f"features must be a CPU tensor, got {features.device}")
         if not features.is_contiguous():
             raise ValueError("features must be contiguous")
-        for name, flag in (("share", share), ("pin", pin)):
-            if not isinstance(flag, bool):
-                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        check_bool("share", share)
+        check_bool("pin", pin)
         if share and not features.is_shared():
             features.share_memory_()
         self.features = features

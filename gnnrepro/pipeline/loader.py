@@ -355,10 +355,10 @@ class Loader:
             self._work["extract"] += end - start
             self._spans.append(Span(b, "extract", "loader", start, end))
             return mb, None
-        host = MiniBatch(_pinned(mb.seeds), _pinned(mb.input_nodes),
-                         [type(blk)(_pinned(blk.indptr), _pinned(blk.indices),
-                                    _pinned(blk.src_nodes), blk.num_dst) for blk in mb.blocks],
-                         x, _pinned(y), mb.batch_id)
+        blocks = [type(blk)(_pinned(blk.indptr), _pinned(blk.indices), _pinned(blk.src_nodes),
+                            blk.num_dst) for blk in mb.blocks]
+        host = MiniBatch(_pinned(mb.seeds), blocks[0].src_nodes, blocks, x, _pinned(y),
+                         mb.batch_id)  # input_nodes is blocks[0].src_nodes: pinned, moved once
         k = b % len(self._streams)
         with torch.cuda.stream(self._streams[k]):
             out = host.to(self.device, non_blocking=True)

@@ -69,7 +69,11 @@ class MiniBatch:
         return len(self.blocks)
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "MiniBatch":
+        """The batch on `device`; input_nodes that are the first block's src_nodes (as
+        samplers make them) are moved once and stay shared."""
         move = (lambda t: None if t is None else t.to(device, non_blocking=non_blocking))
-        return MiniBatch(move(self.seeds), move(self.input_nodes),
-                         [b.to(device, non_blocking) for b in self.blocks],
+        blocks = [b.to(device, non_blocking) for b in self.blocks]
+        shared = bool(blocks) and self.input_nodes is self.blocks[0].src_nodes
+        return MiniBatch(move(self.seeds),
+                         blocks[0].src_nodes if shared else move(self.input_nodes), blocks,
                          move(self.x), move(self.y), self.batch_id)
