@@ -78,13 +78,16 @@ plots.save(fig, params.figures_dir / "03_end_to_end_timeline")"""]),
         "Multi-GPU scaling",
         "Epoch time and speedup over DGL per world size. The paper reports 1.10x, 1.16x and "
         "1.12x on 2, 4 and 8 GPUs. On the cpu device the ranks are CPU processes. World sizes "
-        "this machine cannot run are listed as not run, with the reason.",
+        "this machine cannot run are listed as not run, with the reason. Memory per added "
+        "rank is the machine's extra PSS (interpreter, torch, sampling worker, batch buffers "
+        "and any data copy) and, apart, the bytes of extra copies of the data: one shared "
+        "copy per machine makes the latter zero.",
         ["""\
 data, meta = experiments.scaling(params)
 table = experiments.scaling_table(data)
 experiments.write_table(table, params.figures_dir / "04_scaling",
-                        caption="Epoch time per world size and the speedup over DGL beside "
-                                "the paper's.")
+                        caption="Epoch time per world size, the speedup over DGL beside "
+                                "the paper's, and memory per added rank.")
 table""", """\
 fig = plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"])
 plots.save(fig, params.figures_dir / "04_scaling")"""]),

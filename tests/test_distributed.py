@@ -3,6 +3,7 @@ ids), a 2-rank CPU gloo run (every id once per epoch, identical parameters on bo
 killed rank failing the run promptly with a clear error and no process left behind."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import threading
@@ -76,33 +77,43 @@ def test_two_ranks_train_every_id_once_per_epoch(dataset, two_ranks) -> None:
     assert two_ranks.memory["pss_bytes"] > 0 and len(two_ranks.memory["processes"]) >= 3
 
 
-def test_two_ranks_map_the_launchers_data_without_copies(dataset, two_ranks) -> None:
-    assert len(two_ranks.data_memory_ranks) == 2
-    for memory in two_ranks.data_memory_ranks:
-        assert memory["resident_bytes"] > 0  # the rank did read the graph and features
-        assert memory["private_bytes"] < 0.01 * dataset.nbytes()
+def test_two_ranks_read_one_copy_of_the_launchers_data(dataset, two_ranks) -> None:
+    from gnnrepro.distributed.memory import machine_data_bytes
+    first, second = two_ranks.data_copies_ranks
+    assert {r["name"] for r in first} == {"indptr", "indices", "features", "labels"}
+    assert first == [{**r, "resident_bytes": mine["resident_bytes"]}
+                     for r, mine in zip(second, first)]  # the same copies, row by row
+    assert all(r["copy"].split("/")[-1].startswith("file:") for r in first)  # shared memory
+    assert any(r["resident_bytes"] > 0 for r in first)  # the ranks did read them
+    arrays = (dataset.graph.indptr, dataset.graph.indices, dataset.features, dataset.labels)
+    assert machine_data_bytes(two_ranks.data_copies_ranks) == sum(
+        t.untyped_storage().nbytes() for t in arrays)
 
 
-def _private_in_child(shared: torch.Tensor, out) -> None:
-    from gnnrepro.distributed.memory import private_bytes
-    shared.sum()  # read every page, so the child maps them
-    out.put((private_bytes([shared]), private_bytes([shared.clone()])))
+def _copies_in_child(shared: torch.Tensor, out) -> None:
+    from gnnrepro.distributed.memory import data_copies
+    shared.sum()  # read every page
+    out.put((data_copies({"shared": shared}), data_copies({"clone": shared.clone()})))
 
 
-def test_private_bytes_tells_a_shared_page_from_a_copy() -> None:
-    from gnnrepro.distributed.memory import private_bytes
+def test_data_copies_tell_a_mapped_copy_from_a_private_one() -> None:
+    from gnnrepro.distributed.memory import data_copies, machine_data_bytes
     table = torch.ones(2_000_000)  # 8 MB, every page written
-    own = private_bytes([table, table[10:]])  # a view counts once
-    assert own["resident_bytes"] == own["private_bytes"] >= table.numel() * 4
+    own = data_copies({"table": table, "view": table[10:]})  # a view is the same copy
+    assert len(own) == 1 and own[0]["resident_bytes"] >= own[0]["bytes"] == table.numel() * 4
+    assert own[0]["copy"].split("/")[-1].startswith("private:")
     table.share_memory_()
+    here = data_copies({"table": table})
     ctx = torch.multiprocessing.get_context("spawn")
     out = ctx.Queue()
-    child = ctx.Process(target=_private_in_child, args=(table, out))
+    child = ctx.Process(target=_copies_in_child, args=(table, out))
     child.start()
-    mapped, copied = out.get(timeout=60)
+    mapped, cloned = out.get(timeout=60)
     child.join()
-    assert mapped["resident_bytes"] >= table.numel() * 4 and mapped["private_bytes"] == 0
-    assert copied["private_bytes"] >= table.numel() * 4
+    assert mapped[0]["copy"] == here[0]["copy"] and mapped[0]["resident_bytes"] > 0
+    assert cloned[0]["copy"] != here[0]["copy"]
+    assert machine_data_bytes([here, mapped]) == table.numel() * 4  # one copy
+    assert machine_data_bytes([here, mapped, cloned]) == 2 * table.numel() * 4
 
 
 def test_two_ranks_end_with_identical_parameters(two_ranks) -> None:
@@ -149,6 +160,26 @@ def test_killed_rank_fails_the_run_promptly_and_leaves_no_process(dataset) -> No
     assert f"(pid {victim.pid})" in str(error) and "SIGKILL" in str(error), str(error)
     deadline = time.monotonic() + 10
     while (alive := [p for p in started if _running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive, [(p.pid, p.cmdline()) for p in alive]
+
+
+def test_rank_that_raises_fails_the_run_with_its_traceback(dataset) -> None:
+    me = psutil.Process()
+    before = set(me.children(recursive=True))
+    # labels up to 46 for a 1-class model: every rank's first loss raises in that rank
+    broken = dataclasses.replace(dataset, num_classes=1)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError) as caught:
+        run(2, broken, pipeline="fused+pinned", epochs=2, timeout_s=20, **SETTINGS)
+    assert time.monotonic() - started < 30
+    message = str(caught.value)
+    assert "distributed training failed: rank" in message and "raised:" in message, message
+    assert "Traceback" in message and "out of bounds" in message, message
+    deadline = time.monotonic() + 10
+    while ((alive := [p for p in set(me.children(recursive=True)) - before if _running(p)
+                      and "resource_tracker" not in " ".join(p.cmdline())])  # this process's
+           and time.monotonic() < deadline):
         time.sleep(0.2)
     assert not alive, [(p.pid, p.cmdline()) for p in alive]
 

@@ -344,8 +344,9 @@ def test_scaling_with_the_benchmark(params, monkeypatch):
         calls.append(kw)
         runs = [{"pipeline": p, "world_size": w, "epoch_s": 4.0 / w * (1.2 if p == "dgl" else 1),
                  "stages": {}, "test_acc": 0.5, "ids_per_epoch": 100,
-                 "extra_rss_per_rank_bytes": 0, "dataset_bytes": 0, "skipped": None,
-                 "oversubscribed": w > 1}
+                 "extra_rss_per_rank_bytes": None if w == 1 else 300 * 2**20,
+                 "extra_data_bytes_per_rank": None if w == 1 else (2**19 if p == "dgl" else 0),
+                 "dataset_bytes": 0, "skipped": None, "oversubscribed": w > 1}
                 for w in kw["ranks"] for p in kw["pipelines"]]
         return {"num_train_ids": 100, "runs": runs,
                 "speedup_vs_dgl": {str(w): 1.2 for w in kw["ranks"]}, "env": {}}
@@ -362,6 +363,10 @@ def test_scaling_with_the_benchmark(params, monkeypatch):
     assert table.at[4, "status"] == "not run" and "needs 4 CPU cores" in table.at[4, "reason"]
     assert table.at[4, "paper (x)"] == paper.SCALING_SPEEDUP[4]
     assert math.isnan(table.at[4, "dgl epoch (s)"])
+    assert math.isnan(table.at[1, "fused+pinned MB per added rank"])  # nothing added at 1
+    assert table.at[2, "fused+pinned MB per added rank"] == 300
+    assert table.at[2, "dgl data copies MB per added rank"] == 0.5
+    assert table.at[2, "fused+pinned data copies MB per added rank"] == 0
     saved(plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"]),
           params.figures_dir / "04_scaling")
     assert experiments.scaling(params)[1]["reused"] and len(calls) == 1

@@ -269,6 +269,17 @@ def test_ring_reuses_buffers_round_robin() -> None:
     assert ring.acquire().buffer is ring.slots[1].buffer  # the same tensor, not a new view
 
 
+def test_shared_ring_commits_only_the_rows_written() -> None:
+    from gnnrepro.distributed.memory import data_copies
+    ring = StagingRing(4, 20_000, 100, share=True)  # 32 MB of slots, sized for the worst case
+    assert ring.buffers.is_shared() and ring.buffers.shape == (4, 20_000, 100)
+    assert data_copies({"ring": ring.buffers})[0]["resident_bytes"] == 0
+    ring.slots[1].buffer[:1000] = 1.0  # a 400 KB batch
+    resident = data_copies({"ring": ring.buffers})[0]["resident_bytes"]
+    assert 1000 * 100 * 4 <= resident <= 1000 * 100 * 4 + 2 * 4096
+    assert float(ring.slots[1].buffer[:1000].sum()) == 1000 * 100
+
+
 def test_ring_gather_into_slot_allocates_nothing() -> None:
     store, ring = InMemoryFeatureStore(table()), StagingRing(2, 64, 37)
     ids = torch.tensor([9, 1, 9])

@@ -34,6 +34,7 @@ import torch
 
 from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed import run as run_distributed
+from gnnrepro.distributed.memory import machine_data_bytes
 from gnnrepro.env import environment
 from gnnrepro.pipeline.pipelines import PIPELINES
 from gnnrepro.profiling import reduce_stages
@@ -44,10 +45,15 @@ MEMORY_METHOD = ("extra_rss_per_rank_bytes: sum of PSS (psutil memory_full_info)
                  "launcher, every rank and every sampling worker, sampled once at the end of "
                  "training; extra per added rank = (total(N) - total(N0)) / (N - N0), N0 the "
                  "smallest world size run. It holds each rank's interpreter, torch, worker and "
-                 "batch buffers as well as any data copy. extra_data_bytes_per_rank: the same "
-                 "difference of data_private_bytes, the dataset pages (graph, features, labels, "
-                 "and DGL's own graph arrays) that a rank maps alone, summed over ranks "
-                 "(/proc/self/pagemap, page by page): the per-rank data copies")
+                 "batch buffers as well as any data copy; extra_pss_{anon,file,shmem}_per_rank"
+                 "_bytes split it by kind of page (smaps_rollup): anon = process heaps, file = "
+                 "libraries and mapped files, shmem = shared memory (the dataset, and the "
+                 "staging slots a rank shares with its workers). extra_data_bytes_per_rank: the "
+                 "same difference of machine_data_bytes, the bytes of every distinct copy of the "
+                 "dataset's arrays (graph, features, labels, and DGL's own graph arrays) that "
+                 "the ranks read, each copy named by the memory behind it (shared file and "
+                 "inode, or a process's private heap; gnnrepro.distributed.memory.data_copies)")
+_PSS_KINDS = ("anon", "file", "shmem")
 
 
 def _skip_reason(world_size: int, device: str) -> str | None:
@@ -102,8 +108,9 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                     loss=[e["loss"] for e in result.epochs],
                     ids_per_epoch=result.ids_per_epoch[-1],
                     total_pss_bytes=result.memory["pss_bytes"],
-                    data_private_bytes=sum(m["private_bytes"]
-                                           for m in result.data_memory_ranks),
+                    **{f"total_pss_{kind}_bytes": result.memory[f"pss_{kind}_bytes"]
+                       for kind in _PSS_KINDS},
+                    machine_data_bytes=machine_data_bytes(result.data_copies_ranks),
                     total_uss_bytes=result.memory["uss_bytes"],
                     processes=len(result.memory["processes"]),
                     oversubscribed=(torch.device(device).type == "cpu"
@@ -119,7 +126,9 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
         for r in done:
             base = done[0]
             for total, extra in (("total_pss_bytes", "extra_rss_per_rank_bytes"),
-                                 ("data_private_bytes", "extra_data_bytes_per_rank")):
+                                 ("machine_data_bytes", "extra_data_bytes_per_rank"),
+                                 *((f"total_pss_{kind}_bytes", f"extra_pss_{kind}_per_rank_bytes")
+                                   for kind in _PSS_KINDS)):
                 r[extra] = (None if r is base else (r[total] - base[total])
                             / (r["world_size"] - base["world_size"]))
     ours = next((p for p in pipelines if p != "dgl"), None)
@@ -152,17 +161,23 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
 
 
 def format_table(result: dict[str, Any]) -> str:
-    """Epoch time, speedup, ids per epoch, accuracy and memory per (world size, pipeline)."""
+    """Epoch time, speedup, ids per epoch, accuracy and memory per (world size, pipeline):
+    extra PSS per added rank, split into anon / file / shmem, and extra data copies."""
     lines = [f"{'ranks':>5} {'pipeline':<13} {'epoch s':>8} {'vs dgl':>7} {'ids/epoch':>9} "
-             f"{'test acc':>8} {'extra MB/rank':>13}"]
+             f"{'test acc':>8} {'extra MB/rank (anon/file/shmem)':>32} {'data MB/rank':>12}"]
     for r in result["runs"]:
         if r["skipped"]:
             lines.append(f"{r['world_size']:>5} {r['pipeline']:<13} skipped: {r['skipped']}")
             continue
         x = result["speedup_vs_dgl"].get(str(r["world_size"]))
         x = "-" if x is None or r["pipeline"] == "dgl" else f"{x:.2f}x"
-        extra = r["extra_rss_per_rank_bytes"]
+        if r["extra_rss_per_rank_bytes"] is None:
+            extra = data = "-"
+        else:
+            split = "/".join(f"{r[f'extra_pss_{kind}_per_rank_bytes'] / 2**20:.0f}"
+                             for kind in _PSS_KINDS)
+            extra = f"{r['extra_rss_per_rank_bytes'] / 2**20:.0f} ({split})"
+            data = f"{r['extra_data_bytes_per_rank'] / 2**20:.2f}"
         lines.append(f"{r['world_size']:>5} {r['pipeline']:<13} {r['epoch_s']:8.2f} {x:>7} "
-                     f"{r['ids_per_epoch']:>9} {r['test_acc']:8.4f} "
-                     f"{'-' if extra is None else f'{extra / 2**20:.1f}':>13}")
+                     f"{r['ids_per_epoch']:>9} {r['test_acc']:8.4f} {extra:>32} {data:>12}")
     return "\n".join(lines)

@@ -4,10 +4,14 @@ data per machine.
 * `run(world_size, ...)` launches the ranks from Python (gnnrepro.distributed.launch).
 * `python -m gnnrepro.distributed ...` is the same training under torchrun (env:// rendezvous),
   single- or multi-node (gnnrepro.distributed.__main__).
+* The dataset lives once per machine in shared memory: the Python launcher shares it with the
+  ranks it starts; under torchrun the machine's lowest rank shares it with the others
+  (gnnrepro.distributed.machine_share).
 * Each rank runs gnnrepro.train's epoch loop under DistributedDataParallel on its share of
   every epoch (gnnrepro.distributed.rank, gnnrepro.pipeline.shard).
 """
-from gnnrepro.distributed.launch import DistributedResult, run, share_dataset_
+from gnnrepro.distributed.launch import DistributedResult, run
+from gnnrepro.distributed.machine_share import share_dataset_, share_on_machine
 from gnnrepro.distributed.rank import RunConfig
 
-__all__ = ["DistributedResult", "RunConfig", "run", "share_dataset_"]
+__all__ = ["DistributedResult", "RunConfig", "run", "share_dataset_", "share_on_machine"]

@@ -3,11 +3,10 @@
 torchrun starts the ranks and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
 (env:// rendezvous), so one command scales to several machines with torchrun's own options
 (--nnodes, --node-rank, --rdzv-endpoint, ...); torchrun watches its ranks and stops them all when
-one fails. Each rank loads the dataset from the $GNNREPRO_DATA cache, memory-mapped
-copy-on-write, so ranks on one machine share its pages through the page cache for as long as
-nobody writes them. A Loader with sampling workers moves the graph and features into shared
-memory for its workers, which makes that rank's own copy: with workers, use
-gnnrepro.distributed.run (one shared copy per machine) where memory matters.
+one fails. The lowest rank of each machine loads the dataset (from the $GNNREPRO_DATA cache
+once built) into shared memory, and the machine's other ranks and all sampling workers map those
+pages (gnnrepro.distributed.machine_share): one copy per machine, as with
+gnnrepro.distributed.run.
 
 Rank 0 prints the result and writes it as JSON to --out.
 """
@@ -21,6 +20,7 @@ from pathlib import Path
 import torch.distributed as dist
 
 from gnnrepro.datasets import load_scaled
+from gnnrepro.distributed.machine_share import share_on_machine
 from gnnrepro.distributed.memory import tree_memory
 from gnnrepro.distributed.rank import RunConfig, init_process_group, train_rank
 from gnnrepro.env import environment
@@ -54,8 +54,7 @@ def _memory() -> dict:
     everyone: list[dict] = [{} for _ in range(dist.get_world_size())]
     dist.all_gather_object(everyone, mine)
     dist.barrier()
-    return {key: sum(m[key] for m in everyone) for key in ("rss_bytes", "uss_bytes",
-                                                           "pss_bytes")}
+    return {key: sum(m[key] for m in everyone) for key in mine if key.endswith("_bytes")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,8 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = init_process_group(config, rank, world_size, int(os.environ["LOCAL_RANK"]))
     try:
-        dataset = load_scaled(args.dataset, args.root, args.scale)
+        dataset, how = share_on_machine(
+            lambda: load_scaled(args.dataset, args.root, args.scale))
         result = train_rank(config, dataset, device, _memory)
+        shared: list[str] = [""] * world_size
+        dist.all_gather_object(shared, how)
     finally:
         dist.destroy_process_group()
     if rank == 0:
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         result.update(params={**config.to_dict(), "world_size": world_size,
                               "dataset": dataset.name, "dataset_params": dict(dataset.params),
                               "launcher": "torchrun (env://)"},
-                      dataset_bytes=dataset.nbytes(), env=environment())
+                      dataset_bytes=dataset.nbytes(), data_sharing_ranks=shared,
+                      env=environment())
         print(f"world_size={world_size} epoch_s={[e['epoch_s'] for e in result['epochs']]} "
               f"ids_per_epoch={result['ids_per_epoch']} test_acc={result['test_acc']:.4f}")
         if args.out is not None:

@@ -38,11 +38,12 @@ import torch.multiprocessing as mp
 from gnnrepro.checks import check_int
 from gnnrepro.datasets import load_scaled
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.distributed.machine_share import share_dataset_
 from gnnrepro.distributed.memory import tree_memory
 from gnnrepro.distributed.rank import RunConfig, init_process_group, train_rank
 from gnnrepro.env import environment
 
-__all__ = ["DistributedResult", "run", "share_dataset_"]
+__all__ = ["DistributedResult", "run"]
 
 _GRACE_S = 2.0  # after a failure: how long the other ranks may still report theirs
 _JOIN_S = 3.0  # how long a terminated rank gets to exit before it is killed
@@ -51,8 +52,8 @@ _PR_SET_PDEATHSIG = 1
 
 @dataclass
 class DistributedResult:
-    """What run() measured: the all-reduced summary (see rank.train_rank), the memory sample, each
-    rank's resident and private bytes of the data it maps, each rank's final parameters
+    """What run() measured: the all-reduced summary (see rank.train_rank), the memory sample,
+    which copy of the data each rank reads (memory.data_copies), each rank's final parameters
     (`states`, not in to_dict) and pid, and the settings."""
 
     params: dict[str, Any]
@@ -61,7 +62,7 @@ class DistributedResult:
     val_acc: float
     test_acc: float
     memory: dict[str, Any]
-    data_memory_ranks: list[dict[str, int]]
+    data_copies_ranks: list[list[dict[str, Any]]]
     pids: list[int]
     states: list[dict[str, torch.Tensor]] = field(repr=False)
     env: dict[str, Any] = field(default_factory=environment)
@@ -69,14 +70,6 @@ class DistributedResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the parameters)."""
         return {k: v for k, v in self.__dict__.items() if k != "states"}
-
-
-def share_dataset_(dataset: Dataset) -> Dataset:
-    """Move the dataset's arrays into shared memory in place (once; already shared ones stay)."""
-    dataset.graph.share_memory_()
-    for name in ("features", "labels", "train_idx", "val_idx", "test_idx"):
-        getattr(dataset, name).share_memory_()
-    return dataset
 
 
 def _die_with_parent() -> None:
@@ -247,6 +240,6 @@ def run(world_size: int, dataset: str | Dataset = "products-sim", *,
                 "loader": first["loader"], "launcher": "gnnrepro.distributed.run (spawn)"},
         epochs=first["epochs"], ids_per_epoch=first["ids_per_epoch"],
         val_acc=first["val_acc"], test_acc=first["test_acc"], memory=watch.memory or {},
-        data_memory_ranks=first["data_memory_ranks"], pids=[p.pid for p in procs],
+        data_copies_ranks=first["data_copies_ranks"], pids=[p.pid for p in procs],
         states=[{k: torch.from_numpy(v) for k, v in watch.results[r]["state"].items()}
                 for r in range(world_size)])

@@ -6,77 +6,132 @@ that the run holds. USS (pages only that process maps) is what a process holds p
 a per-rank copy of the graph. Reading /proc/<pid>/smaps costs tens of milliseconds per large
 process, so it is sampled once at the end of training, never polled.
 
-Why also `private_bytes`: a process's USS mixes its interpreter, torch and batch buffers with
-any copy of the data it made. Counting, page by page, which of the dataset's pages a rank maps
-alone isolates the one thing the shared store must avoid: a per-rank copy of the data.
+Why also `data_copies`: a process's USS mixes its interpreter, torch and batch buffers with
+any copy of the data it made, and a copy a rank shares with its own sampling workers is not in
+anyone's USS at all. Naming the memory behind each data array - which file or shared-memory
+object, or which process's private heap - counts the machine's copies of the data directly:
+the one thing the shared store must avoid is a second one.
 """
 from __future__ import annotations
 
+import bisect
 import os
 import struct
+from typing import Any
 
 import psutil
 import torch
 
-__all__ = ["private_bytes", "tree_memory"]
+from gnnrepro.distributed.machine_share import machine_id
+
+__all__ = ["data_copies", "machine_data_bytes", "tree_memory"]
+
+
+_KINDS = ("rss", "uss", "pss", "pss_anon", "pss_file", "pss_shmem")
 
 
 def tree_memory(pid: int | None = None) -> dict:
-    """{"processes": [{pid, name, rss, uss, pss}], "rss_bytes", "uss_bytes", "pss_bytes"} of
-    process `pid` (default: this one) and all its descendants; processes that exit meanwhile
-    are skipped."""
+    """{"processes": [{pid, name, cmdline, rss, uss, pss, pss_anon, pss_file, pss_shmem}],
+    "rss_bytes", "uss_bytes", "pss_bytes", "pss_anon_bytes", ...} of process `pid` (default:
+    this one) and all its descendants; processes that exit meanwhile are skipped.
+
+    The PSS split (Linux smaps_rollup; zero where the kernel lacks it) says what a page is:
+    anon is a process's own heap (interpreter, torch, batch buffers, a private data copy),
+    file is libraries and mapped files, shmem is shared memory - where the dataset lives."""
     root = psutil.Process(pid)
     rows = []
     for proc in [root] + root.children(recursive=True):
         try:
             info = proc.memory_full_info()
-            rows.append({"pid": proc.pid, "name": proc.name(), "rss": info.rss,
-                         "uss": info.uss, "pss": info.pss})
+            rows.append({"pid": proc.pid, "name": proc.name(),
+                         "cmdline": " ".join(proc.cmdline())[:160], "rss": info.rss,
+                         "uss": info.uss, "pss": info.pss, **_pss_split(proc.pid)})
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
-    return {"processes": rows, **{f"{key}_bytes": sum(r[key] for r in rows)
-                                  for key in ("rss", "uss", "pss")}}
+    return {"processes": rows, **{f"{key}_bytes": sum(r[key] for r in rows) for key in _KINDS}}
+
+
+def _pss_split(pid: int) -> dict[str, int]:
+    """{"pss_anon", "pss_file", "pss_shmem"} bytes of `pid` from /proc/<pid>/smaps_rollup."""
+    split = {"pss_anon": 0, "pss_file": 0, "pss_shmem": 0}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                key, _, value = line.partition(":")
+                name = key.lower()
+                if name in split:
+                    split[name] = int(value.split()[0]) * 1024  # kB
+    except (OSError, ValueError):
+        pass
+    return split
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_PRESENT, _EXCLUSIVE = 1 << 63, 1 << 56  # /proc/<pid>/pagemap entry bits (Linux >= 4.2)
+_PRESENT = 1 << 63  # /proc/<pid>/pagemap entry bit: page resident
 
 
-def private_bytes(tensors: list[torch.Tensor]) -> dict[str, int]:
-    """Of the memory under `tensors` (CPU tensors of this process), how much is resident, and
-    how much of that is mapped by this process alone: {"resident_bytes", "private_bytes"}.
+def data_copies(named: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
+    """Which copy of its data each CPU tensor of this process reads:
+    [{"name", "copy", "bytes", "resident_bytes"}], one row per distinct storage.
 
-    Read page by page from /proc/self/pagemap, so it counts exactly the tensors' pages, not the
-    mappings around them. A page of a shared-memory dataset that another process (the launcher,
-    another rank) also maps is not private; a per-process copy of the data is. Overlapping
-    tensors (views) are counted once. Zero for both where pagemap cannot be read.
+    `copy` names the memory behind the tensor's storage: for a file or shared-memory mapping
+    the file's device and inode and the storage's offset in it, the same string in every
+    process of the machine that maps those pages; for private (anonymous) memory this
+    process's pid and address, which no other process shares. Prefixed by the machine. So the distinct `copy` strings over all ranks
+    of a machine are its copies of the data (see machine_data_bytes), whichever process made
+    them. `resident_bytes`: how much of it this process has touched (/proc/self/pagemap).
     """
-    pages: set[int] = set()
-    for t in tensors:
-        if t.device.type != "cpu" or t.numel() == 0:
+    machine, maps = machine_id(), _mappings()
+    starts = [m[0] for m in maps]
+    rows: dict[str, dict[str, Any]] = {}
+    for name, tensor in named.items():
+        storage = tensor.untyped_storage()
+        if tensor.device.type != "cpu" or storage.nbytes() == 0:
             continue
-        start = t.data_ptr() // _PAGE
-        end = -(-(t.data_ptr() + t.untyped_storage().nbytes()) // _PAGE)
-        pages.update(range(start, end))
-    resident = private = 0
+        address = storage.data_ptr()
+        index = bisect.bisect_right(starts, address) - 1
+        if index < 0 or address >= maps[index][1]:
+            copy = f"unmapped:{os.getpid()}:{address:x}"
+        else:
+            begin, _, offset, device, inode = maps[index]
+            copy = (f"file:{device}:{inode}:{offset + address - begin}" if inode
+                    else f"private:{os.getpid()}:{address:x}")
+        copy = f"{machine}/{copy}"
+        if copy not in rows:
+            rows[copy] = {"name": name, "copy": copy, "bytes": storage.nbytes(),
+                          "resident_bytes": _resident(address, storage.nbytes())}
+    return list(rows.values())
+
+
+def machine_data_bytes(ranks: list[list[dict[str, Any]]]) -> int:
+    """Bytes of data held on the machine by the ranks whose data_copies are `ranks`: every
+    distinct copy once. One shared copy: the dataset's size however many ranks map it; a
+    copy per rank: that size times the ranks."""
+    sizes: dict[str, int] = {}
+    for rows in ranks:
+        for row in rows:
+            sizes[row["copy"]] = max(sizes.get(row["copy"], 0), row["bytes"])
+    return sum(sizes.values())
+
+
+def _mappings() -> list[tuple[int, int, int, str, int]]:
+    """(start, end, file offset, device, inode) of this process's mappings, by start."""
+    rows = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)
+            begin, end = (int(x, 16) for x in fields[0].split("-"))
+            rows.append((begin, end, int(fields[2], 16), fields[3], int(fields[4])))
+    return sorted(rows)
+
+
+def _resident(address: int, nbytes: int) -> int:
+    """Bytes of [address, address + nbytes) resident in this process (0 if unreadable)."""
+    first, last = address // _PAGE, -(-(address + nbytes) // _PAGE)
     try:
         with open("/proc/self/pagemap", "rb") as pagemap:
-            for first, count in _runs(sorted(pages)):
-                pagemap.seek(first * 8)
-                entries = struct.unpack(f"<{count}Q", pagemap.read(count * 8))
-                resident += sum(1 for e in entries if e & _PRESENT)
-                private += sum(1 for e in entries if e & _PRESENT and e & _EXCLUSIVE)
-    except OSError:
-        return {"resident_bytes": 0, "private_bytes": 0}
-    return {"resident_bytes": resident * _PAGE, "private_bytes": private * _PAGE}
-
-
-def _runs(pages: list[int]) -> list[tuple[int, int]]:
-    """Sorted page numbers as (first, count) runs of consecutive pages."""
-    runs: list[tuple[int, int]] = []
-    for page in pages:
-        if runs and runs[-1][0] + runs[-1][1] == page:
-            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
-        else:
-            runs.append((page, 1))
-    return runs
+            pagemap.seek(first * 8)
+            entries = struct.unpack(f"<{last - first}Q", pagemap.read((last - first) * 8))
+    except (OSError, struct.error):
+        return 0
+    return sum(1 for e in entries if e & _PRESENT) * _PAGE

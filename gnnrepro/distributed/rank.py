@@ -26,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from gnnrepro.checks import check_device, check_int
 from gnnrepro.datasets.dataset import Dataset
-from gnnrepro.distributed.memory import private_bytes
+from gnnrepro.distributed.memory import data_copies
 from gnnrepro.pipeline.pipelines import PIPELINES, make_loader
 from gnnrepro.profiling import StageTimer, reduce_stages
 from gnnrepro.sampling import FusedSampler
@@ -102,11 +102,13 @@ def init_process_group(config: RunConfig, rank: int, world_size: int, local_rank
     return device
 
 
-def _data_tensors(dataset: Dataset, loader: Any) -> list[torch.Tensor]:
+def _data_tensors(dataset: Dataset, loader: Any) -> dict[str, torch.Tensor]:
     """The dataset's arrays as this rank holds them, plus DGL's own graph arrays (the dgl
     pipeline builds a DGL graph in every rank)."""
-    tensors = [dataset.graph.indptr, dataset.graph.indices, dataset.features, dataset.labels]
-    return tensors + list(getattr(loader, "dgl_tensors", list)())
+    tensors = {"indptr": dataset.graph.indptr, "indices": dataset.graph.indices,
+               "features": dataset.features, "labels": dataset.labels}
+    dgl = getattr(loader, "dgl_tensors", list)()
+    return tensors | {f"dgl[{i}]": t for i, t in enumerate(dgl)}
 
 
 def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
@@ -118,8 +120,8 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
     still running (the moment memory is measured); what it returns is kept as "memory".
     Summary: epochs [{epoch, epoch_s (slowest rank), ranks_epoch_s, loss (over all seeds),
     seeds (sum over ranks), stages {"mean", "ranks"}}], val_acc, test_acc, ids_per_epoch,
-    data_memory_ranks (per rank: resident and private bytes of the data it maps, see
-    gnnrepro.distributed.memory.private_bytes).
+    data_copies_ranks (per rank: which copy of each data array it reads, see
+    gnnrepro.distributed.memory.data_copies).
     """
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(config.threads)
@@ -138,7 +140,7 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
         timer = StageTimer(device, in_process=loader.in_process)
         history = [train_epoch(ddp, optimizer, loader, timer, device, epoch)
                    for epoch in range(config.epochs)]
-        data_memory = private_bytes(_data_tensors(dataset, loader))
+        copies = data_copies(_data_tensors(dataset, loader))
         memory = at_end()
     finally:
         loader.close()
@@ -154,8 +156,8 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
     dist.all_reduce(sums)
     ranks_epoch_s: list[list[float]] = [[] for _ in range(world_size)]
     dist.all_gather_object(ranks_epoch_s, times.tolist())
-    ranks_data_memory: list[dict] = [{} for _ in range(world_size)]
-    dist.all_gather_object(ranks_data_memory, data_memory)
+    ranks_copies: list[list] = [[] for _ in range(world_size)]
+    dist.all_gather_object(ranks_copies, copies)
     ranks_stages: list[list[dict]] = [[] for _ in range(world_size)]
     dist.all_gather_object(ranks_stages, [e.stages for e in history])
     epochs = []
@@ -174,7 +176,7 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
         "val_acc": val / dataset.val_idx.numel() if dataset.val_idx.numel() else float("nan"),
         "test_acc": test / dataset.test_idx.numel() if dataset.test_idx.numel() else float("nan"),
         "memory": memory,
-        "data_memory_ranks": ranks_data_memory,
+        "data_copies_ranks": ranks_copies,
         "loader": repr(loader),
         # numpy, pickled by value: a torch tensor sent through a pipe is a shared-memory
         # handle that the receiver can only open while the sender is still alive

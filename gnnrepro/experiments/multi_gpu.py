@@ -1,4 +1,5 @@
-"""04_scaling: epoch time and speedup vs DGL per world size beside the paper's; world sizes this
+"""04_scaling: epoch time and speedup vs DGL per world size beside the paper's, and the memory
+each added rank costs (all of it, and the part that is copies of the data); world sizes this
 machine cannot run, or that the benchmark skipped, are rows marked "not run" with the reason."""
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ _KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
 def _row(pipeline: str, world_size: int, reason: str | None = None,
          **measured: Any) -> dict[str, Any]:
     values = {"epoch_s": math.nan, "speedup_vs_dgl": math.nan, "test_acc": math.nan,
+              "extra_mb_per_rank": math.nan, "extra_data_mb_per_rank": math.nan,
               "oversubscribed": False} | measured
     return {"pipeline": pipeline, "world_size": world_size,
             "status": "not run" if reason else "run", "reason": reason, **values,
@@ -35,7 +37,9 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per (pipeline, world_size): status ('run' or 'not run'), reason, epoch_s,
-    speedup_vs_dgl (fused+pinned's, at the same world size), test_acc, oversubscribed (CPU
+    speedup_vs_dgl (fused+pinned's, at the same world size), test_acc, extra_mb_per_rank and
+    extra_data_mb_per_rank (machine PSS, and bytes of distinct data copies, per rank added to
+    the smallest world size run; gnnrepro.bench.scaling.MEMORY_METHOD), oversubscribed (CPU
     ranks sharing cores), paper_speedup. The metadata's ranks_are says what a rank is (GPUs,
     or CPU processes on the cpu device).
     """
@@ -63,15 +67,23 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
             speedup = speedups.get(size, math.nan) if run["pipeline"] != "dgl" else 1.0
             rows.append(_row(run["pipeline"], size, epoch_s=run["epoch_s"],
                              speedup_vs_dgl=speedup, test_acc=run["test_acc"],
+                             extra_mb_per_rank=_mb(run["extra_rss_per_rank_bytes"]),
+                             extra_data_mb_per_rank=_mb(run["extra_data_bytes_per_rank"]),
                              oversubscribed=bool(run["oversubscribed"])))
         return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": result["num_train_ids"]}
 
-    return store.cached(NAME, params.key(_KEY), compute, params.force)
+    # rows: 2 = with the memory columns; results stored without them are measured again
+    return store.cached(NAME, params.key(_KEY) | {"rows": 2}, compute, params.force)
+
+
+def _mb(nbytes: float | None) -> float:
+    return math.nan if nbytes is None else nbytes / 2**20
 
 
 def scaling_table(data: pd.DataFrame) -> pd.DataFrame:
     """One row per world size: each pipeline's epoch time, the speedup beside the paper's,
-    and why a size was not run."""
+    each pipeline's memory per added rank (all, and data copies), and why a size was not
+    run."""
     rows = []
     for size, group in data.groupby("world_size", sort=True):
         by = group.set_index("pipeline")
@@ -86,6 +98,10 @@ def scaling_table(data: pd.DataFrame) -> pd.DataFrame:
             "speedup vs dgl (x)": (by.at["fused+pinned", "speedup_vs_dgl"]
                                    if "fused+pinned" in by.index else math.nan),
             "paper (x)": group["paper_speedup"].iloc[0],
+            **{f"{p} MB per added rank": by.at[p, "extra_mb_per_rank"] if p in by.index
+               else math.nan for p in PIPELINES},
+            **{f"{p} data copies MB per added rank": by.at[p, "extra_data_mb_per_rank"]
+               if p in by.index else math.nan for p in PIPELINES},
             "status": statuses.pop() if len(statuses) == 1 else "partly run",
             "reason": "; ".join(reasons) or "-",
         })

@@ -23,6 +23,17 @@ __all__ = ["StagingRing", "StagingSlot"]
 _POLL_S = 0.0005
 
 
+def _shared_empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """An uninitialised tensor in shared memory whose pages are committed only when written:
+    slots are sized for the largest possible batch, and `empty().share_memory_()` would copy
+    (so commit) all of it in every rank."""
+    numel = 1
+    for size in shape:
+        numel *= size
+    storage = torch.UntypedStorage._new_shared(numel * dtype.itemsize)
+    return torch.empty(0, dtype=dtype).set_(storage, 0, shape)
+
+
 class Event(Protocol):
     """Anything with a non-blocking completion check, such as torch.cuda.Event."""
 
@@ -70,7 +81,7 @@ class StagingRing:
         check_bool("share", share)
         cuda = pin and torch.cuda.is_available()
         if share:
-            self.buffers = torch.empty((slots, max_rows, dim), dtype=dtype).share_memory_()
+            self.buffers = _shared_empty((slots, max_rows, dim), dtype)
             self.pinned = cuda and pin_in_place(self.buffers, self)
         else:
             self.buffers = torch.empty((slots, max_rows, dim), dtype=dtype, pin_memory=cuda)

@@ -1,0 +1,127 @@
+"""One copy of the dataset per machine for ranks that share no parent (torchrun).
+
+torchrun starts the ranks as separate programs, so nothing is inherited: each rank loading the
+dataset itself makes one copy per rank (a copy-on-write map of the cache is shared through the
+page cache only until the rank's sampling workers need it in shared memory, which copies it).
+Instead, the lowest rank of each machine loads the dataset and moves it into shared memory;
+torch keeps each shared array as an unnamed file it holds open. The other ranks of that
+machine open those very files through /proc/<leader pid>/fd/<fd> (Linux lets a process open
+the files of another process of the same user) and map the same pages, so every rank - and
+every sampling worker a rank starts, which receives the arrays as shared-memory handles - reads
+one copy. Where that open is refused (another user, a hardened /proc), the rank loads its own
+copy and says so in the returned description instead of failing.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.graph import CSCGraph
+
+__all__ = ["attach_dataset", "describe_dataset", "machine_id", "share_dataset_",
+           "share_on_machine"]
+
+_ARRAYS = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "test_idx")
+
+
+def machine_id() -> str:
+    """Host name plus this boot's id: equal exactly for processes on one running machine."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+def share_dataset_(dataset: Dataset) -> Dataset:
+    """Move the dataset's arrays into shared memory in place (once; already shared ones stay)."""
+    dataset.graph.share_memory_()
+    for name in ("features", "labels", "train_idx", "val_idx", "test_idx"):
+        getattr(dataset, name).share_memory_()
+    return dataset
+
+
+def _arrays(dataset: Dataset) -> dict[str, torch.Tensor]:
+    return {"indptr": dataset.graph.indptr, "indices": dataset.graph.indices,
+            "features": dataset.features, "labels": dataset.labels,
+            "train_idx": dataset.train_idx, "val_idx": dataset.val_idx,
+            "test_idx": dataset.test_idx}
+
+
+def describe_dataset(dataset: Dataset) -> dict[str, Any]:
+    """What another process of this machine needs to map `dataset` (whose arrays must already
+    be in shared memory, see share_dataset_): this pid, and per array the descriptor
+    number of its shared file, the file's size and the tensor's dtype, shape, strides, offset.
+    Picklable and small; valid while this process lives and keeps the arrays."""
+    arrays = {}
+    for name, tensor in _arrays(dataset).items():
+        if tensor.device.type != "cpu" or not tensor.is_shared():
+            raise ValueError(f"dataset.{name} must be a CPU tensor in shared memory")
+        fd, size = tensor.untyped_storage()._share_fd_cpu_()
+        arrays[name] = {"fd": fd, "size": size, "dtype": str(tensor.dtype).removeprefix("torch."),
+                        "shape": tuple(tensor.shape), "stride": tuple(tensor.stride()),
+                        "offset": tensor.storage_offset()}
+    return {"pid": os.getpid(), "arrays": arrays, "num_classes": dataset.num_classes,
+            "name": dataset.name, "params": dict(dataset.params)}
+
+
+def _open_array(pid: int, entry: dict[str, Any]) -> torch.Tensor:
+    """Map one array of another process (see describe_dataset); OSError if it cannot be opened."""
+    dtype = getattr(torch, entry["dtype"], None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"unknown dtype {entry['dtype']!r} in a dataset description")
+    fd = os.open(f"/proc/{pid}/fd/{entry['fd']}", os.O_RDWR)
+    try:
+        if os.fstat(fd).st_size < entry["size"]:
+            raise ValueError(f"/proc/{pid}/fd/{entry['fd']} is smaller than the described "
+                             f"{entry['size']} bytes")
+        storage = torch.UntypedStorage._new_shared_fd_cpu(fd, entry["size"])  # dups fd
+    finally:
+        os.close(fd)
+    # set_ checks that shape, stride and offset stay inside the storage
+    return torch.empty(0, dtype=dtype).set_(storage, entry["offset"], entry["shape"],
+                                            entry["stride"])
+
+
+def attach_dataset(description: dict[str, Any]) -> Dataset:
+    """The dataset `description` (describe_dataset, from another process of this machine)
+    describes, mapping that process's shared pages: nothing is copied. The graph is validated
+    as on any load, so a wrong description fails here, not in a kernel."""
+    t = {name: _open_array(description["pid"], description["arrays"][name]) for name in _ARRAYS}
+    return Dataset(graph=CSCGraph(t["indptr"], t["indices"]), features=t["features"],
+                   labels=t["labels"], train_idx=t["train_idx"], val_idx=t["val_idx"],
+                   test_idx=t["test_idx"], num_classes=description["num_classes"],
+                   name=description["name"], params=description["params"])
+
+
+def share_on_machine(load: Callable[[], Dataset]) -> tuple[Dataset, str]:
+    """Collective over the default process group: the lowest rank of each machine calls
+    `load()` and moves the result into shared memory, the other ranks of that machine map it.
+    Returns the dataset and how this rank got it ("loaded and shared", "mapped from rank R",
+    or "own copy (...)" with the reason when mapping was refused, with a warning)."""
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    machines: list[Any] = [None] * world_size
+    dist.all_gather_object(machines, machine_id())
+    leader = min(r for r in range(world_size) if machines[r] == machines[rank])
+    dataset = share_dataset_(load()) if rank == leader else None
+    descriptions: list[Any] = [None] * world_size
+    dist.all_gather_object(descriptions, describe_dataset(dataset) if dataset is not None else None)
+    if dataset is not None:
+        how = "loaded and shared"
+    else:
+        try:
+            dataset, how = attach_dataset(descriptions[leader]), f"mapped from rank {leader}"
+        except OSError as err:
+            warnings.warn(f"rank {rank} cannot map rank {leader}'s dataset ({err}); "
+                          f"loading its own copy", RuntimeWarning, stacklevel=2)
+            dataset, how = share_dataset_(load()), f"own copy ({err})"
+    dist.barrier()  # the leader's files stay open at least until every rank has mapped them
+    return dataset, how

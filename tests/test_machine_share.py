@@ -1,0 +1,99 @@
+"""One copy of the data per machine without a common parent: a dataset described by one process
+is mapped, not copied, by another (describe_dataset / attach_dataset), bad descriptions fail
+cleanly, and under torchrun two ranks with sampling workers read the first rank's one copy."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from gnnrepro.datasets import Dataset
+from gnnrepro.distributed.machine_share import (attach_dataset, describe_dataset,
+                                                share_dataset_)
+from gnnrepro.distributed.memory import data_copies, machine_data_bytes
+from conftest import random_graph
+
+
+def _arrays(dataset: Dataset) -> dict[str, torch.Tensor]:
+    return {"indptr": dataset.graph.indptr, "indices": dataset.graph.indices,
+            "features": dataset.features, "labels": dataset.labels}
+
+
+def _attach_in_child(description: dict, out) -> None:
+    dataset = attach_dataset(description)
+    dataset.features[0, 0] = 1234.5  # the child writes; the parent must see it
+    out.put((data_copies(_arrays(dataset)), dataset.train_idx.tolist(), dataset.num_classes))
+
+
+def test_another_process_maps_the_same_copy(dataset: Dataset) -> None:
+    shared = share_dataset_(dataset)
+    description = describe_dataset(shared)
+    here = data_copies(_arrays(shared))
+    ctx = torch.multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    before = float(shared.features[0, 0])
+    # the description is plain data: pickled by value, no tensor travels with it
+    child = ctx.Process(target=_attach_in_child, args=(json.loads(json.dumps(description)), out))
+    child.start()
+    try:
+        there, train_ids, num_classes = out.get(timeout=60)
+    finally:
+        child.join(30)
+    try:
+        assert [r["copy"] for r in there] == [r["copy"] for r in here]
+        assert machine_data_bytes([here, there]) == machine_data_bytes([here])
+        assert train_ids == shared.train_idx.tolist() and num_classes == shared.num_classes
+        assert float(shared.features[0, 0]) == 1234.5
+    finally:
+        shared.features[0, 0] = before
+
+
+def test_describe_needs_shared_memory() -> None:
+    graph = random_graph(50, 200, power_law=False, seed=0)
+    private = Dataset(graph=graph, features=torch.zeros(50, 4), labels=torch.zeros(50).long(),
+                      train_idx=torch.arange(10), val_idx=torch.arange(10, 20),
+                      test_idx=torch.arange(20, 30), num_classes=2, name="tiny")
+    with pytest.raises(ValueError, match="dataset.indptr must be a CPU tensor in shared memory"):
+        describe_dataset(private)
+
+
+def test_attach_rejects_a_description_it_cannot_map(dataset: Dataset) -> None:
+    description = describe_dataset(share_dataset_(dataset))
+    gone = json.loads(json.dumps(description))
+    gone["arrays"]["features"]["fd"] = 10_000  # no such descriptor
+    with pytest.raises(OSError):
+        attach_dataset(gone)
+    too_big = json.loads(json.dumps(description))
+    too_big["arrays"]["indices"]["size"] += 4096
+    with pytest.raises(ValueError, match="smaller than the described"):
+        attach_dataset(too_big)
+    past_end = json.loads(json.dumps(description))
+    past_end["arrays"]["labels"]["offset"] = 1  # one element past the storage's end
+    with pytest.raises(RuntimeError):
+        attach_dataset(past_end)
+    wrong_dtype = json.loads(json.dumps(description))
+    wrong_dtype["arrays"]["labels"]["dtype"] = "Tensor"
+    with pytest.raises(ValueError, match="unknown dtype"):
+        attach_dataset(wrong_dtype)
+
+
+def test_torchrun_ranks_with_workers_read_one_copy(tmp_path, dataset: Dataset) -> None:
+    out = tmp_path / "run.json"
+    env = {**os.environ, "GNNREPRO_DATA": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "gnnrepro.distributed", "--scale", "0.003", "--fanouts", "4,3",
+         "--batch-size", "64", "--hidden", "16", "--epochs", "1", "--workers", "1",
+         "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["ids_per_epoch"] == [dataset.train_idx.numel()]
+    first, second = result["data_copies_ranks"]
+    assert [r["copy"] for r in first] == [r["copy"] for r in second]
+    assert machine_data_bytes(result["data_copies_ranks"]) == sum(
+        t.untyped_storage().nbytes() for t in _arrays(dataset).values())
+    assert result["data_sharing_ranks"] == ["loaded and shared", "mapped from rank 0"]
