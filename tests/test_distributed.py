@@ -208,4 +208,9 @@ def test_bench_scaling_writes_runs_per_world_size(tmp_path, monkeypatch) -> None
         assert r["skipped"] is None and r["epoch_s"] > 0 and set(r["stages"]) == set(STAGES)
         assert r["dataset_bytes"] > 0 and (r["extra_rss_per_rank_bytes"] is None) == (size == 1)
     assert runs["fused+pinned", 2]["ids_per_epoch"] == result["num_train_ids"]
+    assert runs["fused+pinned", 2]["extra_data_bytes_per_rank"] == 0  # one shared copy
+    assert runs["dgl", 2]["extra_data_bytes_per_rank"] > 0  # DGL's int32 indptr, per rank
+    for r in runs.values():
+        assert len(r["processes_memory"]) == r["processes"]
+        assert r["total_pss_bytes"] == sum(p["pss"] for p in r["processes_memory"])
     assert set(result["speedup_vs_dgl"]) == {"1", "2"}

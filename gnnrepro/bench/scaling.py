@@ -11,7 +11,7 @@ of a shared machine hits both. Reported per run: epoch_s, the median over the ep
 first of the slowest rank's epoch time; stages (mean over ranks, and per rank) over the same
 epochs; ids_per_epoch summed over ranks (DGL pads every rank to ceil(N / world_size) ids, so it
 trains some ids twice); test accuracy; whether every rank ended with identical parameters;
-memory.
+memory, in total and per process (processes_memory).
 
 Memory (MEMORY_METHOD): at the end of training, with every rank and sampling worker still
 alive, the launcher sums PSS over its whole process tree once (shared pages count once);
@@ -113,6 +113,7 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                     machine_data_bytes=machine_data_bytes(result.data_copies_ranks),
                     total_uss_bytes=result.memory["uss_bytes"],
                     processes=len(result.memory["processes"]),
+                    processes_memory=result.memory["processes"],
                     oversubscribed=(torch.device(device).type == "cpu"
                                     and world_size * (threads + workers) > cpus),
                     loader=result.params["loader"],

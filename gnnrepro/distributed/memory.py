@@ -31,7 +31,7 @@ _KINDS = ("rss", "uss", "pss", "pss_anon", "pss_file", "pss_shmem")
 
 
 def tree_memory(pid: int | None = None) -> dict:
-    """{"processes": [{pid, name, cmdline, rss, uss, pss, pss_anon, pss_file, pss_shmem}],
+    """{"processes": [{pid, ppid, name, cmdline, rss, uss, pss, pss_anon, pss_file, pss_shmem}],
     "rss_bytes", "uss_bytes", "pss_bytes", "pss_anon_bytes", ...} of process `pid` (default:
     this one) and all its descendants; processes that exit meanwhile are skipped.
 
@@ -43,7 +43,7 @@ def tree_memory(pid: int | None = None) -> dict:
     for proc in [root] + root.children(recursive=True):
         try:
             info = proc.memory_full_info()
-            rows.append({"pid": proc.pid, "name": proc.name(),
+            rows.append({"pid": proc.pid, "ppid": proc.ppid(), "name": proc.name(),
                          "cmdline": " ".join(proc.cmdline())[:160], "rss": info.rss,
                          "uss": info.uss, "pss": info.pss, **_pss_split(proc.pid)})
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
