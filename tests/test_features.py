@@ -271,12 +271,13 @@ def test_ring_reuses_buffers_round_robin() -> None:
 
 def test_shared_ring_commits_only_the_rows_written() -> None:
     from gnnrepro.distributed.memory import data_copies
-    ring = StagingRing(4, 20_000, 100, share=True)  # 32 MB of slots, sized for the worst case
+    # 32 MB of slots sized for the worst case; unpinned (page-locking commits every page)
+    ring = StagingRing(4, 20_000, 100, pin=False, share=True)
     assert ring.buffers.is_shared() and ring.buffers.shape == (4, 20_000, 100)
     assert data_copies({"ring": ring.buffers})[0]["resident_bytes"] == 0
     ring.slots[1].buffer[:1000] = 1.0  # a 400 KB batch
     resident = data_copies({"ring": ring.buffers})[0]["resident_bytes"]
-    assert 1000 * 100 * 4 <= resident <= 1000 * 100 * 4 + 2 * 4096
+    assert 1000 * 100 * 4 <= resident <= 1000 * 100 * 4 + (2 << 20)  # a huge page at most
     assert float(ring.slots[1].buffer[:1000].sum()) == 1000 * 100
 
 

@@ -1,8 +1,11 @@
 """One copy of the data per machine without a common parent: a dataset described by one process
-is mapped, not copied, by another (describe_dataset / attach_dataset), bad descriptions fail
-cleanly, and under torchrun two ranks with sampling workers read the first rank's one copy."""
+is mapped, not copied, by another (describe_dataset / attach_dataset), empty arrays included;
+bad descriptions fail cleanly; the lowest rank of a machine leads and a rank that cannot map
+falls back to its own copy; and under torchrun two ranks that start sampling workers read the
+first rank's one copy."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -12,6 +15,7 @@ import pytest
 import torch
 
 from gnnrepro.datasets import Dataset
+from gnnrepro.distributed import machine_share
 from gnnrepro.distributed.machine_share import (attach_dataset, describe_dataset,
                                                 share_dataset_)
 from gnnrepro.distributed.memory import data_copies, machine_data_bytes
@@ -75,10 +79,69 @@ def test_attach_rejects_a_description_it_cannot_map(dataset: Dataset) -> None:
     past_end["arrays"]["labels"]["offset"] = 1  # one element past the storage's end
     with pytest.raises(RuntimeError):
         attach_dataset(past_end)
+    other_file = json.loads(json.dumps(description))
+    other_file["arrays"]["labels"]["fd"] = description["arrays"]["indptr"]["fd"]
+    with pytest.raises(OSError, match="not the described shared file"):
+        attach_dataset(other_file)
+    fileless = json.loads(json.dumps(description))
+    fileless["arrays"]["labels"]["fd"] = None
+    with pytest.raises(ValueError, match="without a file must be empty"):
+        attach_dataset(fileless)
     wrong_dtype = json.loads(json.dumps(description))
     wrong_dtype["arrays"]["labels"]["dtype"] = "Tensor"
     with pytest.raises(ValueError, match="unknown dtype"):
         attach_dataset(wrong_dtype)
+
+
+def test_an_empty_split_is_described_and_attached(dataset: Dataset) -> None:
+    shared = share_dataset_(dataclasses.replace(dataset, val_idx=torch.empty(0).long()))
+    description = describe_dataset(shared)
+    assert description["arrays"]["val_idx"]["fd"] is None
+    attached = attach_dataset(json.loads(json.dumps(description)))
+    assert attached.val_idx.numel() == 0 and attached.val_idx.dtype == torch.int64
+    assert torch.equal(attached.train_idx, shared.train_idx)
+
+
+def _share_as_rank(monkeypatch, rank: int, machines: list[str], leader_description,
+                   load) -> tuple[Dataset, str]:
+    """share_on_machine as `rank` of len(machines) ranks, the collectives played back: the
+    ranks' machine ids, then the leader's description (every other rank's entry None)."""
+    gathered = iter([machines, None])
+
+    def all_gather_object(out: list, mine) -> None:
+        answer = next(gathered)
+        if answer is None:  # the descriptions: the leader's, or this rank's own if it leads
+            answer = [leader_description if m == machines[rank] and r < rank else None
+                      for r, m in enumerate(machines)]
+            answer[rank] = mine
+        out[:] = answer
+
+    monkeypatch.setattr(machine_share, "machine_id", lambda: machines[rank])
+    monkeypatch.setattr(machine_share.dist, "get_rank", lambda: rank)
+    monkeypatch.setattr(machine_share.dist, "get_world_size", lambda: len(machines))
+    monkeypatch.setattr(machine_share.dist, "all_gather_object", all_gather_object)
+    monkeypatch.setattr(machine_share.dist, "barrier", lambda: None)
+    return machine_share.share_on_machine(load)
+
+
+def test_share_on_machine_leads_maps_or_falls_back(monkeypatch, dataset: Dataset) -> None:
+    loads: list[int] = []
+
+    def load() -> Dataset:
+        loads.append(1)
+        return dataset
+
+    description = describe_dataset(share_dataset_(dataset))
+    machines = ["a", "b", "a", "b"]
+    _, how = _share_as_rank(monkeypatch, 1, machines, None, load)  # lowest rank of "b"
+    assert how == "loaded and shared" and len(loads) == 1
+    mapped, how = _share_as_rank(monkeypatch, 3, machines, description, load)
+    assert how == "mapped from rank 1" and len(loads) == 1  # nothing loaded
+    assert torch.equal(mapped.features, dataset.features)
+    gone = {**description, "pid": 2**22 + 1}  # above the default pid_max: no such process
+    with pytest.warns(RuntimeWarning, match="cannot map rank 1's dataset"):
+        _, how = _share_as_rank(monkeypatch, 3, machines, gone, load)
+    assert how.startswith("own copy (") and len(loads) == 2
 
 
 def test_torchrun_ranks_with_workers_read_one_copy(tmp_path, dataset: Dataset) -> None:

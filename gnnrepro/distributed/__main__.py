@@ -42,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="sampling workers per rank")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu (gloo) or cuda (NCCL, GPU LOCAL_RANK)")
-    p.add_argument("--timeout", type=float, default=60.0, help="collective timeout, seconds")
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="collective timeout, seconds; must also cover the dataset load of each "
+                        "machine's first rank, which the others wait for")
     p.add_argument("--out", type=Path, default=None, help="JSON file rank 0 writes")
     return p
 

@@ -13,6 +13,8 @@ copy and says so in the returned description instead of failing.
 """
 from __future__ import annotations
 
+import errno
+import math
 import os
 import socket
 import warnings
@@ -32,13 +34,16 @@ _ARRAYS = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "t
 
 
 def machine_id() -> str:
-    """Host name plus this boot's id: equal exactly for processes on one running machine."""
+    """Host name, this boot's id and the PID namespace: equal exactly for processes that see
+    one another's /proc on one running machine (containers sharing a host and its network but
+    not their PID numbers differ)."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()
+        pid_namespace = os.stat("/proc/self/ns/pid").st_ino
     except OSError:
-        boot = ""
-    return f"{socket.gethostname()}/{boot}"
+        boot, pid_namespace = "", 0
+    return f"{socket.gethostname()}/{boot}/{pid_namespace}"
 
 
 def share_dataset_(dataset: Dataset) -> Dataset:
@@ -58,35 +63,53 @@ def _arrays(dataset: Dataset) -> dict[str, torch.Tensor]:
 
 def describe_dataset(dataset: Dataset) -> dict[str, Any]:
     """What another process of this machine needs to map `dataset` (whose arrays must already
-    be in shared memory, see share_dataset_): this pid, and per array the descriptor
-    number of its shared file, the file's size and the tensor's dtype, shape, strides, offset.
-    Picklable and small; valid while this process lives and keeps the arrays."""
+    be in shared memory, see share_dataset_): this pid, and per array the descriptor number,
+    identity (device, inode) and size of its shared file, and the tensor's dtype, shape,
+    strides and offset (fd None for an empty array). Picklable and small; valid while this
+    process lives and keeps the arrays. Under torch's file_system sharing strategy the arrays
+    are first moved (once, in this process) to the file-descriptor kind this needs."""
     arrays = {}
     for name, tensor in _arrays(dataset).items():
         if tensor.device.type != "cpu" or not tensor.is_shared():
             raise ValueError(f"dataset.{name} must be a CPU tensor in shared memory")
-        fd, size = tensor.untyped_storage()._share_fd_cpu_()
-        arrays[name] = {"fd": fd, "size": size, "dtype": str(tensor.dtype).removeprefix("torch."),
-                        "shape": tuple(tensor.shape), "stride": tuple(tensor.stride()),
-                        "offset": tensor.storage_offset()}
+        entry = {"fd": None, "file": None, "size": 0,
+                 "dtype": str(tensor.dtype).removeprefix("torch."), "shape": tuple(tensor.shape),
+                 "stride": tuple(tensor.stride()), "offset": tensor.storage_offset()}
+        if tensor.untyped_storage().nbytes():
+            fd, size = tensor.untyped_storage()._share_fd_cpu_()
+            stat = os.fstat(fd)
+            entry.update(fd=fd, file=(stat.st_dev, stat.st_ino), size=size)
+        arrays[name] = entry
     return {"pid": os.getpid(), "arrays": arrays, "num_classes": dataset.num_classes,
             "name": dataset.name, "params": dict(dataset.params)}
 
 
 def _open_array(pid: int, entry: dict[str, Any]) -> torch.Tensor:
-    """Map one array of another process (see describe_dataset); OSError if it cannot be opened."""
+    """Map one array of another process (see describe_dataset). OSError if its file cannot be
+    opened or is not the described one; ValueError if the description does not fit it."""
     dtype = getattr(torch, entry["dtype"], None)
     if not isinstance(dtype, torch.dtype):
         raise ValueError(f"unknown dtype {entry['dtype']!r} in a dataset description")
-    fd = os.open(f"/proc/{pid}/fd/{entry['fd']}", os.O_RDWR)
+    if entry["fd"] is None:
+        if entry["size"] != 0 or math.prod(entry["shape"]) != 0:
+            raise ValueError(f"an array without a file must be empty, got {entry}")
+        return torch.empty(entry["shape"], dtype=dtype)
+    path = f"/proc/{pid}/fd/{entry['fd']}"
+    fd = os.open(path, os.O_RDWR)
     try:
-        if os.fstat(fd).st_size < entry["size"]:
-            raise ValueError(f"/proc/{pid}/fd/{entry['fd']} is smaller than the described "
-                             f"{entry['size']} bytes")
+        stat = os.fstat(fd)
+        if [stat.st_dev, stat.st_ino] != list(entry["file"]):
+            raise OSError(errno.ESTALE, "not the described shared file (a process in another "
+                          "PID namespace, or one that has exited?)", path)
+        # Must stay: asked for more than the file holds, _new_shared_fd_cpu would grow the
+        # other process's file instead of failing.
+        if stat.st_size < entry["size"]:
+            raise ValueError(f"{path} is smaller than the described {entry['size']} bytes")
         storage = torch.UntypedStorage._new_shared_fd_cpu(fd, entry["size"])  # dups fd
     finally:
         os.close(fd)
-    # set_ checks that shape, stride and offset stay inside the storage
+    # A mapped storage cannot be resized, so set_ raises where shape, stride and offset would
+    # reach past it.
     return torch.empty(0, dtype=dtype).set_(storage, entry["offset"], entry["shape"],
                                             entry["stride"])
 
@@ -106,7 +129,10 @@ def share_on_machine(load: Callable[[], Dataset]) -> tuple[Dataset, str]:
     """Collective over the default process group: the lowest rank of each machine calls
     `load()` and moves the result into shared memory, the other ranks of that machine map it.
     Returns the dataset and how this rank got it ("loaded and shared", "mapped from rank R",
-    or "own copy (...)" with the reason when mapping was refused, with a warning)."""
+    or "own copy (...)" with the reason when mapping was refused, with a warning).
+
+    The other ranks wait for the leader's load inside a collective, so the process group's
+    timeout must cover it (building the cache on first use included)."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
     machines: list[Any] = [None] * world_size
     dist.all_gather_object(machines, machine_id())
@@ -119,7 +145,7 @@ def share_on_machine(load: Callable[[], Dataset]) -> tuple[Dataset, str]:
     else:
         try:
             dataset, how = attach_dataset(descriptions[leader]), f"mapped from rank {leader}"
-        except OSError as err:
+        except (OSError, ValueError) as err:
             warnings.warn(f"rank {rank} cannot map rank {leader}'s dataset ({err}); "
                           f"loading its own copy", RuntimeWarning, stacklevel=2)
             dataset, how = share_dataset_(load()), f"own copy ({err})"

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import bisect
 import os
-import struct
 from typing import Any
 
+import numpy as np
 import psutil
 import torch
 
@@ -67,19 +67,20 @@ def _pss_split(pid: int) -> dict[str, int]:
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_PRESENT = 1 << 63  # /proc/<pid>/pagemap entry bit: page resident
 
 
 def data_copies(named: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
     """Which copy of its data each CPU tensor of this process reads:
-    [{"name", "copy", "bytes", "resident_bytes"}], one row per distinct storage.
+    [{"name", "copy", "bytes", "resident_bytes"}], one row per distinct copy.
 
     `copy` names the memory behind the tensor's storage: for a file or shared-memory mapping
     the file's device and inode and the storage's offset in it, the same string in every
     process of the machine that maps those pages; for private (anonymous) memory this
     process's pid and address, which no other process shares. Prefixed by the machine. So the distinct `copy` strings over all ranks
     of a machine are its copies of the data (see machine_data_bytes), whichever process made
-    them. `resident_bytes`: how much of it this process has touched (/proc/self/pagemap).
+    them. `resident_bytes`: how much of it this process has touched (/proc/self/pagemap,
+    bit 63). A copy-on-write file mapping counts as the file's one copy: right for data that
+    is only read, which is all the pipelines do with it.
     """
     machine, maps = machine_id(), _mappings()
     starts = [m[0] for m in maps]
@@ -131,7 +132,7 @@ def _resident(address: int, nbytes: int) -> int:
     try:
         with open("/proc/self/pagemap", "rb") as pagemap:
             pagemap.seek(first * 8)
-            entries = struct.unpack(f"<{last - first}Q", pagemap.read((last - first) * 8))
-    except (OSError, struct.error):
+            entries = np.frombuffer(pagemap.read((last - first) * 8), dtype="<u8")
+    except OSError:
         return 0
-    return sum(1 for e in entries if e & _PRESENT) * _PAGE
+    return int(np.count_nonzero(entries >> np.uint64(63))) * _PAGE

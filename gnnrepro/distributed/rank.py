@@ -140,8 +140,8 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
         timer = StageTimer(device, in_process=loader.in_process)
         history = [train_epoch(ddp, optimizer, loader, timer, device, epoch)
                    for epoch in range(config.epochs)]
+        memory = at_end()  # first: reading the page tables costs memory of its own
         copies = data_copies(_data_tensors(dataset, loader))
-        memory = at_end()
     finally:
         loader.close()
 

@@ -24,9 +24,9 @@ _POLL_S = 0.0005
 
 
 def _shared_empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """An uninitialised tensor in shared memory whose pages are committed only when written:
-    slots are sized for the largest possible batch, and `empty().share_memory_()` would copy
-    (so commit) all of it in every rank."""
+    """An uninitialised tensor in shared memory whose pages are committed only when written
+    (until pinned: page-locking commits them all): slots are sized for the largest possible
+    batch, and `empty().share_memory_()` would copy (so commit) all of it in every rank."""
     numel = 1
     for size in shape:
         numel *= size

@@ -183,7 +183,8 @@ class Loader:
         max_degree = int(graph.in_degrees().max()) if graph.num_nodes else 0
         rows = _max_input_rows(sampler, graph.num_nodes, max_degree, self.plan.max_batch_size)
         # In flight: `prefetch` batches, plus (CUDA) copies still reading their slots or (CPU)
-        # slots leased to yielded batches. Pages of a slot are only committed once written.
+        # slots leased to yielded batches. Pages of a slot are only committed once written
+        # (on the CPU; pinned slots are committed whole).
         slots = self.prefetch + (self.streams if cuda else self.prefetch)
         self._ring = StagingRing(slots, rows, self.store.dim, self.store.dtype, pin=cuda,
                                  share=self.workers > 0)
