@@ -1,9 +1,11 @@
 """Argument checks shared by the pipeline and the trainer: clear errors naming the argument."""
 from __future__ import annotations
 
+import math
+
 import torch
 
-__all__ = ["check_bool", "check_device", "check_int", "check_node_ids"]
+__all__ = ["check_bool", "check_device", "check_int", "check_node_ids", "check_positive_float"]
 
 INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
@@ -15,6 +17,16 @@ def check_int(name: str, value: object, low: int) -> int:
     if value < low:
         raise ValueError(f"{name} must be >= {low}, got {value}")
     return value
+
+
+def check_positive_float(name: str, value: object) -> float:
+    """`value` as a finite float > 0 (ints accepted, bools refused), else a TypeError/ValueError
+    naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return float(value)
 
 
 def check_device(device: object) -> torch.device:

@@ -7,8 +7,9 @@ Two views per stage, because a prefetching pipeline hides work behind compute:
 
 forward (model + loss) and backward (backward pass + optimizer step) run in the training loop,
 so their work and exposed times are the same; on CUDA they are timed with CUDA events recorded
-on the current stream and resolved once per epoch (one sync per epoch, none per step), on the
-CPU with time.perf_counter.
+on the current stream and resolved at the epoch's end (two syncs per epoch: the timeline anchor
+before the first batch, the read-out after the last; none per step), on the CPU with
+time.perf_counter.
 
 sample and extract (feature gather + host-to-device copy) happen behind `next(iterator)`; their
 work is measured by the Loader where it runs (`Loader.work_seconds()`, workers included):
@@ -70,9 +71,6 @@ class Span(NamedTuple):
     lane: str
     start: float
     end: float
-
-    def to_dict(self) -> dict[str, int | str | float]:
-        return self._asdict()
 
 
 @dataclass
@@ -173,6 +171,6 @@ class StageTimer:
             sample, extract = StageTime(work["sample"], None), StageTime(work["extract"], None)
         stages = {"sample": sample, "extract": extract,
                   **{name: StageTime(s, s) for name, s in compute.items()}}
-        result = StageTimes(stages, self._wait_s, sorted(self._spans, key=lambda s: s.start))
+        result = StageTimes(stages, self._wait_s, list(self._spans))
         self._reset()
         return result

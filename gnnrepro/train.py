@@ -10,7 +10,6 @@ data-parallel rank (gnnrepro.distributed) drives the very same loop on its share
 """
 from __future__ import annotations
 
-import math
 import resource
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,7 +21,7 @@ from torch import nn
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.env import environment
 from gnnrepro.models.graphsage import GraphSAGE
-from gnnrepro.checks import check_device, check_int
+from gnnrepro.checks import check_device, check_int, check_positive_float
 from gnnrepro.pipeline.loader import Loader
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.profiling import Span, StageTimer
@@ -74,14 +73,6 @@ class TrainResult:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict (str keys; str, int, float, bool, None, lists, dicts)."""
         return asdict(self)
-
-
-def _check_lr(lr: object) -> float:
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)):
-        raise TypeError(f"lr must be a float, got {type(lr).__name__}")
-    if not (math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {lr}")
-    return float(lr)
 
 
 def _check_sampler(sampler: object) -> list[int]:
@@ -164,7 +155,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: Batc
         loss_sum += loss.detach() * mb.y.numel()
         num_seeds += mb.y.numel()
         del mb  # frees the batch's staging slot before the next one is prepared
-    stages = timer.finish_epoch(loader.work_seconds())  # synchronizes CUDA once
+    stages = timer.finish_epoch(loader.work_seconds())  # on CUDA: resolves the epoch's events
     epoch_s = time.perf_counter() - start
     return EpochStats(
         epoch=epoch, epoch_s=epoch_s, seeds_per_s=num_seeds / epoch_s,
@@ -177,9 +168,9 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: Batc
 
 
 def _timeline(spans: list[Span], start: float, batches: int) -> list[dict]:
-    """The spans of batches [0, batches), as dicts with times relative to `start`."""
-    return [dict(s._replace(start=s.start - start, end=s.end - start)._asdict())
-            for s in sorted(spans, key=lambda s: s.start) if s.batch < batches]
+    """The spans of batches [0, batches), by start, as dicts with times relative to `start`."""
+    kept = sorted((s for s in spans if s.batch < batches), key=lambda s: s.start)
+    return [s._replace(start=s.start - start, end=s.end - start)._asdict() for s in kept]
 
 
 def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
@@ -207,7 +198,7 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
     fanouts = _check_sampler(sampler)
     device = check_device(device)
     check_int("epochs", epochs, 1)
-    lr = _check_lr(lr)
+    lr = check_positive_float("lr", lr)
     if eval_every is not None:
         check_int("eval_every", eval_every, 1)
     check_int("eval_batch_size", eval_batch_size, 1)
@@ -230,7 +221,8 @@ def train(dataset: Dataset, sampler: Any, *, device: str | torch.device = "cpu",
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     timer = StageTimer(device, in_process=loader.in_process)
     params = {"dataset": dataset.name, "dataset_params": dict(dataset.params),
-              "sampler": type(sampler).__name__, "loader": repr(loader), "fanouts": fanouts,
+              "sampler": type(getattr(loader, "sampler", sampler)).__name__,
+              "eval_sampler": type(sampler).__name__, "loader": repr(loader), "fanouts": fanouts,
               "device": str(device), "epochs": epochs,
               "batch_size": getattr(loader, "batch_size", batch_size), "lr": lr,
               "hidden": hidden, "dropout": dropout, "workers": getattr(loader, "workers", None),

@@ -42,11 +42,12 @@ def test_bench_train_writes_side_by_side_json(tmp_path, capsys):
     assert "fused+pinned" in capsys.readouterr().out
 
 
-def test_bench_train_repeats_rotate_and_pool(tmp_path):
+def test_bench_train_repeats_alternate_the_order_and_pool(tmp_path):
     out = tmp_path / "train.json"
     assert main(ARGS + ["--pipelines", "reference,fused", "--repeats", "2", "--epochs", "1",
                         "--out", str(out)]) == 0
     result = json.loads(out.read_text())
+    assert result["params"]["round_orders"] == [["reference", "fused"], ["fused", "reference"]]
     assert result["speedup_vs_dgl"] == {}
     for r in result["pipelines"].values():
         assert len(r["epochs_s"]) == 2  # one epoch per round; all epochs count when only one

@@ -34,13 +34,8 @@ def sim() -> Dataset:
     return generate(SCALE, 0)
 
 
-def _arrays(d: Dataset) -> dict[str, torch.Tensor]:
-    return {"indptr": d.graph.indptr, "indices": d.graph.indices, "features": d.features,
-            "labels": d.labels, "train": d.train_idx, "val": d.val_idx, "test": d.test_idx}
-
-
 def _assert_same(a: Dataset, b: Dataset) -> None:
-    for (key, x), y in zip(_arrays(a).items(), _arrays(b).values()):
+    for (key, x), y in zip(a.arrays().items(), b.arrays().values()):
         assert x.dtype == y.dtype and torch.equal(x, y), key
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import json
 import threading
 import time
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 from gnnrepro import datasets
-from gnnrepro.distributed import run
+from gnnrepro.distributed import RunConfig, run
 from gnnrepro.pipeline import Loader
 from gnnrepro.pipeline.shard import ShardPlan
 from gnnrepro.profiling import STAGES
@@ -63,6 +64,19 @@ def test_loader_ranks_split_each_epoch(dataset: datasets.Dataset) -> None:
             assert torch.equal(mb.input_nodes, sampler.sample(mb.seeds, mb.batch_id).input_nodes)
 
 
+@pytest.mark.parametrize("settings, error, match", [
+    (dict(lr=0.0), ValueError, "lr must be a finite number > 0"),
+    (dict(lr="fast"), TypeError, "lr must be a number"),
+    (dict(timeout_s=True), TypeError, "timeout_s must be a number"),
+    (dict(dropout=1.0), ValueError, "dropout must lie in"),
+    (dict(pipeline="fast"), ValueError, "pipeline must be one of"),
+    (dict(workers=-1), ValueError, "workers must be >= 0"),
+])
+def test_run_config_rejects_bad_settings_before_any_rank_starts(settings, error, match) -> None:
+    with pytest.raises(error, match=match):
+        RunConfig(**settings)
+
+
 @pytest.fixture(scope="module")
 def two_ranks(dataset: datasets.Dataset):
     return run(2, dataset, pipeline="fused+pinned", epochs=2, **SETTINGS)
@@ -80,14 +94,13 @@ def test_two_ranks_train_every_id_once_per_epoch(dataset, two_ranks) -> None:
 def test_two_ranks_read_one_copy_of_the_launchers_data(dataset, two_ranks) -> None:
     from gnnrepro.distributed.memory import machine_data_bytes
     first, second = two_ranks.data_copies_ranks
-    assert {r["name"] for r in first} == {"indptr", "indices", "features", "labels"}
+    assert {r["name"] for r in first} == set(dataset.arrays())
     assert first == [{**r, "resident_bytes": mine["resident_bytes"]}
                      for r, mine in zip(second, first)]  # the same copies, row by row
     assert all(r["copy"].split("/")[-1].startswith("file:") for r in first)  # shared memory
     assert any(r["resident_bytes"] > 0 for r in first)  # the ranks did read them
-    arrays = (dataset.graph.indptr, dataset.graph.indices, dataset.features, dataset.labels)
     assert machine_data_bytes(two_ranks.data_copies_ranks) == sum(
-        t.untyped_storage().nbytes() for t in arrays)
+        t.untyped_storage().nbytes() for t in dataset.arrays().values())
 
 
 def _copies_in_child(shared: torch.Tensor, out) -> None:
@@ -141,7 +154,9 @@ def test_killed_rank_fails_the_run_promptly_and_leaves_no_process(dataset) -> No
 
     def target() -> None:
         try:
-            run(2, dataset, pipeline="fused+pinned", epochs=10_000, timeout_s=20, **SETTINGS)
+            # collectives wait up to 300 s: failing within 30 s must come from the launcher
+            # watching its ranks, not from the survivor's collective timing out
+            run(2, dataset, pipeline="fused+pinned", epochs=10_000, timeout_s=300, **SETTINGS)
         except Exception as exc:  # noqa: BLE001 - the test inspects it
             outcome["error"] = exc
 
@@ -151,10 +166,8 @@ def test_killed_rank_fails_the_run_promptly_and_leaves_no_process(dataset) -> No
     started = ranks + [c for r in ranks for c in r.children(recursive=True)]
     victim = ranks[1]
     victim.kill()
-    killed_at = time.monotonic()
     thread.join(30)
     assert not thread.is_alive(), "run() did not return within 30 s of a rank's death"
-    assert time.monotonic() - killed_at < 30
     error = outcome.get("error")
     assert isinstance(error, RuntimeError)
     assert f"(pid {victim.pid})" in str(error) and "SIGKILL" in str(error), str(error)
@@ -169,10 +182,8 @@ def test_rank_that_raises_fails_the_run_with_its_traceback(dataset) -> None:
     before = set(me.children(recursive=True))
     # labels up to 46 for a 1-class model: every rank's first loss raises in that rank
     broken = dataclasses.replace(dataset, num_classes=1)
-    started = time.monotonic()
     with pytest.raises(RuntimeError) as caught:
-        run(2, broken, pipeline="fused+pinned", epochs=2, timeout_s=20, **SETTINGS)
-    assert time.monotonic() - started < 30
+        run(2, broken, pipeline="fused+pinned", epochs=2, timeout_s=300, **SETTINGS)
     message = str(caught.value)
     assert "distributed training failed: rank" in message and "raised:" in message, message
     assert "Traceback" in message and "out of bounds" in message, message
@@ -210,7 +221,9 @@ def test_bench_scaling_writes_runs_per_world_size(tmp_path, monkeypatch) -> None
     assert runs["fused+pinned", 2]["ids_per_epoch"] == result["num_train_ids"]
     assert runs["fused+pinned", 2]["extra_data_bytes_per_rank"] == 0  # one shared copy
     assert runs["dgl", 2]["extra_data_bytes_per_rank"] > 0  # DGL's int32 indptr, per rank
-    for r in runs.values():
+    for (name, size), r in runs.items():
         assert len(r["processes_memory"]) == r["processes"]
+        workers = 1 if name == "fused+pinned" else 0  # DGL samples in the rank
+        assert r["oversubscribed"] == (size * (1 + workers) > os.cpu_count())
         assert r["total_pss_bytes"] == sum(p["pss"] for p in r["processes_memory"])
     assert set(result["speedup_vs_dgl"]) == {"1", "2"}

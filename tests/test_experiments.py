@@ -69,7 +69,7 @@ def test_unknown_parameters_are_named_with_suggestions():
     ({"dataset": "cora"}, ValueError, "unknown dataset 'cora'"),
     ({"device": "tpu"}, ValueError, "device must be 'auto'"),
     ({"device": "cuda:x"}, ValueError, "device must be 'auto'"),
-    ({"force": 1}, TypeError, "force must be True or False"),
+    ({"force": 1}, TypeError, "force must be a bool"),
     ({"sweep_fanouts": [[5, 5], 3]}, TypeError, r"sweep_fanouts\[1\] must be a list"),
 ])
 def test_bad_values_name_the_parameter(values, error, message):
@@ -129,6 +129,8 @@ def test_param_hash_is_stable_and_order_independent():
     assert param_hash("demo", dict(reversed(key.items()))) == "4f4d8c0e00878ff6"
     assert param_hash("demo", key | {"a": 2.5}) != param_hash("demo", key)
     assert param_hash("other", key) != param_hash("demo", key)
+    assert param_hash("demo", key, version=1) == "4f4d8c0e00878ff6"
+    assert param_hash("demo", key, version=2) != "4f4d8c0e00878ff6"
 
 
 def test_store_reuses_unless_forced(tmp_path):
@@ -155,6 +157,11 @@ def test_store_reuses_unless_forced(tmp_path):
     assert len(calls) == 2
     Store(tmp_path).cached("exp", {"k": 1}, compute, force=True)
     assert len(calls) == 3
+    # a new version of the experiment's output is computed again, then reused
+    _, meta3 = Store(tmp_path).cached("exp", {"k": 1}, compute, version=2)
+    assert len(calls) == 4 and meta3["version"] == 2 and meta3["path"] != meta["path"]
+    assert Store(tmp_path).cached("exp", {"k": 1}, compute, version=2)[1]["reused"]
+    assert meta["version"] == 1 and len(calls) == 4
     assert not leftovers(tmp_path)
 
 

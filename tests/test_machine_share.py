@@ -22,21 +22,16 @@ from gnnrepro.distributed.memory import data_copies, machine_data_bytes
 from conftest import random_graph
 
 
-def _arrays(dataset: Dataset) -> dict[str, torch.Tensor]:
-    return {"indptr": dataset.graph.indptr, "indices": dataset.graph.indices,
-            "features": dataset.features, "labels": dataset.labels}
-
-
 def _attach_in_child(description: dict, out) -> None:
     dataset = attach_dataset(description)
     dataset.features[0, 0] = 1234.5  # the child writes; the parent must see it
-    out.put((data_copies(_arrays(dataset)), dataset.train_idx.tolist(), dataset.num_classes))
+    out.put((data_copies(dataset.arrays()), dataset.train_idx.tolist(), dataset.num_classes))
 
 
 def test_another_process_maps_the_same_copy(dataset: Dataset) -> None:
     shared = share_dataset_(dataset)
     description = describe_dataset(shared)
-    here = data_copies(_arrays(shared))
+    here = data_copies(shared.arrays())
     ctx = torch.multiprocessing.get_context("spawn")
     out = ctx.Queue()
     before = float(shared.features[0, 0])
@@ -158,5 +153,5 @@ def test_torchrun_ranks_with_workers_read_one_copy(tmp_path, dataset: Dataset) -
     first, second = result["data_copies_ranks"]
     assert [r["copy"] for r in first] == [r["copy"] for r in second]
     assert machine_data_bytes(result["data_copies_ranks"]) == sum(
-        t.untyped_storage().nbytes() for t in _arrays(dataset).values())
+        t.untyped_storage().nbytes() for t in dataset.arrays().values())
     assert result["data_sharing_ranks"] == ["loaded and shared", "mapped from rank 0"]

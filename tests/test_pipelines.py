@@ -93,7 +93,12 @@ def test_dgl_pipeline_learns_like_ours(dataset, fused_run) -> None:
     result = train_pipeline("dgl", dataset, FANOUTS, batch_size=BATCH, **SETTINGS)
     assert result.losses[1] < result.losses[0]
     assert result.test_acc >= 3 / dataset.num_classes
+    # same model, data and steps; only the sampler's random draws differ
+    assert abs(result.test_acc - fused_run.test_acc) < 0.1
     assert result.params["pipeline"] == "dgl" and "DGLLoader" in result.params["loader"]
+    assert result.params["sampler"] == "NeighborSampler"
+    assert (fused_run.params["sampler"], fused_run.params["eval_sampler"]) == \
+        ("FusedSampler", "FusedSampler")
     for e in result.epochs:
         assert all(e.stages[s]["work_s"] > 0 for s in STAGES)
         assert all(e.stages[s]["exposed_s"] is not None for s in STAGES)

@@ -100,7 +100,7 @@ def test_workers_train_the_same_model(result: TrainResult, dataset: datasets.Dat
     for e in overlapped.epochs:
         for stage in ("sample", "extract"):
             assert e.stages[stage]["work_s"] > 0 and e.stages[stage]["exposed_s"] is None
-        assert e.loader_wait_s >= 0 and e.stages["forward"]["work_s"] >= 0
+        assert e.loader_wait_s > 0 and e.stages["forward"]["work_s"] > 0
 
 
 def test_to_dict_is_json(result: TrainResult) -> None:

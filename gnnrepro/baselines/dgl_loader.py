@@ -103,6 +103,7 @@ class DGLLoader:
         self._g.ndata["label"] = dataset.labels
         neighbor = dgl.dataloading.NeighborSampler(
             self.fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])
+        self.sampler = neighbor  # what samples the batches (timed through _TimedSampler)
         self._sampler = _TimedSampler(neighbor, self._g, dataset.graph.num_nodes, idtype)
         dgl.seed(self.seed if world_size == 1 else stream_seed(self.seed, rank))
         self._loader = dgl.dataloading.DataLoader(

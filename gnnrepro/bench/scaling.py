@@ -34,7 +34,7 @@ import torch
 
 from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed import run as run_distributed
-from gnnrepro.distributed.memory import machine_data_bytes
+from gnnrepro.distributed.memory import PSS_KINDS, machine_data_bytes
 from gnnrepro.env import environment
 from gnnrepro.pipeline.pipelines import PIPELINES
 from gnnrepro.profiling import reduce_stages
@@ -53,7 +53,6 @@ MEMORY_METHOD = ("extra_rss_per_rank_bytes: sum of PSS (psutil memory_full_info)
                  "dataset's arrays (graph, features, labels, and DGL's own graph arrays) that "
                  "the ranks read, each copy named by the memory behind it (shared file and "
                  "inode, or a process's private heap; gnnrepro.distributed.memory.data_copies)")
-_PSS_KINDS = ("anon", "file", "shmem")
 
 
 def _skip_reason(world_size: int, device: str) -> str | None:
@@ -109,13 +108,13 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                     ids_per_epoch=result.ids_per_epoch[-1],
                     total_pss_bytes=result.memory["pss_bytes"],
                     **{f"total_pss_{kind}_bytes": result.memory[f"pss_{kind}_bytes"]
-                       for kind in _PSS_KINDS},
+                       for kind in PSS_KINDS},
                     machine_data_bytes=machine_data_bytes(result.data_copies_ranks),
                     total_uss_bytes=result.memory["uss_bytes"],
                     processes=len(result.memory["processes"]),
                     processes_memory=result.memory["processes"],
-                    oversubscribed=(torch.device(device).type == "cpu"
-                                    and world_size * (threads + workers) > cpus),
+                    oversubscribed=(torch.device(device).type == "cpu" and world_size * (
+                        threads + result.params["loader_workers"]) > cpus),
                     loader=result.params["loader"],
                     params_identical_across_ranks=all(
                         state.keys() == result.states[0].keys()
@@ -129,7 +128,7 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
             for total, extra in (("total_pss_bytes", "extra_rss_per_rank_bytes"),
                                  ("machine_data_bytes", "extra_data_bytes_per_rank"),
                                  *((f"total_pss_{kind}_bytes", f"extra_pss_{kind}_per_rank_bytes")
-                                   for kind in _PSS_KINDS)):
+                                   for kind in PSS_KINDS)):
                 r[extra] = (None if r is base else (r[total] - base[total])
                             / (r["world_size"] - base["world_size"]))
     ours = next((p for p in pipelines if p != "dgl"), None)
@@ -156,7 +155,8 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
         "memory_method": MEMORY_METHOD,
         "env": {**environment(), "cpu_count": cpus,
                 "note": ("CPU ranks: gloo, one process per rank; world_size * (threads + "
-                         "workers) above cpu_count means ranks share cores (oversubscribed)")
+                         "the pipeline's sampling workers) above cpu_count means ranks share "
+                         "cores (oversubscribed)")
                 if torch.device(device).type == "cpu" else "GPU ranks: NCCL, one GPU per rank"},
     }
 
@@ -176,7 +176,7 @@ def format_table(result: dict[str, Any]) -> str:
             extra = data = "-"
         else:
             split = "/".join(f"{r[f'extra_pss_{kind}_per_rank_bytes'] / 2**20:.0f}"
-                             for kind in _PSS_KINDS)
+                             for kind in PSS_KINDS)
             extra = f"{r['extra_rss_per_rank_bytes'] / 2**20:.0f} ({split})"
             data = f"{r['extra_data_bytes_per_rank'] / 2**20:.2f}"
         lines.append(f"{r['world_size']:>5} {r['pipeline']:<13} {r['epoch_s']:8.2f} {x:>7} "

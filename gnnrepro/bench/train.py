@@ -4,9 +4,11 @@ Every pipeline trains the same model (same initial weights) for the same epochs 
 the same size, each in a fresh process of its own: peak memory is then per pipeline, and no
 pipeline inherits another's warm caches, allocator state or worker processes. The dataset is
 built (and cached) once before they start, so no pipeline pays for building it. With
-`repeats` > 1 the pipelines run that many rounds, in Williams-balanced orders (each pipeline
-follows each other equally often), so a slow spell of a shared machine does not land on one
-pipeline only.
+`repeats` > 1 the pipelines run that many rounds, round r in row r of a Williams design
+(bench.timing.williams_orders), so a slow spell of a shared machine does not land on one
+pipeline only. The design balances (each pipeline follows each other equally often) when
+`repeats` is a multiple of its rows: n for n pipelines if n is even, 2n if odd; fewer rounds
+take its first rows (2 rounds of 3 pipelines: two rotations).
 
 Reported per pipeline: epoch_s, the median epoch time over the epochs after the first (the
 first includes start-up: worker processes, DGL's first-call allocations, page faults) pooled
@@ -131,15 +133,17 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                 "device": device, "lr": lr, "hidden": hidden,
                 "timeline_batches": timeline_batches}
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pipelines}
-    orders = williams_orders(len(pipelines))
-    for r in range(repeats):
-        for i in orders[r % len(orders)]:
-            rounds[pipelines[i]].append(_run_child(pipelines[i], settings))
+    design = williams_orders(len(pipelines))
+    orders = [[pipelines[i] for i in design[r % len(design)]] for r in range(repeats)]
+    for order in orders:
+        for name in order:
+            rounds[name].append(_run_child(name, settings))
     summaries = {name: _summarize(rounds[name]) for name in pipelines}
     dgl_s = summaries["dgl"]["epoch_s"] if "dgl" in summaries else None
     return {
         "benchmark": "train",
         "params": {**settings, "pipelines": pipelines, "repeats": repeats,
+                   "round_orders": orders,
                    "model": "GraphSAGE-mean", "optimizer": "Adam",
                    "evaluation": "mini-batch inference with the fused sampler (same fanouts)"},
         "dataset": {"name": data.name, "num_nodes": data.graph.num_nodes,

@@ -21,13 +21,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from gnnrepro.datasets.dataset import Dataset
-from gnnrepro.graph import CSCGraph
+from gnnrepro.datasets.dataset import ARRAYS, Dataset
 
 __all__ = ["FORMAT_VERSION", "default_root", "entry_dir", "load_or_build"]
 
 FORMAT_VERSION = 1  # bump when the layout or a generator changes: old entries get rebuilt
-_ARRAYS = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "test_idx")
 _log = logging.getLogger(__name__)
 
 
@@ -76,7 +74,7 @@ def _read(directory: Path, name: str, params: dict[str, Any]) -> Dataset | None:
         if (meta.get("format_version") != FORMAT_VERSION or meta.get("name") != name
                 or meta.get("params") != json.loads(json.dumps(params))):
             return None
-        arrays = {k: np.load(directory / f"{k}.npy", mmap_mode="c") for k in _ARRAYS}
+        arrays = {k: np.load(directory / f"{k}.npy", mmap_mode="c") for k in ARRAYS}
         counts = meta["counts"]
         if (arrays["indptr"].shape != (counts["num_nodes"] + 1,)
                 or arrays["indices"].shape != (counts["num_edges"],)
@@ -84,11 +82,9 @@ def _read(directory: Path, name: str, params: dict[str, Any]) -> Dataset | None:
                 or any(arrays[k].shape != (counts[k],) for k in ("train_idx", "val_idx",
                                                                   "test_idx"))):
             return None
-        t = {k: torch.from_numpy(a) for k, a in arrays.items()}
-        graph = CSCGraph(t["indptr"], t["indices"], validate=True)
-        return Dataset(graph=graph, features=t["features"], labels=t["labels"],
-                       train_idx=t["train_idx"], val_idx=t["val_idx"], test_idx=t["test_idx"],
-                       num_classes=int(meta["num_classes"]), name=name, params=meta["params"])
+        return Dataset.from_arrays({k: torch.from_numpy(a) for k, a in arrays.items()},
+                                   num_classes=int(meta["num_classes"]), name=name,
+                                   params=meta["params"])
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as err:
@@ -104,10 +100,7 @@ def _write(dataset: Dataset, directory: Path, params: dict[str, Any]) -> None:
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
     try:
-        tensors = {"indptr": dataset.graph.indptr, "indices": dataset.graph.indices,
-                   "features": dataset.features, "labels": dataset.labels,
-                   "train_idx": dataset.train_idx, "val_idx": dataset.val_idx,
-                   "test_idx": dataset.test_idx}
+        tensors = dataset.arrays()
         for key, tensor in tensors.items():
             np.save(tmp / f"{key}.npy", tensor.numpy())
         meta = {

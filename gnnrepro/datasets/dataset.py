@@ -14,7 +14,10 @@ import torch
 
 from gnnrepro.graph import CSCGraph
 
-__all__ = ["Dataset", "symmetric_csc"]
+__all__ = ["ARRAYS", "Dataset", "symmetric_csc"]
+
+# The arrays a dataset is made of, by name: what is cached, shared and mapped.
+ARRAYS = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "test_idx")
 
 
 @dataclass(repr=False)
@@ -46,6 +49,22 @@ class Dataset:
             if idx.dtype != torch.int64 or idx.dim() != 1:
                 raise ValueError(f"{split} must be a 1-D int64 tensor, got {idx.dtype} "
                                  f"{tuple(idx.shape)}")
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, torch.Tensor], *, num_classes: int, name: str,
+                    params: dict[str, Any]) -> "Dataset":
+        """The dataset of `arrays` (named as ARRAYS); the graph is validated, as on any load."""
+        return cls(graph=CSCGraph(arrays["indptr"], arrays["indices"]),
+                   features=arrays["features"], labels=arrays["labels"],
+                   train_idx=arrays["train_idx"], val_idx=arrays["val_idx"],
+                   test_idx=arrays["test_idx"], num_classes=num_classes, name=name,
+                   params=params)
+
+    def arrays(self) -> dict[str, torch.Tensor]:
+        """Every array of the dataset by name, in ARRAYS order (the graph's two first)."""
+        return {"indptr": self.graph.indptr, "indices": self.graph.indices,
+                "features": self.features, "labels": self.labels, "train_idx": self.train_idx,
+                "val_idx": self.val_idx, "test_idx": self.test_idx}
 
     @property
     def num_nodes(self) -> int:

@@ -50,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _memory() -> dict:
-    """Every rank samples its own process tree at once; the machine totals are summed."""
+    """Every rank samples its own process tree at once; the totals are summed over all ranks
+    (over every machine of a multi-node run)."""
     dist.barrier()
     mine = tree_memory()
     everyone: list[dict] = [{} for _ in range(dist.get_world_size())]

@@ -235,9 +235,10 @@ def run(world_size: int, dataset: str | Dataset = "products-sim", *,
     first = watch.results[0]
     return DistributedResult(
         params={**config.to_dict(), "world_size": world_size,
-                "backend": "nccl" if config.device.startswith("cuda") else "gloo",
+                "backend": first["backend"],
                 "dataset": dataset.name, "dataset_params": dict(dataset.params),
-                "loader": first["loader"], "launcher": "gnnrepro.distributed.run (spawn)"},
+                "loader": first["loader"], "loader_workers": first["loader_workers"],
+                "launcher": "gnnrepro.distributed.run (spawn)"},
         epochs=first["epochs"], ids_per_epoch=first["ids_per_epoch"],
         val_acc=first["val_acc"], test_acc=first["test_acc"], memory=watch.memory or {},
         data_copies_ranks=first["data_copies_ranks"], pids=[p.pid for p in procs],

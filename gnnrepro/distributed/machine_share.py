@@ -25,13 +25,9 @@ import torch
 import torch.distributed as dist
 
 from gnnrepro.datasets.dataset import Dataset
-from gnnrepro.graph import CSCGraph
 
 __all__ = ["attach_dataset", "describe_dataset", "machine_id", "share_dataset_",
            "share_on_machine"]
-
-_ARRAYS = ("indptr", "indices", "features", "labels", "train_idx", "val_idx", "test_idx")
-
 
 def machine_id() -> str:
     """Host name, this boot's id and the PID namespace: equal exactly for processes that see
@@ -48,17 +44,9 @@ def machine_id() -> str:
 
 def share_dataset_(dataset: Dataset) -> Dataset:
     """Move the dataset's arrays into shared memory in place (once; already shared ones stay)."""
-    dataset.graph.share_memory_()
-    for name in ("features", "labels", "train_idx", "val_idx", "test_idx"):
-        getattr(dataset, name).share_memory_()
+    for array in dataset.arrays().values():
+        array.share_memory_()
     return dataset
-
-
-def _arrays(dataset: Dataset) -> dict[str, torch.Tensor]:
-    return {"indptr": dataset.graph.indptr, "indices": dataset.graph.indices,
-            "features": dataset.features, "labels": dataset.labels,
-            "train_idx": dataset.train_idx, "val_idx": dataset.val_idx,
-            "test_idx": dataset.test_idx}
 
 
 def describe_dataset(dataset: Dataset) -> dict[str, Any]:
@@ -69,7 +57,7 @@ def describe_dataset(dataset: Dataset) -> dict[str, Any]:
     process lives and keeps the arrays. Under torch's file_system sharing strategy the arrays
     are first moved (once, in this process) to the file-descriptor kind this needs."""
     arrays = {}
-    for name, tensor in _arrays(dataset).items():
+    for name, tensor in dataset.arrays().items():
         if tensor.device.type != "cpu" or not tensor.is_shared():
             raise ValueError(f"dataset.{name} must be a CPU tensor in shared memory")
         entry = {"fd": None, "file": None, "size": 0,
@@ -118,11 +106,11 @@ def attach_dataset(description: dict[str, Any]) -> Dataset:
     """The dataset `description` (describe_dataset, from another process of this machine)
     describes, mapping that process's shared pages: nothing is copied. The graph is validated
     as on any load, so a wrong description fails here, not in a kernel."""
-    t = {name: _open_array(description["pid"], description["arrays"][name]) for name in _ARRAYS}
-    return Dataset(graph=CSCGraph(t["indptr"], t["indices"]), features=t["features"],
-                   labels=t["labels"], train_idx=t["train_idx"], val_idx=t["val_idx"],
-                   test_idx=t["test_idx"], num_classes=description["num_classes"],
-                   name=description["name"], params=description["params"])
+    return Dataset.from_arrays(
+        {name: _open_array(description["pid"], entry)
+         for name, entry in description["arrays"].items()},
+        num_classes=description["num_classes"], name=description["name"],
+        params=description["params"])
 
 
 def share_on_machine(load: Callable[[], Dataset]) -> tuple[Dataset, str]:

@@ -24,10 +24,11 @@ import torch
 
 from gnnrepro.distributed.machine_share import machine_id
 
-__all__ = ["data_copies", "machine_data_bytes", "tree_memory"]
+__all__ = ["PSS_KINDS", "data_copies", "machine_data_bytes", "tree_memory"]
 
 
-_KINDS = ("rss", "uss", "pss", "pss_anon", "pss_file", "pss_shmem")
+PSS_KINDS = ("anon", "file", "shmem")  # smaps_rollup's split of PSS by kind of page
+_KINDS = ("rss", "uss", "pss", *(f"pss_{kind}" for kind in PSS_KINDS))
 
 
 def tree_memory(pid: int | None = None) -> dict:
@@ -53,7 +54,7 @@ def tree_memory(pid: int | None = None) -> dict:
 
 def _pss_split(pid: int) -> dict[str, int]:
     """{"pss_anon", "pss_file", "pss_shmem"} bytes of `pid` from /proc/<pid>/smaps_rollup."""
-    split = {"pss_anon": 0, "pss_file": 0, "pss_shmem": 0}
+    split = {f"pss_{kind}": 0 for kind in PSS_KINDS}
     try:
         with open(f"/proc/{pid}/smaps_rollup") as rollup:
             for line in rollup:
@@ -76,9 +77,9 @@ def data_copies(named: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
     `copy` names the memory behind the tensor's storage: for a file or shared-memory mapping
     the file's device and inode and the storage's offset in it, the same string in every
     process of the machine that maps those pages; for private (anonymous) memory this
-    process's pid and address, which no other process shares. Prefixed by the machine. So the distinct `copy` strings over all ranks
-    of a machine are its copies of the data (see machine_data_bytes), whichever process made
-    them. `resident_bytes`: how much of it this process has touched (/proc/self/pagemap,
+    process's pid and address, which no other process shares; prefixed by the machine. So the
+    distinct `copy` strings over all ranks are the machines' copies of the data (see
+    machine_data_bytes), whichever process made them. `resident_bytes`: how much of it this process has touched (/proc/self/pagemap,
     bit 63). A copy-on-write file mapping counts as the file's one copy: right for data that
     is only read, which is all the pipelines do with it.
     """
@@ -90,14 +91,10 @@ def data_copies(named: dict[str, torch.Tensor]) -> list[dict[str, Any]]:
         if tensor.device.type != "cpu" or storage.nbytes() == 0:
             continue
         address = storage.data_ptr()
-        index = bisect.bisect_right(starts, address) - 1
-        if index < 0 or address >= maps[index][1]:
-            copy = f"unmapped:{os.getpid()}:{address:x}"
-        else:
-            begin, _, offset, device, inode = maps[index]
-            copy = (f"file:{device}:{inode}:{offset + address - begin}" if inode
-                    else f"private:{os.getpid()}:{address:x}")
-        copy = f"{machine}/{copy}"
+        # the mapping that holds a live storage: the last one starting at or below it
+        begin, _, offset, device, inode = maps[bisect.bisect_right(starts, address) - 1]
+        copy = (f"{machine}/file:{device}:{inode}:{offset + address - begin}" if inode
+                else f"{machine}/private:{os.getpid()}:{address:x}")
         if copy not in rows:
             rows[copy] = {"name": name, "copy": copy, "bytes": storage.nbytes(),
                           "resident_bytes": _resident(address, storage.nbytes())}
@@ -108,10 +105,7 @@ def machine_data_bytes(ranks: list[list[dict[str, Any]]]) -> int:
     """Bytes of data held on the machine by the ranks whose data_copies are `ranks`: every
     distinct copy once. One shared copy: the dataset's size however many ranks map it; a
     copy per rank: that size times the ranks."""
-    sizes: dict[str, int] = {}
-    for rows in ranks:
-        for row in rows:
-            sizes[row["copy"]] = max(sizes.get(row["copy"], 0), row["bytes"])
+    sizes = {row["copy"]: row["bytes"] for rows in ranks for row in rows}
     return sum(sizes.values())
 
 

@@ -24,13 +24,14 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from gnnrepro.checks import check_device, check_int
+from gnnrepro.checks import check_device, check_int, check_positive_float
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.memory import data_copies
 from gnnrepro.pipeline.pipelines import PIPELINES, make_loader
 from gnnrepro.profiling import StageTimer, reduce_stages
 from gnnrepro.sampling import FusedSampler
 from gnnrepro.sampling.args import check_fanouts, stream_seed
+from gnnrepro.models.graphsage import check_dropout
 from gnnrepro.train import build_model, count_correct, train_epoch
 
 __all__ = ["RunConfig", "init_process_group", "rank_device", "train_rank"]
@@ -67,8 +68,9 @@ class RunConfig:
                           ("eval_batch_size", 1)):
             check_int(name, getattr(self, name), low)
         check_device(self.device)
-        if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
-            raise ValueError(f"timeout_s must be a number > 0, got {self.timeout_s!r}")
+        for name in ("lr", "timeout_s"):
+            object.__setattr__(self, name, check_positive_float(name, getattr(self, name)))
+        object.__setattr__(self, "dropout", check_dropout(self.dropout))
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "fanouts": list(self.fanouts)}
@@ -105,10 +107,8 @@ def init_process_group(config: RunConfig, rank: int, world_size: int, local_rank
 def _data_tensors(dataset: Dataset, loader: Any) -> dict[str, torch.Tensor]:
     """The dataset's arrays as this rank holds them, plus DGL's own graph arrays (the dgl
     pipeline builds a DGL graph in every rank)."""
-    tensors = {"indptr": dataset.graph.indptr, "indices": dataset.graph.indices,
-               "features": dataset.features, "labels": dataset.labels}
     dgl = getattr(loader, "dgl_tensors", list)()
-    return tensors | {f"dgl[{i}]": t for i, t in enumerate(dgl)}
+    return dataset.arrays() | {f"dgl[{i}]": t for i, t in enumerate(dgl)}
 
 
 def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
@@ -132,7 +132,7 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
     try:
         model = build_model(dataset, len(fanouts), config.hidden, config.dropout, config.seed,
                             device)
-        if world_size > 1:  # each rank its own dropout masks; one rank keeps train()'s stream
+        if world_size > 1:  # each rank its own dropout masks; a single rank keeps train()'s
             torch.manual_seed(stream_seed(config.seed, rank))
         ddp = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda"
                                       else None)
@@ -178,6 +178,8 @@ def train_rank(config: RunConfig, dataset: Dataset, device: torch.device,
         "memory": memory,
         "data_copies_ranks": ranks_copies,
         "loader": repr(loader),
+        "loader_workers": getattr(loader, "workers", 0),  # sampling processes per rank
+        "backend": dist.get_backend(),
         # numpy, pickled by value: a torch tensor sent through a pipe is a shared-memory
         # handle that the receiver can only open while the sender is still alive
         "state": {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()},

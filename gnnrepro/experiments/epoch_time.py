@@ -9,7 +9,6 @@ import pandas as pd
 
 from gnnrepro.experiments import paper, runs
 from gnnrepro.experiments.params import Params
-from gnnrepro.experiments.stages import TRAIN_KEY
 from gnnrepro.experiments.store import Store
 
 __all__ = ["NAME", "end_to_end", "end_to_end_table", "timeline_frame"]
@@ -25,8 +24,7 @@ def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        result = runs.train(params, store, runs.LADDER, timeline_batches=params.timeline_batches,
-                            repeats=params.train_repeats)
+        result = runs.ladder(params, store)
         rows, timeline = [], []
         for pipeline, r in result["pipelines"].items():
             rows.append({
@@ -45,7 +43,7 @@ def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                 "epochs_s": {p: r["epochs_s"] for p, r in result["pipelines"].items()}}
         return pd.DataFrame(rows), meta
 
-    return store.cached(NAME, params.key(TRAIN_KEY), compute, params.force)
+    return store.cached(NAME, params.key(runs.LADDER_KEY), compute, params.force)
 
 
 def end_to_end_table(data: pd.DataFrame) -> pd.DataFrame:

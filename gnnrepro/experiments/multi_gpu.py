@@ -15,6 +15,7 @@ from gnnrepro.experiments.store import Store
 __all__ = ["NAME", "scaling", "scaling_table"]
 
 NAME = "04_scaling"
+VERSION = 2  # 2: the memory columns
 PIPELINES = ("dgl", "fused+pinned")
 _KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "gpus",
         "threads", "workers", "streams", "seed")
@@ -72,8 +73,7 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                              oversubscribed=bool(run["oversubscribed"])))
         return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": result["num_train_ids"]}
 
-    # rows: 2 = with the memory columns; results stored without them are measured again
-    return store.cached(NAME, params.key(_KEY) | {"rows": 2}, compute, params.force)
+    return store.cached(NAME, params.key(_KEY), compute, params.force, version=VERSION)
 
 
 def _mb(nbytes: float | None) -> float:

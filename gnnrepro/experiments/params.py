@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any, Optional
 
 import torch
 
+from gnnrepro.checks import check_bool, check_int, check_positive_float
 from gnnrepro.datasets import KNOWN_DATASETS
 
 __all__ = ["Params", "from_namespace", "resolve_device", "runnable_world_sizes"]
@@ -33,27 +33,15 @@ def _base_dir() -> Path:
 
 
 def _check_int(low: int) -> Check:
-    def check(name: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"parameter {name} must be an int, got {value!r}")
-        if value < low:
-            raise ValueError(f"parameter {name} must be >= {low}, got {value}")
-        return value
-    return check
+    return lambda name, value: check_int(f"parameter {name}", value, low)
 
 
 def _check_positive_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"parameter {name} must be a number, got {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"parameter {name} must be a finite number > 0, got {value}")
-    return float(value)
+    return check_positive_float(f"parameter {name}", value)
 
 
 def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"parameter {name} must be True or False, got {value!r}")
-    return value
+    return check_bool(f"parameter {name}", value)
 
 
 def _check_str(name: str, value: Any) -> str:
@@ -168,8 +156,9 @@ class Params:
     seed: int = _param(0, _check_int(0), "random seed (batches, model initialisation)")
     train_repeats: int = _param(
         2, _check_int(1),
-        "rounds of the end-to-end runs of 01 and 03, in Williams-balanced pipeline orders, "
-        "each pipeline in a fresh process; epoch times pooled over rounds")
+        "rounds of the end-to-end runs of 01 and 03, pipeline orders from a Williams design "
+        "(balanced at a multiple of 2n rounds for n odd, n for n even), each pipeline in a "
+        "fresh process; epoch times pooled over rounds")
     timeline_batches: int = _param(
         6, _check_int(0), "batches recorded for 03_end_to_end's timeline figure")
     sampling_batches: int = _param(

@@ -14,6 +14,16 @@ __all__ = ["LADDER", "sampling", "train"]
 #: The end-to-end ablation ladder (01 and 03 share this run): DGL's pipeline, fused sampling,
 #: fused sampling with pinned multi-stream feature loading.
 LADDER = ("dgl", "fused", "fused+pinned")
+#: The parameters the shared training run of 01 and 03 (`ladder`) depends on.
+LADDER_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "threads",
+              "workers", "streams", "seed", "timeline_batches", "train_repeats")
+
+
+def ladder(params: Params, store: Store) -> dict:
+    """The training run 01_stage_breakdown and 03_end_to_end share: every LADDER pipeline,
+    `params.train_repeats` rounds, the timeline of `params.timeline_batches` batches."""
+    return train(params, store, LADDER, timeline_batches=params.timeline_batches,
+                 repeats=params.train_repeats)
 
 
 def train(params: Params, store: Store, pipelines: Sequence[str], **overrides: Any) -> dict:

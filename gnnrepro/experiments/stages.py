@@ -11,12 +11,9 @@ from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
 from gnnrepro.profiling import STAGES
 
-__all__ = ["NAME", "TRAIN_KEY", "stage_breakdown", "stage_table"]
+__all__ = ["NAME", "stage_breakdown", "stage_table"]
 
 NAME = "01_stage_breakdown"
-#: The parameters the shared training run (and so 01 and 03) depends on.
-TRAIN_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "threads",
-             "workers", "streams", "seed", "timeline_batches", "train_repeats")
 
 
 def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -26,8 +23,7 @@ def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        result = runs.train(params, store, runs.LADDER, timeline_batches=params.timeline_batches,
-                            repeats=params.train_repeats)
+        result = runs.ladder(params, store)
         rows = []
         for pipeline, r in result["pipelines"].items():
             total = sum(r["stages"][stage]["work_s"] for stage in STAGES)
@@ -40,7 +36,7 @@ def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         data = pd.DataFrame(rows).astype({"exposed_s": float})
         return data, {"dataset": result["dataset"]}
 
-    return store.cached(NAME, params.key(TRAIN_KEY), compute, params.force)
+    return store.cached(NAME, params.key(runs.LADDER_KEY), compute, params.force)
 
 
 def stage_table(data: pd.DataFrame) -> pd.DataFrame:

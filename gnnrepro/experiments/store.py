@@ -24,12 +24,16 @@ from gnnrepro.env import environment
 
 __all__ = ["Store", "param_hash"]
 
-_RECORD_KEYS = ("experiment", "hash", "params", "env", "created", "duration_s", "columns")
+_RECORD_KEYS = ("experiment", "hash", "version", "params", "env", "created", "duration_s",
+                "columns")
 
 
-def param_hash(name: str, key: Mapping[str, Any]) -> str:
-    """A stable 16-hex-digit hash of (name, key): canonical JSON (sorted keys), SHA-256."""
-    payload = json.dumps({"name": name, "params": key}, sort_keys=True, separators=(",", ":"))
+def param_hash(name: str, key: Mapping[str, Any], version: int = 1) -> str:
+    """A stable 16-hex-digit hash of (name, key, version): canonical JSON (sorted keys),
+    SHA-256. Version 1 hashes (name, key) alone, so results stored before versions existed
+    keep their hash."""
+    content = {"name": name, "params": key} | ({"version": version} if version != 1 else {})
+    payload = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -44,13 +48,16 @@ class Store:
         self.root = Path(root)
         self._fresh: set[Path] = set()
 
-    def directory(self, name: str, key: Mapping[str, Any]) -> Path:
-        return self.root / name / param_hash(name, key)
+    def directory(self, name: str, key: Mapping[str, Any], version: int = 1) -> Path:
+        return self.root / name / param_hash(name, key, version)
 
     def cached(self, name: str, key: Mapping[str, Any],
                compute: Callable[[], tuple[pd.DataFrame, dict[str, Any]]],
-               force: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
+               force: bool = False, version: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
         """(tidy data, record) of experiment `name` for parameters `key`.
+
+        `version` is the experiment's output format: bumping it (new columns, a changed
+        method) makes results stored under an older version be computed again.
 
         Computed by `compute() -> (DataFrame, JSON-ready metadata)` unless stored (or forced).
         The record is run.json: the metadata plus experiment, hash, params, env (versions,
@@ -58,7 +65,7 @@ class Store:
         adds reused (bool) and path. The data is always read back from the CSV, so a fresh
         result and a reused one are identical.
         """
-        directory = self.directory(name, key)
+        directory = self.directory(name, key, version)
         record_file = directory / "run.json"
         reused = not self._stale(record_file, force)
         if reused:
@@ -71,7 +78,8 @@ class Store:
             if clash:
                 raise ValueError(f"{name}: metadata must not use the record's keys {clash}")
             record = meta | {
-                "experiment": name, "hash": directory.name, "params": dict(key),
+                "experiment": name, "hash": directory.name, "version": version,
+                "params": dict(key),
                 "env": environment(), "duration_s": time.perf_counter() - start,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
                     timespec="seconds"),

@@ -8,6 +8,7 @@ costs neither. A slot is busy from `acquire()` until `release()`, or until the e
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Protocol
@@ -27,10 +28,7 @@ def _shared_empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """An uninitialised tensor in shared memory whose pages are committed only when written
     (until pinned: page-locking commits them all): slots are sized for the largest possible
     batch, and `empty().share_memory_()` would copy (so commit) all of it in every rank."""
-    numel = 1
-    for size in shape:
-        numel *= size
-    storage = torch.UntypedStorage._new_shared(numel * dtype.itemsize)
+    storage = torch.UntypedStorage._new_shared(math.prod(shape) * dtype.itemsize)
     return torch.empty(0, dtype=dtype).set_(storage, 0, shape)
 
 

@@ -21,7 +21,7 @@ from torch import nn
 
 from gnnrepro.sampling.block import Block
 
-__all__ = ["GraphSAGE", "SAGEConv"]
+__all__ = ["GraphSAGE", "SAGEConv", "check_dropout"]
 
 
 def _check_dims(**dims: int) -> None:
@@ -32,7 +32,7 @@ def _check_dims(**dims: int) -> None:
             raise ValueError(f"{name} must be >= 1, got {value}")
 
 
-def _check_dropout(dropout: float) -> float:
+def check_dropout(dropout: float) -> float:
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
         raise TypeError(f"dropout must be a float, got {type(dropout).__name__}")
     if not 0.0 <= dropout < 1.0:
@@ -74,7 +74,7 @@ class GraphSAGE(nn.Module):
         _check_dims(in_dim=in_dim, hidden=hidden, out_dim=out_dim, num_layers=num_layers)
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.layers = nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(check_dropout(dropout))
 
     @property
     def num_layers(self) -> int:

@@ -266,6 +266,7 @@ class Loader:
         try:
             for mb in source:
                 yield mb
+                del mb  # held here, the batch would keep its slot while the next is prepared
                 if generation != self._generation:
                     raise RuntimeError(_SUPERSEDED)
             finished = True
@@ -315,6 +316,7 @@ class Loader:
                     mb = unpack(result.packed)
                     x = slot.buffer[: mb.input_nodes.numel()]
                     ready[result.index] = self._transfer(mb, x, slot, result.index)
+                    del mb, x  # the batch in `ready` alone holds its slot
             yield self._handover(*ready.pop(b))
 
     def _local(self, b: int, seeds: torch.Tensor,

@@ -39,7 +39,8 @@ class Block:
         return self.indptr[1:] - self.indptr[:-1]
 
     def edge_dst(self) -> torch.Tensor:
-        """Local destination id of every edge (int64 [num_edges]), for scatter-style aggregation."""
+        """Local destination id of every edge (int64 [num_edges]): with `indices`, the block's
+        edges as COO (src, dst) pairs."""
         return torch.repeat_interleave(
             torch.arange(self.num_dst, device=self.indptr.device), self.in_degrees(),
             output_size=self.num_edges)
