@@ -10,7 +10,7 @@ THREADS ?= 2
 BENCH_OUT ?= benchmarks/results/sampling-cpu.json
 TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
-.PHONY: setup test test-gpu asan bench-sampling bench-train figures report lab clean
+.PHONY: setup test test-gpu asan bench-sampling bench-end-to-end figures report lab clean
 
 setup: $(BUILD)
 
@@ -60,8 +60,8 @@ bench-sampling: setup
 	$(PY) -m gnnrepro bench sampling --dataset products-sim --scale 0.25 --fanouts 15,10,5 \
 	  --batch-size 1024 --batches 50 --threads $(THREADS) --out $(BENCH_OUT)
 
-bench-train: setup
-	$(PY) -m gnnrepro bench train --dataset products-sim --scale 0.05 --fanouts 15,10,5 \
+bench-end-to-end: setup
+	$(PY) -m gnnrepro bench end-to-end --dataset products-sim --scale 0.05 --fanouts 15,10,5 \
 	  --batch-size 1024 --pipelines dgl,fused,fused+pinned --epochs 3 --threads $(THREADS) \
 	  --repeats 2 --timeline-batches 4 --out $(TRAIN_OUT)
 
@@ -74,9 +74,10 @@ PARAMS    ?= notebooks/params/default.yaml
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 NB_OUT    := build/notebooks
 
+# One run id for all notebooks: force=True re-measures a run that several notebooks share once.
 figures: setup
 	@mkdir -p $(NB_OUT)
-	@set -e; for nb in $(NOTEBOOKS); do \
+	@set -e; export GNNREPRO_FIGURES_RUN="figures-$$(date +%s)-$$$$"; for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb ($(PARAMS))"; \
 	  $(PY) -m papermill --log-output --no-progress-bar -f $(PARAMS) -p out_dir "$(CURDIR)" \
 	    $$nb $(NB_OUT)/$$(basename $$nb); \

@@ -1,46 +1,59 @@
-"""Command line: `python -m gnnrepro bench {sampling,train,scaling} ...` (see --help)."""
+"""Command line: `python -m gnnrepro bench {sampling,end-to-end,scaling} ...` (see --help).
+
+Every training setting is an option declared once in gnnrepro.config (defaults, checks, help);
+the options below the settings are each benchmark's own.
+"""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
+from gnnrepro.bench import end_to_end, sampling_speed, scaling
+from gnnrepro.checks import check_int
+from gnnrepro.config import PIPELINES, TrainConfig, add_options, list_of
+
+#: The TrainConfig fields, as options.
+TRAIN_OPTIONS = [f.name for f in dataclasses.fields(TrainConfig)]
+DATA_OPTIONS = ["dataset", "scale", "root"]
 
 
-def parse_fanouts(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"fanouts must be comma-separated ints, got {text!r}")
+def _names(choices: tuple[str, ...]):
+    """An argparse type: a comma-separated non-empty, duplicate-free subset of `choices`."""
+    def parse(text: str) -> list[str]:
+        names = [n for n in text.split(",") if n]
+        unknown = [n for n in names if n not in choices]
+        if not names or unknown or len(set(names)) != len(names):
+            raise argparse.ArgumentTypeError(
+                f"must be a comma-separated subset of {', '.join(choices)} without repeats, "
+                f"got {text!r}")
+        return names
+    return parse
 
 
-def parse_names(text: str) -> list[str]:
-    return [name for name in text.split(",") if name]
+def _arg_type(check: Callable[[str, Any], Any], name: str) -> Callable[[str], Any]:
+    """An argparse type from a check: its error becomes argparse's usage error."""
+    def parse(text: str) -> Any:
+        try:
+            return check(name, text)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
 
 
-def _add_common(p: argparse.ArgumentParser, scale: float, threads_help: str) -> None:
-    """The options every benchmark takes: data, sampling, threads, seed, output."""
-    p.add_argument("--dataset", default="products-sim")
-    p.add_argument("--scale", type=float, default=scale, help="products-sim scale")
-    p.add_argument("--root", default=None, help="dataset root (OGB datasets)")
-    p.add_argument("--fanouts", type=parse_fanouts, default=[15, 10, 5])
-    p.add_argument("--threads", type=int, default=2, help=threads_help)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=None, help="JSON file to write")
-
-
-def _add_training(p: argparse.ArgumentParser, epochs: int, pipelines: str,
-                  workers_help: str) -> None:
-    """The options of the training benchmarks: epochs, pipelines and their settings, model."""
-    p.add_argument("--epochs", type=int, default=epochs)
-    p.add_argument("--pipelines", type=parse_names, default=parse_names(pipelines),
-                   help="comma-separated subset of dgl,reference,fused,fused+pinned")
-    p.add_argument("--workers", type=int, default=1, help=workers_help)
-    p.add_argument("--streams", type=int, default=2, help="CUDA copy streams (fused+pinned)")
-    p.add_argument("--prefetch", type=int, default=2, help="batches ahead (fused+pinned)")
-    p.add_argument("--lr", type=float, default=0.003)
-    p.add_argument("--hidden", type=int, default=256)
+def _count(low: int) -> Callable[[str, Any], int]:
+    """A check of an int >= low written as text."""
+    def check(name: str, text: Any) -> int:
+        if isinstance(text, str):
+            if not text.strip().lstrip("-").isdigit():
+                raise TypeError(f"{name} must be an int, got {text!r}")
+            text = int(text)
+        return check_int(name, text, low)
+    return check
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,76 +61,68 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("bench", help="run a benchmark and write JSON")
     kinds = bench.add_subparsers(dest="benchmark", required=True)
-    s = kinds.add_parser("sampling", help="DGL samplers vs reference vs fused, side by side")
-    _add_common(s, 0.25, "torch (and DGL) threads")
-    s.add_argument("--batch-size", type=int, default=1024)
-    s.add_argument("--batches", type=int, default=50)
-    s.add_argument("--repeats", type=int, default=4,
-                   help="passes over the batches, interleaved in segments of 8 batches")
-    s.add_argument("--samplers", type=parse_names,
-                   default=parse_names("dgl-unfused,dgl-fused,reference,fused"),
-                   help="comma-separated subset of dgl-unfused,dgl-fused,reference,fused")
 
-    t = kinds.add_parser("train", help="end-to-end training: dgl vs reference vs fused vs "
-                                       "fused+pinned, each in a fresh process")
-    _add_common(t, 0.05, "torch threads of the trainer")
-    _add_training(t, 3, "dgl,fused,fused+pinned", "sampling workers (fused+pinned)")
-    t.add_argument("--batch-size", type=int, default=1024)
-    t.add_argument("--device", default="cpu")
-    t.add_argument("--repeats", type=int, default=1,
+    s = kinds.add_parser("sampling", help="DGL samplers vs reference vs fused, side by side")
+    add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed",
+                    "sampler_device"], scale=0.25)
+    s.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=50)
+    s.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=4,
+                   help="passes over the batches, interleaved in segments of 8 batches")
+    s.add_argument("--samplers", type=_names(sampling_speed.SAMPLERS),
+                   default=list(sampling_speed.SAMPLERS),
+                   help=f"comma-separated subset of {','.join(sampling_speed.SAMPLERS)}")
+
+    t = kinds.add_parser("end-to-end", help="end-to-end training: dgl vs reference vs fused "
+                                            "vs fused+pinned, each in a fresh process")
+    add_options(t, [*DATA_OPTIONS, *TRAIN_OPTIONS])
+    t.add_argument("--pipelines", type=_names(PIPELINES),
+                   default=["dgl", "fused", "fused+pinned"],
+                   help=f"comma-separated subset of {','.join(PIPELINES)}")
+    t.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=1,
                    help="rounds of all pipelines, in Williams-balanced orders")
-    t.add_argument("--timeline-batches", type=int, default=0,
+    t.add_argument("--timeline-batches", type=_arg_type(_count(0), "timeline_batches"),
+                   default=0,
                    help="keep the timeline of this many batches of the second epoch")
 
     c = kinds.add_parser("scaling", help="data-parallel training on 1, 2, 4, ... ranks (GPUs, "
                                          "or CPU processes): dgl vs fused+pinned, and memory "
                                          "per added rank")
-    _add_common(c, 0.05, "torch threads per rank")
-    c.set_defaults(threads=1)
-    _add_training(c, 2, "dgl,fused+pinned", "sampling workers per rank")
-    c.add_argument("--batch-size", type=int, default=1024,
-                   help="seeds per step, split between the ranks (see --per-rank-batch)")
-    c.add_argument("--per-rank-batch", action="store_true",
-                   help="--batch-size seeds per rank per step (DGL's multi-GPU convention)")
-    c.add_argument("--ranks", type=parse_fanouts, default=[1, 2, 4],
+    add_options(c, [*DATA_OPTIONS, *TRAIN_OPTIONS], epochs=2)
+    c.add_argument("--pipelines", type=_names(PIPELINES), default=["dgl", "fused+pinned"],
+                   help=f"comma-separated subset of {','.join(PIPELINES)}")
+    c.add_argument("--ranks", type=_arg_type(list_of(_count(1), nonempty=True, unique=True),
+                                             "ranks"), default=[1, 2, 4],
                    help="comma-separated world sizes")
-    c.add_argument("--device", default="cpu", help="cpu (gloo ranks) or cuda (NCCL, a GPU each)")
-    c.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds before a collective waiting on a dead rank fails")
+    c.add_argument("--per-rank-batch", action="store_true",
+                   help="--batch-size seeds per rank per step (DGL's multi-GPU convention); "
+                        "default: split between the ranks")
+    for sub in (s, t, c):
+        sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
     return parser
+
+
+def _config(args: argparse.Namespace) -> TrainConfig:
+    return TrainConfig(**{name: getattr(args, name) for name in TRAIN_OPTIONS})
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "bench" and args.benchmark == "sampling":
-        from gnnrepro.bench import sampling
-        result = sampling.run(dataset=args.dataset, scale=args.scale, root=args.root,
-                              fanouts=args.fanouts, batch_size=args.batch_size,
-                              batches=args.batches, threads=args.threads, repeats=args.repeats,
-                              samplers=args.samplers,
-                              seed=args.seed)
-        print(sampling.format_table(result))
-    elif args.command == "bench" and args.benchmark == "train":
-        from gnnrepro.bench import train
-        result = train.run(dataset=args.dataset, scale=args.scale, root=args.root,
-                           fanouts=args.fanouts, batch_size=args.batch_size,
-                           epochs=args.epochs,
-                           pipelines=args.pipelines,
-                           threads=args.threads, workers=args.workers, streams=args.streams,
-                           prefetch=args.prefetch, seed=args.seed, device=args.device,
-                           lr=args.lr, hidden=args.hidden, repeats=args.repeats,
-                           timeline_batches=args.timeline_batches)
-        print(train.format_table(result))
-    elif args.command == "bench" and args.benchmark == "scaling":
-        from gnnrepro.bench import scaling
-        result = scaling.run(dataset=args.dataset, scale=args.scale, root=args.root,
-                             fanouts=args.fanouts, batch_size=args.batch_size,
-                             epochs=args.epochs, ranks=args.ranks,
-                             pipelines=args.pipelines,
-                             threads=args.threads, workers=args.workers, seed=args.seed,
-                             device=args.device, lr=args.lr, hidden=args.hidden,
-                             streams=args.streams, prefetch=args.prefetch,
-                             timeout_s=args.timeout, per_rank_batch=args.per_rank_batch)
+    data = {name: getattr(args, name) for name in DATA_OPTIONS}
+    result: dict[str, Any]
+    if args.benchmark == "sampling":
+        result = sampling_speed.measure(
+            **data, fanouts=args.fanouts, batch_size=args.batch_size, batches=args.batches,
+            threads=args.threads, repeats=args.repeats, samplers=args.samplers,
+            seed=args.seed, sampler_device=args.sampler_device)
+        print(sampling_speed.format_table(result))
+    elif args.benchmark == "end-to-end":
+        result = end_to_end.measure(_config(args), **data, pipelines=args.pipelines,
+                                    repeats=args.repeats,
+                                    timeline_batches=args.timeline_batches)
+        print(end_to_end.format_table(result))
+    else:
+        result = scaling.measure(_config(args), **data, ranks=args.ranks,
+                                 pipelines=args.pipelines, per_rank_batch=args.per_rank_batch)
         print(scaling.format_table(result))
     if args.out is not None:
         write_json_atomic(args.out, result)

@@ -1,7 +1,10 @@
-"""The environment record every result carries: versions, hardware, threads, git commit."""
+"""The environment record every result carries: versions, hardware, threads, git commit and
+the hash of the code that measured."""
 from __future__ import annotations
 
 import datetime
+import functools
+import hashlib
 import os
 import platform
 import subprocess
@@ -47,6 +50,27 @@ def _git_state() -> tuple[str | None, list[str]]:
     return head + ("+dirty" if dirty else ""), dirty
 
 
+@functools.cache
+def source_hash() -> str:
+    """SHA-256 (16 hex digits) of the code that measures: every file under gnnrepro/ (.py)
+    and csrc/ (C++, CUDA), by path and content. Results are keyed by it, so a result made by
+    other code is measured again, while commits that change no code (docs, figures) keep it."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    files = sorted(p for p in (root / "gnnrepro").rglob("*.py") if "__pycache__" not in p.parts)
+    if (root / "csrc").is_dir():
+        files += sorted(p for p in (root / "csrc").rglob("*")
+                        if p.suffix in (".cpp", ".cu", ".h", ".cuh"))
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def code_version() -> dict[str, str | None]:
+    """What code made a result: the source hash (what results are keyed by) and the commit."""
+    return {"source_hash": source_hash(), "git_commit": _git_state()[0]}
+
+
 def environment() -> dict:
     """A JSON-ready description of where and with what a result was produced."""
     cuda = torch.cuda.is_available()
@@ -57,6 +81,7 @@ def environment() -> dict:
         "versions": {p: _version(p) for p in _PACKAGES} | {"gnnrepro": _version("gnnrepro")},
         "git_commit": commit,
         "git_dirty_files": dirty,
+        "source_hash": source_hash(),
         "hostname": platform.node(),
         "platform": platform.platform(),
         "cpu": _cpu_model(),

@@ -1,4 +1,5 @@
-"""Shared fixtures: small random graphs with the awkward cases samplers must handle."""
+"""Shared fixtures: small random graphs with the awkward cases samplers must handle, a small
+dataset, one torch thread. Helper functions that tests import live in tests/helpers.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -6,30 +7,10 @@ from collections.abc import Iterator
 import pytest
 import torch
 
+from helpers import random_graph
+
 from gnnrepro import CSCGraph
-from gnnrepro.baselines.dgl_import import dgl_available
 from gnnrepro.datasets import Dataset, load
-
-
-def random_graph(num_nodes: int, num_edges: int, *, power_law: bool, seed: int,
-                 index_dtype: torch.dtype = torch.int64) -> CSCGraph:
-    """A random multigraph with self loops; power_law skews both endpoints (hubs and leaves).
-
-    The top 5% of node ids get no in-edges, so some nodes are isolated destinations.
-    """
-    gen = torch.Generator().manual_seed(seed)
-    receivers = int(num_nodes * 0.95)
-    if power_law:
-        weights = (torch.arange(1, num_nodes + 1, dtype=torch.float64) ** -1.1)
-        weights = weights[torch.randperm(num_nodes, generator=gen)]
-        src = torch.multinomial(weights, num_edges, replacement=True, generator=gen)
-        dst = torch.multinomial(weights[:receivers], num_edges, replacement=True, generator=gen)
-    else:
-        src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
-        dst = torch.randint(0, receivers, (num_edges,), generator=gen)
-    loops = torch.arange(0, receivers, 7)
-    src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
-    return CSCGraph.from_edges(src, dst, num_nodes, index_dtype=index_dtype)
 
 
 @pytest.fixture(scope="module")
@@ -54,20 +35,3 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
 def graph(request) -> CSCGraph:
     return random_graph(600, 6000, power_law=request.param == "power-law", seed=1,
                         index_dtype=torch.int32 if request.param == "uniform" else torch.int64)
-
-
-def edge_multiplicity(graph: CSCGraph) -> dict[tuple[int, int], int]:
-    """(dst, src) -> number of parallel edges, over the whole graph."""
-    deg = graph.in_degrees()
-    dst = torch.repeat_interleave(torch.arange(graph.num_nodes), deg)
-    out: dict[tuple[int, int], int] = {}
-    for d, s in zip(dst.tolist(), graph.indices.tolist()):
-        out[(d, s)] = out.get((d, s), 0) + 1
-    return out
-
-
-def require_dgl() -> None:
-    """Skip the calling test where DGL cannot be imported (gnnrepro's own modules import
-    without DGL, so importorskip on them would never skip)."""
-    if not dgl_available():
-        pytest.skip("DGL cannot be imported (pip install dgl==2.1.0 torchdata==0.9.0 pydantic)")

@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 import torch
+from helpers import random_graph
 
 from gnnrepro.baselines.dgl_import import dgl_available, import_dgl, set_dgl_threads
 from gnnrepro.graph import CSCGraph
@@ -22,33 +23,9 @@ from gnnrepro.baselines import dgl_samplers  # noqa: E402
 from gnnrepro.baselines.dgl_samplers import DGLFusedSampler, DGLUnfusedSampler  # noqa: E402
 
 SAMPLERS = [DGLUnfusedSampler, DGLFusedSampler]
-NUM_NODES, NUM_ISOLATED = 400, 25
-
-
-def _simple_graph(src: torch.Tensor, dst: torch.Tensor, index_dtype: torch.dtype) -> CSCGraph:
-    """Drop parallel edges (no neighbour may repeat); the last nodes stay isolated."""
-    pairs = torch.unique(torch.stack([src, dst]), dim=1)
-    return CSCGraph.from_edges(pairs[0], pairs[1], NUM_NODES, index_dtype=index_dtype)
-
-
-def _uniform_graph() -> CSCGraph:
-    gen = torch.Generator().manual_seed(0)
-    n, e = NUM_NODES - NUM_ISOLATED, 6000
-    return _simple_graph(torch.randint(0, n, (e,), generator=gen),
-                         torch.randint(0, n, (e,), generator=gen), torch.int64)
-
-
-def _power_law_graph() -> CSCGraph:
-    """Both endpoints drawn with Zipf-like weights: a few hubs of high in-degree, many leaves."""
-    gen = torch.Generator().manual_seed(1)
-    n, e = NUM_NODES - NUM_ISOLATED, 8000
-    weights = torch.arange(1, n + 1, dtype=torch.float64).pow(-1.1)
-    draw = lambda: torch.randperm(n, generator=gen)[  # noqa: E731
-        torch.multinomial(weights, e, replacement=True, generator=gen)]
-    return _simple_graph(draw(), draw(), torch.int32)
-
-
-GRAPHS = {"uniform": _uniform_graph(), "power_law": _power_law_graph()}
+GRAPHS = {"uniform": random_graph(400, 6000, power_law=False, seed=0, simple=True),
+          "power_law": random_graph(400, 8000, power_law=True, seed=1, simple=True,
+                                    index_dtype=torch.int32)}
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from gnnrepro import datasets
-from gnnrepro.distributed import RunConfig, run
-from gnnrepro.pipeline import Loader
+from gnnrepro.config import TrainConfig
+from gnnrepro.distributed import launch
+from gnnrepro.pipeline import STAGES, Loader
 from gnnrepro.pipeline.shard import ShardPlan
-from gnnrepro.profiling import STAGES
 from gnnrepro.sampling import FusedSampler
-from conftest import require_dgl
+from helpers import require_dgl
 
 SETTINGS = dict(fanouts=(4, 3), batch_size=64, hidden=16, lr=0.01, threads=1, workers=1,
                 eval_batch_size=512)
@@ -68,18 +68,21 @@ def test_loader_ranks_split_each_epoch(dataset: datasets.Dataset) -> None:
     (dict(lr=0.0), ValueError, "lr must be a finite number > 0"),
     (dict(lr="fast"), TypeError, "lr must be a number"),
     (dict(timeout_s=True), TypeError, "timeout_s must be a number"),
-    (dict(dropout=1.0), ValueError, "dropout must lie in"),
+    (dict(dropout=1.0), ValueError, "dropout must be in"),
     (dict(pipeline="fast"), ValueError, "pipeline must be one of"),
     (dict(workers=-1), ValueError, "workers must be >= 0"),
 ])
-def test_run_config_rejects_bad_settings_before_any_rank_starts(settings, error, match) -> None:
+def test_train_config_rejects_bad_settings_before_any_rank_starts(settings, error,
+                                                                   match) -> None:
     with pytest.raises(error, match=match):
-        RunConfig(**settings)
+        TrainConfig(**settings)
+    with pytest.raises(error, match=match):
+        launch(2, "products-sim", **settings)
 
 
 @pytest.fixture(scope="module")
 def two_ranks(dataset: datasets.Dataset):
-    return run(2, dataset, pipeline="fused+pinned", epochs=2, **SETTINGS)
+    return launch(2, dataset, pipeline="fused+pinned", epochs=2, **SETTINGS)
 
 
 def test_two_ranks_train_every_id_once_per_epoch(dataset, two_ranks) -> None:
@@ -156,7 +159,8 @@ def test_killed_rank_fails_the_run_promptly_and_leaves_no_process(dataset) -> No
         try:
             # collectives wait up to 300 s: failing within 30 s must come from the launcher
             # watching its ranks, not from the survivor's collective timing out
-            run(2, dataset, pipeline="fused+pinned", epochs=10_000, timeout_s=300, **SETTINGS)
+            launch(2, dataset, pipeline="fused+pinned", epochs=10_000, timeout_s=300,
+                   **SETTINGS)
         except Exception as exc:  # noqa: BLE001 - the test inspects it
             outcome["error"] = exc
 
@@ -183,9 +187,9 @@ def test_rank_that_raises_fails_the_run_with_its_traceback(dataset) -> None:
     # labels up to 46 for a 1-class model: every rank's first loss raises in that rank
     broken = dataclasses.replace(dataset, num_classes=1)
     with pytest.raises(RuntimeError) as caught:
-        run(2, broken, pipeline="fused+pinned", epochs=2, timeout_s=300, **SETTINGS)
+        launch(2, broken, pipeline="fused+pinned", epochs=2, timeout_s=300, **SETTINGS)
     message = str(caught.value)
-    assert "distributed training failed: rank" in message and "raised:" in message, message
+    assert "distributed training failed: rank" in message and "raised: " in message, message
     assert "Traceback" in message and "out of bounds" in message, message
     deadline = time.monotonic() + 10
     while ((alive := [p for p in set(me.children(recursive=True)) - before if _running(p)
@@ -224,6 +228,7 @@ def test_bench_scaling_writes_runs_per_world_size(tmp_path, monkeypatch) -> None
     for (name, size), r in runs.items():
         assert len(r["processes_memory"]) == r["processes"]
         workers = 1 if name == "fused+pinned" else 0  # DGL samples in the rank
-        assert r["oversubscribed"] == (size * (1 + workers) > os.cpu_count())
+        assert r["threads"] == max(1, os.cpu_count() // size)  # threads None: cores / ranks
+        assert r["oversubscribed"] == (size * (r["threads"] + workers) > os.cpu_count())
         assert r["total_pss_bytes"] == sum(p["pss"] for p in r["processes_memory"])
     assert set(result["speedup_vs_dgl"]) == {"1", "2"}

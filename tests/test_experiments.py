@@ -4,6 +4,7 @@ experiments and figures on stand-in benchmarks that return the benchmarks' docum
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -18,13 +19,15 @@ import torch
 import yaml
 
 from gnnrepro import experiments, plots
-from gnnrepro.experiments import paper, params as params_module
+from gnnrepro import config as config_module
+from gnnrepro.experiments import paper
 from gnnrepro.atomic import write_atomic, write_text_atomic
+from gnnrepro.env import source_hash
 from gnnrepro.experiments.params import Params, from_namespace, runnable_world_sizes
+from gnnrepro.experiments.sensitivity import NO_CUDA, NO_STREAMS
 from gnnrepro.experiments.store import Store, param_hash
-from gnnrepro.experiments.sweeps import NO_STREAMS
 from gnnrepro.experiments.tables import format_cell, to_latex, to_markdown, write_table
-from gnnrepro.profiling import STAGES
+from gnnrepro.pipeline import STAGES
 
 matplotlib.use("Agg")
 PARAMS_DIR = Path(__file__).resolve().parent.parent / "notebooks" / "params"
@@ -66,7 +69,9 @@ def test_unknown_parameters_are_named_with_suggestions():
     ({"fanouts": [10, 0]}, ValueError, r"fanouts\[1\] must be >= 1, or -1"),
     ({"fanouts": []}, ValueError, "fanouts must not be empty"),
     ({"gpus": [1, 1]}, ValueError, "gpus has duplicates"),
-    ({"dataset": "cora"}, ValueError, "unknown dataset 'cora'"),
+    ({"dataset": "cora"}, ValueError, "dataset must be one of products-sim"),
+    ({"sampler_device": "gpu"}, ValueError, "sampler_device must be one of cpu, cuda, uva"),
+    ({"sweep_placements": ["cpu"]}, ValueError, "sweep_placements.0. must be"),
     ({"device": "tpu"}, ValueError, "device must be 'auto'"),
     ({"device": "cuda:x"}, ValueError, "device must be 'auto'"),
     ({"force": 1}, TypeError, "force must be a bool"),
@@ -81,7 +86,7 @@ def test_values_are_normalised():
     p = Params.from_mapping({"fanouts": "15,10,-1", "scale": 1, "out_dir": "some/where",
                              "root": "~/ogb"})
     assert p.fanouts == [15, 10, -1] and p.scale == 1.0 and isinstance(p.scale, float)
-    assert p.out_dir == str(params_module._base_dir() / "some/where")
+    assert p.out_dir == str(Path(config_module.__file__).resolve().parents[1] / "some/where")
     assert p.root == str(Path.home() / "ogb")
     assert p.figures_dir == Path(p.out_dir) / "figures"
 
@@ -123,14 +128,44 @@ def test_from_namespace_takes_names_defined_after_the_snapshot(capsys):
 
 # --- store --------------------------------------------------------------------------------
 
-def test_param_hash_is_stable_and_order_independent():
+def test_param_hash_is_stable_order_independent_and_keyed_by_code():
     key = {"b": [1, 2], "a": 1.5, "c": None}
-    assert param_hash("demo", key) == "4f4d8c0e00878ff6"  # must not change between versions
-    assert param_hash("demo", dict(reversed(key.items()))) == "4f4d8c0e00878ff6"
-    assert param_hash("demo", key | {"a": 2.5}) != param_hash("demo", key)
-    assert param_hash("other", key) != param_hash("demo", key)
-    assert param_hash("demo", key, version=1) == "4f4d8c0e00878ff6"
-    assert param_hash("demo", key, version=2) != "4f4d8c0e00878ff6"
+    fixed = param_hash("demo", key, code="0123456789abcdef")
+    canonical = ('{"code":"0123456789abcdef","name":"demo","params":{"a":1.5,"b":[1,2],'
+                 '"c":null}}')  # the documented recipe: canonical JSON, SHA-256, 16 digits
+    assert fixed == hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    assert param_hash("demo", dict(reversed(key.items())), code="0123456789abcdef") == fixed
+    assert param_hash("demo", key | {"a": 2.5}, code="0123456789abcdef") != fixed
+    assert param_hash("other", key, code="0123456789abcdef") != fixed
+    assert param_hash("demo", key, code="fedcba9876543210") != fixed  # other code
+    assert param_hash("demo", key) == param_hash("demo", key, code=source_hash())
+
+
+def test_source_hash_follows_the_code(tmp_path, monkeypatch):
+    """Results are keyed by the code under gnnrepro/ and csrc/: a change there is a new key,
+    a change elsewhere (docs) is not."""
+    import shutil
+    from gnnrepro import env
+    root = Path(env.__file__).resolve().parents[1]
+    copy = tmp_path / "checkout"
+    shutil.copytree(root / "gnnrepro", copy / "gnnrepro",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    shutil.copytree(root / "csrc", copy / "csrc")
+    env_copy = copy / "gnnrepro" / "env.py"
+
+    def hash_of_copy() -> str:
+        spec = __import__("importlib.util").util.spec_from_file_location("env_copy", env_copy)
+        module = __import__("importlib.util").util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.source_hash()
+
+    first = hash_of_copy()
+    assert first == source_hash()  # same files, same hash
+    (copy / "README.md").write_text("docs change nothing")
+    assert hash_of_copy() == first
+    with open(copy / "csrc" / "ops.cpp", "a") as f:
+        f.write("// a change in the C++\n")
+    assert hash_of_copy() != first
 
 
 def test_store_reuses_unless_forced(tmp_path):
@@ -155,22 +190,38 @@ def test_store_reuses_unless_forced(tmp_path):
     assert again["name"].tolist() == ["a", "512"]  # text stays text after the CSV round trip
     Store(tmp_path).cached("exp", {"k": 2}, compute)
     assert len(calls) == 2
-    Store(tmp_path).cached("exp", {"k": 1}, compute, force=True)
-    assert len(calls) == 3
-    # a new version of the experiment's output is computed again, then reused
-    _, meta3 = Store(tmp_path).cached("exp", {"k": 1}, compute, version=2)
-    assert len(calls) == 4 and meta3["version"] == 2 and meta3["path"] != meta["path"]
-    assert Store(tmp_path).cached("exp", {"k": 1}, compute, version=2)[1]["reused"]
-    assert meta["version"] == 1 and len(calls) == 4
+    assert meta["code"]["source_hash"] == source_hash()
     assert not leftovers(tmp_path)
 
 
-def test_forced_memo_runs_each_key_once_per_store(tmp_path):
+def test_force_remeasures_once_per_figures_run(tmp_path, monkeypatch):
+    """make figures gives all its notebooks one run id: a forced result shared by several
+    notebooks is measured once in that run, and again in the next."""
     calls = []
-    store = Store(tmp_path)
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"x": [len(calls)]}), {}
+
+    monkeypatch.setenv("GNNREPRO_FIGURES_RUN", "run-0")
+    Store(tmp_path).cached("exp", {"k": 1}, compute)
+    assert len(calls) == 1
+    monkeypatch.setenv("GNNREPRO_FIGURES_RUN", "run-1")
+    for _ in range(2):  # two notebooks in the same run, both forcing
+        data, meta = Store(tmp_path).cached("exp", {"k": 1}, compute, force=True)
+        assert meta["run_id"] == "run-1"
+    assert len(calls) == 2 and data["x"].tolist() == [2]
+    monkeypatch.setenv("GNNREPRO_FIGURES_RUN", "run-2")
+    Store(tmp_path).cached("exp", {"k": 1}, compute, force=True)
+    assert len(calls) == 3
+
+
+def test_forced_memo_runs_each_key_once_per_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("GNNREPRO_FIGURES_RUN", "one-run")
+    calls = []
     for _ in range(3):
-        assert store.memo("bench", {"a": 1}, lambda: calls.append(1) or {"v": 1},
-                          force=True) == {"v": 1}
+        assert Store(tmp_path).memo("bench", {"a": 1}, lambda: calls.append(1) or {"v": 1},
+                                    force=True) == {"v": 1}
     assert len(calls) == 1
     Store(tmp_path).memo("bench", {"a": 1}, lambda: calls.append(1) or {"v": 1})
     assert len(calls) == 1
@@ -227,14 +278,17 @@ def test_table_writers(tmp_path):
 
 # --- experiments and figures on stand-in benchmarks --------------------------------------
 
-def fake_train_run(*, dataset, scale, root, fanouts, batch_size, epochs, pipelines, threads,
-                   workers, streams, seed, device, timeline_batches, repeats) -> dict:
-    """gnnrepro.bench.train.run's documented result, with made-up but plausible numbers."""
-    result = {"params": {"dataset": dataset, "batch_size": batch_size, "fanouts": fanouts},
+def fake_end_to_end(config, *, dataset, scale, root, pipelines, repeats,
+                    timeline_batches) -> dict:
+    """gnnrepro.bench.end_to_end.measure's documented result, with made-up but plausible
+    numbers."""
+    result = {"params": {"dataset": dataset, "batch_size": config.batch_size,
+                         "fanouts": list(config.fanouts)},
               "dataset": {"name": dataset, "num_nodes": 1000, "num_edges": 9000,
                           "num_train": 100}, "pipelines": {}, "speedup_vs_dgl": {}, "env": {}}
+    workers = config.workers
     for i, name in enumerate(pipelines):
-        epoch = 2.0 / (1 + i) * (1 + 64 / batch_size) * (1 + 0.1 * workers)
+        epoch = 2.0 / (1 + i) * (1 + 64 / config.batch_size) * (1 + 0.1 * workers)
         work = {"sample": 0.4 * epoch, "extract": 0.3 * epoch, "forward": 0.2 * epoch,
                 "backward": 0.1 * epoch}
         spans = []
@@ -249,7 +303,7 @@ def fake_train_run(*, dataset, scale, root, fanouts, batch_size, epochs, pipelin
                       {"batch": b, "stage": "backward", "lane": "trainer",
                        "start": t + 0.15, "end": t + 0.19}]
         result["pipelines"][name] = {
-            "epoch_s": epoch, "epochs_s": [epoch * 2] + [epoch] * (epochs - 1),
+            "epoch_s": epoch, "epochs_s": [epoch * 2] + [epoch] * (config.epochs - 1),
             "stages": {s: {"work_s": w, "exposed_s": None if workers else w}
                        for s, w in work.items()},
             "wait_s": 0.1, "val_acc": 0.6, "test_acc": 0.55, "peak_rss_bytes": 2**30,
@@ -260,22 +314,17 @@ def fake_train_run(*, dataset, scale, root, fanouts, batch_size, epochs, pipelin
     return result
 
 
-def install_bench(monkeypatch, name: str, run) -> None:
-    """Stand `run` in for gnnrepro.bench.<name>.run: a fresh module in sys.modules and as the
-    package's attribute (which `import gnnrepro.bench.<name> as x` reads once the real module
-    was imported by an earlier test)."""
-    import gnnrepro.bench
-    module = types.ModuleType(f"gnnrepro.bench.{name}")
-    module.run = run
-    monkeypatch.setitem(sys.modules, f"gnnrepro.bench.{name}", module)
-    monkeypatch.setattr(gnnrepro.bench, name, module, raising=False)
-
-
 @pytest.fixture
 def fake_train(monkeypatch) -> list[dict]:
-    """Installs a stand-in gnnrepro.bench.train; returns the list of its calls' arguments."""
+    """Stands in for gnnrepro.bench.end_to_end.measure; returns its calls' arguments (the
+    config's fields and the keywords)."""
+    from gnnrepro.bench import end_to_end
     calls: list[dict] = []
-    install_bench(monkeypatch, "train", lambda **kw: calls.append(kw) or fake_train_run(**kw))
+
+    def measure(config, **kw):
+        calls.append(config.to_dict() | kw)
+        return fake_end_to_end(config, **kw)
+    monkeypatch.setattr(end_to_end, "measure", measure)
     return calls
 
 
@@ -325,15 +374,18 @@ def test_stage_breakdown_and_end_to_end_share_one_run(fake_train, params):
 def test_sensitivity_measures_the_base_point_once(fake_train, params):
     data, meta = experiments.sensitivity(params)
     assert meta["pipeline"] == "fused+pinned"
-    # smoke sweeps (base: batch 64, fanouts 4,3, 1 worker): batch sizes 32 and 64, fanouts
-    # 4,3, workers 0; the base point is measured once for the batch and fanout axes
+    # smoke sweeps (base: batch 64, fanouts 4,3, 1 worker, cpu/pinned): batch sizes 32 and
+    # 64, fanouts 4,3, workers 0, placements cpu/pinned and uva/uva; the base point is
+    # measured once for the batch, fanout and placement axes
     assert len(fake_train) == 3
     assert all(kw["pipelines"] == ["fused+pinned"] and kw["repeats"] == 1 for kw in fake_train)
     ran = data[data["status"] == "run"]
-    assert len(ran) == 4 and (ran["epoch_s"] > 0).all()
+    assert len(ran) == 5 and (ran["epoch_s"] > 0).all()
     assert ran[ran["is_base"]]["epoch_s"].nunique() == 1
     streams = data[data["axis"] == "streams"]
     assert (streams["status"] == "not run").all() and (streams["reason"] == NO_STREAMS).all()
+    gpu = data[(data["axis"] == "placement") & ~data["is_base"]]
+    assert gpu["value"].tolist() == ["uva/uva"] and (gpu["reason"] == NO_CUDA).all()
     assert data.loc[data["axis"] == "fanouts", "value"].tolist() == ["4,3"]
     table = experiments.sensitivity_table(data)
     assert "64 (base)" in table["value"].tolist()
@@ -358,7 +410,8 @@ def test_scaling_with_the_benchmark(params, monkeypatch):
         return {"num_train_ids": 100, "runs": runs,
                 "speedup_vs_dgl": {str(w): 1.2 for w in kw["ranks"]}, "env": {}}
 
-    install_bench(monkeypatch, "scaling", run)
+    from gnnrepro.bench import scaling as scaling_bench
+    monkeypatch.setattr(scaling_bench, "measure", lambda config, **kw: run(**kw))
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     params = dataclasses.replace(params, gpus=[1, 2, 4])  # the cpu device: a core per rank
     data, meta = experiments.scaling(params)

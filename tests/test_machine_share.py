@@ -19,7 +19,7 @@ from gnnrepro.distributed import machine_share
 from gnnrepro.distributed.machine_share import (attach_dataset, describe_dataset,
                                                 share_dataset_)
 from gnnrepro.distributed.memory import data_copies, machine_data_bytes
-from conftest import random_graph
+from helpers import random_graph
 
 
 def _attach_in_child(description: dict, out) -> None:

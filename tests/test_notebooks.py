@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gnnrepro.experiments.params import Params
-from conftest import require_dgl
+from helpers import require_dgl
 
 papermill = pytest.importorskip("papermill")  # the notebooks extra
 nbformat = pytest.importorskip("nbformat")

@@ -1,8 +1,11 @@
 """environment.yml (conda) and pyproject.toml (pip) must name the same packages."""
 from __future__ import annotations
 
+import ast
 import re
+import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import yaml
@@ -36,3 +39,29 @@ def test_every_extra_is_in_all():
     everything = set(extras["all"])
     for name, requirements in extras.items():
         assert set(requirements) <= everything, f"extra {name!r} is not covered by 'all'"
+
+
+def _third_party_imports() -> set[str]:
+    """Top-level names of the modules gnnrepro's code imports that are neither the standard
+    library nor gnnrepro (every import counts, also one inside a function)."""
+    names = set()
+    for path in (ROOT / "gnnrepro").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n != "gnnrepro"}
+
+
+def test_every_imported_package_is_declared():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {_name(r) for r in project["dependencies"]}
+    declared |= {_name(r) for r in project["optional-dependencies"]["all"]}
+    providers = metadata.packages_distributions()
+    missing = {}
+    for module in sorted(_third_party_imports()):
+        dists = {_name(d) for d in providers.get(module, [module])}
+        if not dists & declared:
+            missing[module] = sorted(dists)
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"

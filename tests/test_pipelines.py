@@ -9,16 +9,19 @@ import pytest
 import torch
 
 from gnnrepro import datasets
-from gnnrepro.pipeline import BatchSource, Loader
-from gnnrepro.pipeline.pipelines import PIPELINES, make_loader, train_pipeline
-from gnnrepro.profiling import STAGES
-from gnnrepro.sampling import FusedSampler
-from gnnrepro.train import train
+from gnnrepro.config import FEATURE_SOURCES, PIPELINES, SAMPLER_DEVICES, TrainConfig
+from gnnrepro.pipeline import STAGES, BatchSource
+from gnnrepro.training import make_loader, train_pipeline
 
-from conftest import edge_multiplicity, require_dgl
+from helpers import edge_multiplicity, require_dgl
 
 FANOUTS, BATCH = [6, 4], 64
 SETTINGS = dict(epochs=2, hidden=32, lr=0.01)
+
+
+def dgl_loader(dataset: datasets.Dataset) -> BatchSource:
+    return make_loader(dataset, TrainConfig(pipeline="dgl", fanouts=FANOUTS, batch_size=BATCH,
+                                            device="cpu", seed=5))
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -27,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture(scope="module")
 def dgl_epochs(dataset: datasets.Dataset) -> list[list]:
     require_dgl()
-    loader = make_loader("dgl", dataset, FANOUTS, "cpu", BATCH, seed=5)
+    loader = dgl_loader(dataset)
     assert isinstance(loader, BatchSource) and loader.in_process
     return [list(loader), list(loader)]
 
@@ -55,7 +58,7 @@ def test_dgl_batches_carry_the_right_rows_labels_and_edges(dataset, dgl_epochs) 
 
 
 def test_dgl_order_depends_only_on_the_seed(dataset, dgl_epochs) -> None:
-    again = make_loader("dgl", dataset, FANOUTS, "cpu", BATCH, seed=5)
+    again = dgl_loader(dataset)
     assert [mb.seeds.tolist() for mb in again] == [mb.seeds.tolist() for mb in dgl_epochs[0]]
     torch_rng, numpy_rng = torch.random.get_rng_state(), np.random.get_state()
     list(again)
@@ -64,7 +67,7 @@ def test_dgl_order_depends_only_on_the_seed(dataset, dgl_epochs) -> None:
 
 
 def test_dgl_work_and_spans_cover_every_batch(dataset, dgl_epochs) -> None:
-    loader = make_loader("dgl", dataset, FANOUTS, "cpu", BATCH, seed=5)
+    loader = dgl_loader(dataset)
     n = len(list(loader))
     work = loader.work_seconds()
     assert work["sample"] > 0 and work["extract"] > 0
@@ -119,19 +122,55 @@ def test_timeline_holds_each_stage_of_the_first_batches(fused_run) -> None:
         assert sample[1]["start"] >= forward[0]["end"], "serial pipeline overlapped"
 
 
-def test_train_rejects_loader_with_loader_settings(dataset) -> None:
-    sampler = FusedSampler(dataset.graph, FANOUTS)
-    loader = Loader(dataset, sampler, "cpu", BATCH)
-    with pytest.raises(ValueError, match="workers"):
-        train(dataset, sampler, loader=loader, workers=2)
-    with pytest.raises(TypeError, match="loader"):
-        train(dataset, sampler, loader=[1, 2, 3])
-    with pytest.raises(ValueError, match="timeline_batches"):
-        train(dataset, sampler, timeline_batches=-1)
-    loader.close()
+@pytest.mark.parametrize("sampler_device", SAMPLER_DEVICES)
+@pytest.mark.parametrize("feature_source", FEATURE_SOURCES)
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_every_placement_runs_or_names_the_setting(dataset, sampler_device, feature_source,
+                                                   device) -> None:
+    """On this machine: (cpu, pinned) on the cpu device runs; every other combination raises
+    ValueError naming the setting and why, before anything is built. With CUDA the GPU
+    combinations are exercised by tests/gpu."""
+    if torch.cuda.is_available():
+        pytest.skip("the GPU combinations run in tests/gpu")
+    config = TrainConfig(pipeline="fused", fanouts=FANOUTS, batch_size=BATCH, device=device,
+                         sampler_device=sampler_device, feature_source=feature_source,
+                         epochs=1, hidden=8)
+    if device == "cuda":
+        with pytest.raises(ValueError, match="device is 'cuda'.*0 CUDA device"):
+            make_loader(dataset, config)
+    elif (sampler_device, feature_source) == ("cpu", "pinned"):
+        result = train_pipeline("fused", dataset, FANOUTS, **{
+            k: v for k, v in config.to_dict().items() if k not in ("pipeline", "fanouts")})
+        assert result.params["config"]["feature_source"] == "pinned"
+    else:
+        bad = "sampler_device" if sampler_device != "cpu" else "feature_source"
+        value = sampler_device if bad == "sampler_device" else feature_source
+        with pytest.raises(ValueError, match=f"{bad}='{value}' needs a CUDA device; this "
+                                             "machine has none"):
+            make_loader(dataset, config)
 
 
-def test_unknown_pipeline(dataset) -> None:
+def test_gpu_sampler_takes_no_workers_and_reference_stays_on_cpu(dataset,
+                                                                 monkeypatch) -> None:
+    """The placement rules that do not depend on the machine: a GPU sampler runs in the
+    trainer, and the reference sampler has no GPU placement."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    from gnnrepro.config import check_placement
+    with pytest.raises(ValueError, match="workers must be 0"):
+        check_placement("cuda", "uva", "pinned", workers=1)
+    check_placement("cuda", "cuda", "device", workers=0)
+    with pytest.raises(ValueError, match="needs device='cuda'"):
+        check_placement("cpu", "cpu", "uva")
+    with pytest.raises(ValueError, match="pipeline='reference'"):
+        make_loader(dataset, TrainConfig(pipeline="reference", fanouts=FANOUTS, device="cpu",
+                                         feature_source="uva"))
+
+
+def test_unknown_pipeline_and_placement() -> None:
     assert PIPELINES == ("dgl", "reference", "fused", "fused+pinned")
     with pytest.raises(ValueError, match="pipeline must be one of"):
-        make_loader("fused+magic", dataset, FANOUTS, "cpu", BATCH)
+        TrainConfig(pipeline="fused+magic")
+    with pytest.raises(ValueError, match="sampler_device must be one of cpu, cuda, uva"):
+        TrainConfig(sampler_device="gpu")
+    with pytest.raises(ValueError, match="feature_source must be one of pinned, uva, device"):
+        TrainConfig(feature_source="disk")

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 
-from conftest import edge_multiplicity, random_graph, require_dgl
+from helpers import edge_multiplicity, random_graph, require_dgl
 from gnnrepro import CSCGraph
 from gnnrepro.sampling import FusedSampler, MiniBatch, ReferenceSampler
 

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 import torch
 
-from conftest import random_graph
+from helpers import random_graph
 from gnnrepro import CSCGraph
 from gnnrepro._ops import ops
 from gnnrepro.sampling import FusedSampler, ReferenceSampler

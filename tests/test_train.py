@@ -3,6 +3,7 @@ its stage times are complete, it is reproducible and pipeline-independent, its r
 JSON-ready, and bad arguments raise."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 
@@ -10,14 +11,22 @@ import pytest
 import torch
 from torch import nn
 
-from gnnrepro import CSCGraph, datasets
+from gnnrepro import datasets
 from gnnrepro.models import MLP
-from gnnrepro.profiling import STAGES
+from gnnrepro.pipeline import STAGES, Loader
 from gnnrepro.sampling import FusedSampler
-from gnnrepro.train import TrainResult, train
+from gnnrepro.training import TrainResult, train
 
 EPOCHS, BATCH, HIDDEN, LR = 4, 64, 64, 0.01
-SETTINGS = dict(epochs=EPOCHS, batch_size=BATCH, hidden=HIDDEN, lr=LR, seed=0)
+SETTINGS = dict(epochs=EPOCHS, hidden=HIDDEN, lr=LR, seed=0)
+
+
+def train_with(dataset: datasets.Dataset, sampler: FusedSampler, workers: int = 0,
+               prefetch: int = 2, **kwargs) -> TrainResult:
+    """train() on a Loader over `sampler` (closed afterwards), evaluated with `sampler`."""
+    with contextlib.closing(Loader(dataset, sampler, "cpu", BATCH, workers=workers,
+                                   prefetch=prefetch, seed=0)) as loader:
+        return train(dataset, loader, sampler, **(SETTINGS | kwargs))
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -30,7 +39,7 @@ def sampler(dataset: datasets.Dataset) -> FusedSampler:
 
 @pytest.fixture(scope="module")
 def result(dataset: datasets.Dataset, sampler: FusedSampler) -> TrainResult:
-    return train(dataset, sampler, eval_every=2, **SETTINGS)
+    return train_with(dataset, sampler, eval_every=2)
 
 
 def mlp_test_accuracy(dataset: datasets.Dataset, steps: int) -> float:
@@ -83,7 +92,7 @@ def test_epoch_stats(result: TrainResult) -> None:
 
 def test_same_seed_same_run(result: TrainResult, dataset: datasets.Dataset,
                             sampler: FusedSampler) -> None:
-    again = train(dataset, sampler, eval_every=2, **SETTINGS)
+    again = train_with(dataset, sampler, eval_every=2)
     assert again.losses == result.losses
     assert [e.val_acc for e in again.epochs] == [e.val_acc for e in result.epochs]
     assert (again.val_acc, again.test_acc) == (result.val_acc, result.test_acc)
@@ -94,7 +103,7 @@ def test_workers_train_the_same_model(result: TrainResult, dataset: datasets.Dat
     """Worker processes change only speed: same losses and accuracies. The workers' sample and
     extract work is measured where it runs; how much of it the trainer waited for cannot be
     split between the two stages, so exposed_s is None and the wait is reported whole."""
-    overlapped = train(dataset, sampler, eval_every=2, workers=2, prefetch=3, **SETTINGS)
+    overlapped = train_with(dataset, sampler, workers=2, prefetch=3, eval_every=2)
     assert overlapped.losses == result.losses
     assert (overlapped.val_acc, overlapped.test_acc) == (result.val_acc, result.test_acc)
     for e in overlapped.epochs:
@@ -122,24 +131,22 @@ class NoFanouts:
     (dict(eval_every=0), ValueError, "eval_every"),
     (dict(eval_batch_size=0), ValueError, "eval_batch_size"),
     (dict(seed=-1), ValueError, "seed"),
-    (dict(device="tpu"), ValueError, "device"),
-    (dict(batch_size=0), ValueError, "batch_size"),
-    (dict(workers=-1), ValueError, "workers"),
-    (dict(prefetch=0), ValueError, "prefetch"),
     (dict(hidden=0), ValueError, "hidden"),
     (dict(dropout=1.0), ValueError, "dropout"),
+    (dict(timeline_batches=-1), ValueError, "timeline_batches"),
 ])
 def test_bad_arguments(dataset: datasets.Dataset, sampler: FusedSampler, kwargs: dict,
                        error: type, name: str) -> None:
     with pytest.raises(error, match=name):
-        train(dataset, sampler, **kwargs)
+        train_with(dataset, sampler, **kwargs)
 
 
-def test_bad_dataset_or_sampler(dataset: datasets.Dataset, sampler: FusedSampler) -> None:
-    with pytest.raises(TypeError, match="dataset"):
-        train("products-sim", sampler)
-    with pytest.raises(TypeError, match="sampler"):
-        train(dataset, NoFanouts())
-    other = FusedSampler(CSCGraph.from_edges(torch.tensor([0]), torch.tensor([0]), 1), [10, 5])
-    with pytest.raises(ValueError, match="sampler"):
-        train(dataset, other)
+def test_bad_dataset_loader_or_evaluator(dataset: datasets.Dataset,
+                                         sampler: FusedSampler) -> None:
+    with contextlib.closing(Loader(dataset, sampler, "cpu", BATCH)) as loader:
+        with pytest.raises(TypeError, match="dataset"):
+            train("products-sim", loader, sampler)
+        with pytest.raises(TypeError, match="loader"):
+            train(dataset, [1, 2, 3], sampler)
+        with pytest.raises(TypeError, match="evaluator"):
+            train(dataset, loader, NoFanouts())

@@ -38,7 +38,7 @@ from gnnrepro.baselines.dgl_import import import_dgl, set_dgl_threads
 from gnnrepro.baselines.dgl_samplers import dgl_graph, from_dgl_block, install_fused_mapping
 from gnnrepro.checks import check_bool, check_device, check_int
 from gnnrepro.datasets.dataset import Dataset
-from gnnrepro.profiling import Span
+from gnnrepro.pipeline.spans import Span
 from gnnrepro.sampling.args import check_fanouts, stream_seed
 from gnnrepro.sampling.block import MiniBatch
 

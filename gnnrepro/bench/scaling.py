@@ -1,7 +1,7 @@
 """`bench scaling`: data-parallel training on 1, 2, 4, ... ranks, DGL vs ours (the paper's
 multi-GPU table: 1.10 / 1.16 / 1.12x on 2 / 4 / 8 GPUs) and memory per added rank.
 
-Each (world size, pipeline) is one gnnrepro.distributed.run: fresh rank processes, the dataset
+Each (world size, pipeline) is one gnnrepro.distributed.launch: fresh rank processes, the dataset
 loaded once by this process and shared with every rank. By default `batch_size` is the global
 batch: each of N ranks takes ceil(batch_size / N) seeds per step, so every world size takes the
 same optimizer steps and accuracies are comparable; per_rank_batch=True gives every rank
@@ -32,14 +32,14 @@ from typing import Any
 
 import torch
 
+from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_device, validate
 from gnnrepro.datasets import load_scaled
-from gnnrepro.distributed import run as run_distributed
+from gnnrepro.distributed import launch, unavailable
 from gnnrepro.distributed.memory import PSS_KINDS, machine_data_bytes
 from gnnrepro.env import environment
-from gnnrepro.pipeline.pipelines import PIPELINES
-from gnnrepro.profiling import reduce_stages
+from gnnrepro.training import reduce_stages
 
-__all__ = ["MEMORY_METHOD", "format_table", "run"]
+__all__ = ["MEMORY_METHOD", "format_table", "measure"]
 
 MEMORY_METHOD = ("extra_rss_per_rank_bytes: sum of PSS (psutil memory_full_info) over the "
                  "launcher, every rank and every sampling worker, sampled once at the end of "
@@ -55,33 +55,24 @@ MEMORY_METHOD = ("extra_rss_per_rank_bytes: sum of PSS (psutil memory_full_info)
                  "inode, or a process's private heap; gnnrepro.distributed.memory.data_copies)")
 
 
-def _skip_reason(world_size: int, device: str) -> str | None:
-    if torch.device(device).type == "cuda" and world_size > torch.cuda.device_count():
-        return (f"needs {world_size} GPUs (one per rank); this machine has "
-                f"{torch.cuda.device_count()}")
-    return None
-
-
-def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = None,
-        fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024, epochs: int = 2,
-        ranks: Sequence[int] = (1, 2, 4), pipelines: Sequence[str] = ("dgl", "fused+pinned"),
-        threads: int = 1, workers: int = 1, seed: int = 0, device: str = "cpu", *,
-        lr: float = 0.003, hidden: int = 256, streams: int = 2, prefetch: int = 2,
-        timeout_s: float = 120.0, per_rank_batch: bool = False) -> dict[str, Any]:
-    """Train every pipeline on every world size in `ranks`; return the JSON-ready result:
-    num_train_ids, runs [{pipeline, world_size, epoch_s, stages, test_acc, ids_per_epoch,
-    extra_rss_per_rank_bytes, dataset_bytes, skipped, ...}], speedup_vs_dgl {world_size: x}
-    (the first non-dgl pipeline's), params, memory_method, env."""
+def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
+            scale: float = SETTINGS["scale"].default, root: str | None = None,
+            ranks: Sequence[int] = (1, 2, 4), pipelines: Sequence[str] = ("dgl", "fused+pinned"),
+            per_rank_batch: bool = False) -> dict[str, Any]:
+    """Train every pipeline on every world size in `ranks` with `config`'s settings
+    (config.batch_size is the global batch unless per_rank_batch); return the JSON-ready
+    result: num_train_ids, runs [{pipeline, world_size, epoch_s, stages, test_acc,
+    ids_per_epoch, extra_rss_per_rank_bytes, dataset_bytes, skipped, ...}], speedup_vs_dgl
+    {world_size: x} (the first non-dgl pipeline's), params, memory_method, env."""
     pipelines, ranks = list(pipelines), sorted(set(ranks))
     if not pipelines or any(p not in PIPELINES for p in pipelines):
         raise ValueError(f"pipelines must be a non-empty subset of {', '.join(PIPELINES)}, "
                          f"got {pipelines}")
     if not ranks or any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in ranks):
         raise ValueError(f"ranks must be world sizes >= 1, got {ranks}")
-    data = load_scaled(dataset, root, scale)
-    settings = dict(fanouts=tuple(fanouts), epochs=epochs, lr=lr,
-                    hidden=hidden, threads=threads, workers=workers, streams=streams,
-                    prefetch=prefetch, seed=seed, device=device, timeout_s=timeout_s)
+    data = load_scaled(validate("dataset", dataset), root, validate("scale", scale))
+    device = resolve_device(config.device)
+    batch_size = config.batch_size
     cpus = os.cpu_count() or 1
     runs: list[dict[str, Any]] = []
     for world_size in ranks:
@@ -90,10 +81,10 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
             row: dict[str, Any] = {"pipeline": name, "world_size": world_size,
                                    "rank_batch_size": rank_batch,
                                    "dataset_bytes": data.nbytes(),
-                                   "skipped": _skip_reason(world_size, device)}
+                                   "skipped": unavailable(world_size, device)}
             if row["skipped"] is None:
-                result = run_distributed(world_size, data, pipeline=name,
-                                         batch_size=rank_batch, **settings)
+                settings = config.replace(pipeline=name, batch_size=rank_batch).to_dict()
+                result = launch(world_size, data, **settings)
                 steady = result.epochs[1:] or result.epochs
                 row.update(
                     epoch_s=statistics.median(e["epoch_s"] for e in steady),
@@ -113,8 +104,9 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                     total_uss_bytes=result.memory["uss_bytes"],
                     processes=len(result.memory["processes"]),
                     processes_memory=result.memory["processes"],
-                    oversubscribed=(torch.device(device).type == "cpu" and world_size * (
-                        threads + result.params["loader_workers"]) > cpus),
+                    threads=result.params["threads"],
+                    oversubscribed=(device == "cpu" and world_size * (
+                        result.params["threads"] + result.params["loader_workers"]) > cpus),
                     loader=result.params["loader"],
                     params_identical_across_ranks=all(
                         state.keys() == result.states[0].keys()
@@ -144,9 +136,8 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
         "num_train_ids": data.train_idx.numel(),
         "runs": runs,
         "speedup_vs_dgl": speedup,
-        "params": {"dataset": dataset, "scale": scale, "root": root, **settings,
-                   "fanouts": list(fanouts), "ranks": ranks, "pipelines": pipelines,
-                   "batch_size": batch_size,
+        "params": {**config.to_dict(), "dataset": dataset, "scale": scale, "root": root,
+                   "ranks": ranks, "pipelines": pipelines, "batch_size": batch_size,
                    "batch_size_is": "per rank" if per_rank_batch else
                    "global (each rank: ceil(batch_size / world_size))", "speedup_of": ours},
         "dataset": {"name": data.name, "num_nodes": data.graph.num_nodes,
@@ -157,7 +148,7 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                 "note": ("CPU ranks: gloo, one process per rank; world_size * (threads + "
                          "the pipeline's sampling workers) above cpu_count means ranks share "
                          "cores (oversubscribed)")
-                if torch.device(device).type == "cpu" else "GPU ranks: NCCL, one GPU per rank"},
+                if device == "cpu" else "GPU ranks: NCCL, one GPU per rank"},
     }
 
 

@@ -6,45 +6,36 @@ torchrun starts the ranks and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and
 one fails. The lowest rank of each machine loads the dataset (from the $GNNREPRO_DATA cache
 once built) into shared memory, and the machine's other ranks and all sampling workers map those
 pages (gnnrepro.distributed.machine_share): one copy per machine, as with
-gnnrepro.distributed.run.
+gnnrepro.distributed.launch. The options are gnnrepro.config's settings, as for
+`python -m gnnrepro`; --batch-size is per rank.
 
 Rank 0 prints the result and writes it as JSON to --out.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
 
 import torch.distributed as dist
 
+from gnnrepro.atomic import write_json_atomic
+from gnnrepro.config import TrainConfig, add_options
 from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed.machine_share import share_on_machine
 from gnnrepro.distributed.memory import tree_memory
-from gnnrepro.distributed.rank import RunConfig, init_process_group, train_rank
+from gnnrepro.distributed.rank import init_process_group, train_rank
 from gnnrepro.env import environment
 
+#: The TrainConfig fields, as options (every setting a rank trains with).
+TRAIN_OPTIONS = [f.name for f in dataclasses.fields(TrainConfig)]
 
-def _parser() -> argparse.ArgumentParser:
-    from gnnrepro.__main__ import parse_fanouts
+
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="torchrun --nproc-per-node N -m gnnrepro.distributed")
-    p.add_argument("--dataset", default="products-sim")
-    p.add_argument("--scale", type=float, default=0.05, help="products-sim scale")
-    p.add_argument("--root", default=None, help="dataset root (OGB datasets)")
-    p.add_argument("--pipeline", default="fused+pinned")
-    p.add_argument("--fanouts", type=parse_fanouts, default=[15, 10, 5])
-    p.add_argument("--batch-size", type=int, default=1024, help="seeds per rank per step")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--lr", type=float, default=0.003)
-    p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
-    p.add_argument("--workers", type=int, default=1, help="sampling workers per rank")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu", help="cpu (gloo) or cuda (NCCL, GPU LOCAL_RANK)")
-    p.add_argument("--timeout", type=float, default=60.0,
-                   help="collective timeout, seconds; must also cover the dataset load of each "
-                        "machine's first rank, which the others wait for")
+    add_options(p, ["dataset", "scale", "root", *TRAIN_OPTIONS])
     p.add_argument("--out", type=Path, default=None, help="JSON file rank 0 writes")
     return p
 
@@ -61,23 +52,19 @@ def _memory() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    config = RunConfig(pipeline=args.pipeline, fanouts=tuple(args.fanouts),
-                       batch_size=args.batch_size, epochs=args.epochs, lr=args.lr,
-                       hidden=args.hidden, threads=args.threads, workers=args.workers,
-                       seed=args.seed, device=args.device, timeout_s=args.timeout)
+    args = build_parser().parse_args(argv)
+    config = TrainConfig(**{name: getattr(args, name) for name in TRAIN_OPTIONS})
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    device = init_process_group(config, rank, world_size, int(os.environ["LOCAL_RANK"]))
+    init_process_group(config, rank, world_size, int(os.environ["LOCAL_RANK"]))
     try:
         dataset, how = share_on_machine(
             lambda: load_scaled(args.dataset, args.root, args.scale))
-        result = train_rank(config, dataset, device, _memory)
+        result = train_rank(config, dataset, _memory)
         shared: list[str] = [""] * world_size
         dist.all_gather_object(shared, how)
     finally:
         dist.destroy_process_group()
     if rank == 0:
-        from gnnrepro.atomic import write_json_atomic
         del result["state"]
         result.update(params={**config.to_dict(), "world_size": world_size,
                               "dataset": dataset.name, "dataset_params": dict(dataset.params),

@@ -1,16 +1,17 @@
-"""The experiments behind the notebooks: one function per notebook returns (tidy DataFrame,
-metadata), computed once per parameter set and stored under <out_dir>/results/.
+"""The experiments behind the notebooks: one module per notebook, named after it
+(01_stage_breakdown -> stage_breakdown, ...), each returning (tidy DataFrame, metadata)
+computed once per parameter set and code version and stored under <out_dir>/results/.
 
 `from_namespace` validates a notebook's parameters, `write_table` writes a display table as
 .csv, .md and booktabs .tex; `gnnrepro.plots` draws the figures.
 """
-from gnnrepro.experiments.epoch_time import end_to_end, end_to_end_table, timeline_frame
-from gnnrepro.experiments.multi_gpu import scaling, scaling_table
+from gnnrepro.experiments.end_to_end import end_to_end, end_to_end_table, timeline_frame
 from gnnrepro.experiments.params import Params, from_namespace
-from gnnrepro.experiments.speedup import sampling_speedup, speedup_table
-from gnnrepro.experiments.stages import stage_breakdown, stage_table
+from gnnrepro.experiments.sampling_speedup import sampling_speedup, speedup_table
+from gnnrepro.experiments.scaling import scaling, scaling_table
+from gnnrepro.experiments.sensitivity import sensitivity, sensitivity_table
+from gnnrepro.experiments.stage_breakdown import stage_breakdown, stage_table
 from gnnrepro.experiments.store import Store, param_hash
-from gnnrepro.experiments.sweeps import sensitivity, sensitivity_table
 from gnnrepro.experiments.tables import write_table
 
 __all__ = ["Params", "Store", "end_to_end", "end_to_end_table", "from_namespace",

@@ -1,5 +1,7 @@
-"""Results store: results/<experiment>/<parameter-hash>/ holds an experiment's tidy CSV
-(data.csv) and run.json (parameters, metadata, environment); identical parameters reuse it.
+"""Results store: results/<experiment>/<hash>/ holds an experiment's tidy CSV (data.csv) and
+run.json (parameters, metadata, code version, environment); the hash covers the parameters
+and the code that measures (gnnrepro.env.source_hash), so identical parameters on identical
+code reuse a result and anything else measures again.
 
 Benchmark runs behind the experiments are stored too, under results/_runs/<benchmark>/, so
 notebooks that need the same run (01 and 03 share one training run; 05's sweeps share their
@@ -12,7 +14,9 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,56 +24,63 @@ from typing import Any
 import pandas as pd
 
 from gnnrepro.atomic import write_atomic, write_json_atomic
-from gnnrepro.env import environment
+from gnnrepro.env import code_version, environment, source_hash
 
-__all__ = ["Store", "param_hash"]
+__all__ = ["Store", "param_hash", "run_id"]
 
-_RECORD_KEYS = ("experiment", "hash", "version", "params", "env", "created", "duration_s",
-                "columns")
+_RECORD_KEYS = ("experiment", "hash", "params", "env", "created", "duration_s",
+                "columns", "code", "run_id")
+_PROCESS_RUN = uuid.uuid4().hex
 
 
-def param_hash(name: str, key: Mapping[str, Any], version: int = 1) -> str:
-    """A stable 16-hex-digit hash of (name, key, version): canonical JSON (sorted keys),
-    SHA-256. Version 1 hashes (name, key) alone, so results stored before versions existed
-    keep their hash."""
-    content = {"name": name, "params": key} | ({"version": version} if version != 1 else {})
+def param_hash(name: str, key: Mapping[str, Any], code: str | None = None) -> str:
+    """A stable 16-hex-digit hash of (name, key, code): canonical JSON (sorted keys), SHA-256.
+    `code` is the source hash of the code that measures (default: this checkout's,
+    gnnrepro.env.source_hash), so a result from other code (another method, other output
+    columns) is never reused."""
+    content = {"name": name, "params": key, "code": source_hash() if code is None else code}
     payload = json.dumps(content, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-class Store:
-    """Stored results under `root` (the results/ directory).
+def run_id() -> str:
+    """This figures run: $GNNREPRO_FIGURES_RUN (make figures sets one for all its notebooks),
+    else this process. force=True re-measures a result once per run id, so a run shared by
+    several notebooks is measured once."""
+    return os.environ.get("GNNREPRO_FIGURES_RUN") or _PROCESS_RUN
 
-    `force=True` recomputes, but each key at most once per Store, so a run that several
-    points of one experiment share is still measured once.
+
+class Store:
+    """Stored results under `root` (the results/ directory), keyed by their parameters and
+    the code that made them (param_hash).
+
+    `force=True` re-measures, but each key at most once per run id (run_id), so a run that
+    several points or notebooks share is still measured once.
     """
 
     def __init__(self, root: Path | str):
         self.root = Path(root)
-        self._fresh: set[Path] = set()
 
-    def directory(self, name: str, key: Mapping[str, Any], version: int = 1) -> Path:
-        return self.root / name / param_hash(name, key, version)
+    def directory(self, name: str, key: Mapping[str, Any]) -> Path:
+        return self.root / name / param_hash(name, key)
 
     def cached(self, name: str, key: Mapping[str, Any],
                compute: Callable[[], tuple[pd.DataFrame, dict[str, Any]]],
-               force: bool = False, version: int = 1) -> tuple[pd.DataFrame, dict[str, Any]]:
-        """(tidy data, record) of experiment `name` for parameters `key`.
-
-        `version` is the experiment's output format: bumping it (new columns, a changed
-        method) makes results stored under an older version be computed again.
+               force: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
+        """(tidy data, record) of experiment `name` for parameters `key` on this code.
 
         Computed by `compute() -> (DataFrame, JSON-ready metadata)` unless stored (or forced).
-        The record is run.json: the metadata plus experiment, hash, params, env (versions,
-        hardware, git commit), created, duration_s and the columns' dtypes; the returned copy
+        The record is run.json: the metadata plus experiment, hash, params, code (source hash
+        and commit), run_id, env (versions, hardware), created, duration_s and the columns'
+        dtypes; the returned copy
         adds reused (bool) and path. The data is always read back from the CSV, so a fresh
         result and a reused one are identical.
         """
-        directory = self.directory(name, key, version)
+        directory = self.directory(name, key)
         record_file = directory / "run.json"
         reused = not self._stale(record_file, force)
         if reused:
-            print(f"{name}: reusing {directory} (force=True recomputes)")
+            print(f"{name}: reusing {directory}, measured by this code (force=True re-measures)")
         else:
             print(f"{name}: computing into {directory}")
             start = time.perf_counter()
@@ -78,8 +89,8 @@ class Store:
             if clash:
                 raise ValueError(f"{name}: metadata must not use the record's keys {clash}")
             record = meta | {
-                "experiment": name, "hash": directory.name, "version": version,
-                "params": dict(key),
+                "experiment": name, "hash": directory.name,
+                "params": dict(key), "code": code_version(), "run_id": run_id(),
                 "env": environment(), "duration_s": time.perf_counter() - start,
                 "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
                     timespec="seconds"),
@@ -101,12 +112,16 @@ class Store:
         if self._stale(path, force):
             print(f"{benchmark}: running {dict(key)}")
             write_json_atomic(path, {"benchmark": benchmark, "key": dict(key),
+                                     "code": code_version(), "run_id": run_id(),
                                      "result": compute()})
         return json.loads(path.read_text())["result"]
 
-    def _stale(self, path: Path, force: bool) -> bool:
-        """Whether `path` must be (re)computed; marks it fresh for this Store if so."""
-        stale = not path.exists() or (force and path not in self._fresh)
-        if stale:
-            self._fresh.add(path)
-        return stale
+    @staticmethod
+    def _stale(path: Path, force: bool) -> bool:
+        """Whether `path` must be (re)computed: missing, unreadable, or forced and not yet
+        measured in this run."""
+        try:
+            stored_run = json.loads(path.read_text()).get("run_id")
+        except (OSError, ValueError):
+            return True
+        return force and stored_run != run_id()

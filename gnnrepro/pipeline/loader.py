@@ -33,13 +33,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from gnnrepro.checks import check_bool, check_device, check_int
+from gnnrepro.checks import check_bool, check_device, check_int, check_positive_float
+from gnnrepro.config import SETTINGS, check_placement, validate
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.features.device_rows import DeviceRows
 from gnnrepro.features.staging import StagingRing, StagingSlot
 from gnnrepro.features.store import InMemoryFeatureStore
 from gnnrepro.pipeline.shard import ShardPlan
 from gnnrepro.pipeline.workers import Task, WorkerPool, unpack
-from gnnrepro.profiling import Span
+from gnnrepro.pipeline.spans import Span
 from gnnrepro.sampling.block import MiniBatch
 
 __all__ = ["Loader", "epoch_order"]
@@ -83,8 +85,18 @@ def _tensors(mb: MiniBatch) -> list[torch.Tensor]:
 
 
 def _pinned(t: torch.Tensor) -> torch.Tensor:
-    """`t` in page-locked memory (torch's caching host allocator), so its H2D copy is async."""
-    return t if t.is_pinned() else t.pin_memory()
+    """A CPU `t` in page-locked memory (torch's caching host allocator), so its H2D copy is
+    async; a GPU tensor (a GPU sampler's block) as it is."""
+    return t if t.is_cuda or t.is_pinned() else t.pin_memory()
+
+
+def _sampler_device(sampler: Any) -> str:
+    """The sampler's placement: 'cpu', 'cuda' (graph in GPU memory) or 'uva' (a GPU reading a
+    pinned host graph), from its device and its graph's."""
+    device = getattr(sampler, "device", torch.device("cpu"))
+    if device.type != "cuda":
+        return "cpu"
+    return "cuda" if sampler.graph.device.type == "cuda" else "uva"
 
 
 class _Leases:
@@ -141,8 +153,9 @@ class Loader:
 
     Workers start at the first epoch and are reused by later ones; `close()`, garbage
     collection, or leaving an epoch early (break, an exception, KeyboardInterrupt) stops them
-    (an early exit restarts them at the next epoch). A worker that dies or raises makes the
-    iteration raise RuntimeError naming it and the cause. `worker_threads` is each worker's
+    (an early exit restarts them at the next epoch). A worker that dies, raises, or owes a batch and
+    sends nothing for `timeout_s` seconds makes the iteration raise RuntimeError naming it and
+    the cause. `worker_threads` is each worker's
     torch thread count. With workers, the dataset's graph and features are moved into shared
     memory in place, once (the dataset's tensors then refer to the shared copy). `rank` and
     `world_size` select a data-parallel rank's share of every epoch (see the module doc).
@@ -151,22 +164,32 @@ class Loader:
     def __init__(self, dataset: Dataset, sampler: Any, device: str | torch.device,
                  batch_size: int, shuffle: bool = True, workers: int = 0, streams: int = 1,
                  prefetch: int = 2, seed: int = 0, drop_last: bool = False, *,
-                 worker_threads: int = 1, rank: int = 0, world_size: int = 1):
+                 worker_threads: int = 1, rank: int = 0, world_size: int = 1,
+                 feature_source: str = SETTINGS["feature_source"].default,
+                 timeout_s: float = SETTINGS["timeout_s"].default):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
         if not callable(getattr(sampler, "sample", None)):
             raise TypeError(f"sampler must have a sample(seeds, batch_id) method, got "
                             f"{type(sampler).__name__}")
-        if getattr(sampler, "graph", None) is not dataset.graph:
+        graph = getattr(sampler, "graph", None)
+        gpu_copy = (getattr(graph, "device", dataset.graph.device) != dataset.graph.device
+                    and graph.num_nodes == dataset.graph.num_nodes
+                    and graph.num_edges == dataset.graph.num_edges)
+        if graph is not dataset.graph and not gpu_copy:
             raise ValueError("sampler: its graph is not the dataset's graph (build the sampler "
-                             "on dataset.graph)")
+                             "on dataset.graph, or on a copy of it on the GPU)")
         self.device = check_device(device)
+        self.sampler_device = _sampler_device(sampler)
+        self.feature_source = validate("feature_source", feature_source)
+        check_placement(str(self.device), self.sampler_device, self.feature_source, workers)
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.workers = check_int("workers", workers, 0)
         self.streams = check_int("streams", streams, 1)
         self.prefetch = check_int("prefetch", prefetch, 1)
         self.seed = check_int("seed", seed, 0)
         self.worker_threads = check_int("worker_threads", worker_threads, 1)
+        self.timeout_s = check_positive_float("timeout_s", timeout_s)
         self.shuffle = check_bool("shuffle", shuffle)
         self.drop_last = check_bool("drop_last", drop_last)
         self.dataset, self.sampler = dataset, sampler
@@ -177,17 +200,21 @@ class Loader:
         cuda = self.device.type == "cuda"
         if self.workers:
             dataset.graph.share_memory_()  # workers map the graph, never copy it
-        # Unpinned: rows reach the GPU from the pinned staging slots, never from the table itself.
+        # Unpinned: with feature_source 'pinned' rows reach the GPU from the pinned staging
+        # slots, never from the table itself; 'uva' and 'device' gather on the GPU instead.
         self.store = InMemoryFeatureStore(dataset.features, share=self.workers > 0, pin=False)
+        self._device_rows = (DeviceRows(self.store, self.feature_source, self.device)
+                             if self.feature_source != "pinned" else None)
         graph = dataset.graph
         max_degree = int(graph.in_degrees().max()) if graph.num_nodes else 0
         rows = _max_input_rows(sampler, graph.num_nodes, max_degree, self.plan.max_batch_size)
         # In flight: `prefetch` batches, plus (CUDA) copies still reading their slots or (CPU)
         # slots leased to yielded batches. Pages of a slot are only committed once written
-        # (on the CPU; pinned slots are committed whole).
+        # (on the CPU; pinned slots are committed whole). No slots when the GPU gathers.
         slots = self.prefetch + (self.streams if cuda else self.prefetch)
-        self._ring = StagingRing(slots, rows, self.store.dim, self.store.dtype, pin=cuda,
-                                 share=self.workers > 0)
+        self._ring = (StagingRing(slots, rows, self.store.dim, self.store.dtype, pin=cuda,
+                                  share=self.workers > 0)
+                      if self._device_rows is None else None)
         self._leases = _Leases(self.prefetch)
         self._streams = ([torch.cuda.Stream(self.device) for _ in range(self.streams)]
                          if cuda else [])
@@ -214,7 +241,7 @@ class Loader:
     @property
     def in_process(self) -> bool:
         """Whether sampling and extraction run inside `next()` (workers=0), so the time the
-        consumer blocks can be split between them (see gnnrepro.profiling)."""
+        consumer blocks can be split between them (see gnnrepro.training.profiler)."""
         return self.workers == 0
 
     def spans(self) -> list[Span]:
@@ -226,7 +253,7 @@ class Loader:
     @property
     def worker_pids(self) -> list[int]:
         """Process ids of the running workers (empty when none are running)."""
-        return [p.pid for p in self._pool.procs] if self._pool is not None else []
+        return list(self._pool.pids) if self._pool is not None else []
 
     def __iter__(self) -> Iterator[MiniBatch]:
         if self._closed:
@@ -278,6 +305,9 @@ class Loader:
 
     def _in_process(self, ids: torch.Tensor, epoch: int) -> Iterator[MiniBatch]:
         """workers=0: sample and gather each batch here, when it is asked for."""
+        where = getattr(self.sampler, "device", torch.device("cpu"))
+        if where.type == "cuda":  # a GPU sampler takes its seeds on the GPU
+            ids = ids.to(where)
         for b in range(len(self)):
             start, stop = self.plan.bounds(b)
             yield self._handover(*self._local(b, ids[start:stop], self.plan.batch_id(epoch, b)))
@@ -285,8 +315,9 @@ class Loader:
     def _from_workers(self, ids: torch.Tensor, epoch: int) -> Iterator[MiniBatch]:
         """Dispatch batch b to worker b % W, at most `prefetch` ahead; yield in order."""
         if self._pool is None:
-            self._pool = WorkerPool(self.workers, self.sampler, self.store, self._ring.buffers,
-                                    self.worker_threads)
+            staging = self._ring.buffers if self._ring is not None else None
+            self._pool = WorkerPool(self.workers, self.sampler, self.store, staging,
+                                    self.worker_threads, self.timeout_s)
             self._live.append(self._pool)
         pool, ring, plan = self._pool, self._ring, self.plan
         num_batches = len(self)
@@ -296,16 +327,18 @@ class Loader:
         sent = 0
         for b in range(num_batches):
             while sent < num_batches and sent - b < self.prefetch:
-                slot = ring.acquire()
-                self._pending[sent] = slot
+                slot = ring.acquire() if ring is not None else None
+                if slot is not None:
+                    self._pending[sent] = slot
                 wid = sent % self.workers
                 pool.submit(wid, Task(sent, plan.batch_id(epoch, sent), *plan.bounds(sent),
-                                      slot.index, ids_np if needs_ids[wid] else None))
+                                      -1 if slot is None else slot.index,
+                                      ids_np if needs_ids[wid] else None))
                 needs_ids[wid] = False
                 sent += 1
             while b not in ready:
                 for result in pool.receive(_POLL_S):
-                    slot = self._pending.pop(result.index)
+                    slot = self._pending.pop(result.index, None)
                     self._work["sample"] += result.sample_s
                     self._work["extract"] += result.gather_s
                     lane = f"worker {result.worker}"
@@ -314,9 +347,13 @@ class Loader:
                                     Span(result.index, "extract", lane, result.sampled,
                                          result.gathered)]
                     mb = unpack(result.packed)
-                    x = slot.buffer[: mb.input_nodes.numel()]
-                    ready[result.index] = self._transfer(mb, x, slot, result.index)
-                    del mb, x  # the batch in `ready` alone holds its slot
+                    if slot is None:
+                        ready[result.index] = self._on_device(mb, result.index)
+                    else:
+                        x = slot.buffer[: mb.input_nodes.numel()]
+                        ready[result.index] = self._transfer(mb, x, slot, result.index)
+                        del x  # the batch in `ready` alone holds its slot
+                    del mb
             yield self._handover(*ready.pop(b))
 
     def _local(self, b: int, seeds: torch.Tensor,
@@ -326,17 +363,32 @@ class Loader:
         mb = self.sampler.sample(seeds, batch_id)
         sampled = time.perf_counter()
         self._work["sample"] += sampled - start
+        self._spans.append(Span(b, "sample", "loader", start, sampled))
+        if self._ring is None:
+            return self._on_device(mb, b)
         slot = self._ring.acquire()
         try:
-            x = self.store.gather(mb.input_nodes, out=slot.buffer)
+            x = self.store.gather(mb.input_nodes.cpu(), out=slot.buffer)
         except BaseException:
             slot.release()
             raise
         gathered = time.perf_counter()
         self._work["extract"] += gathered - sampled
-        self._spans += [Span(b, "sample", "loader", start, sampled),
-                        Span(b, "extract", "loader", sampled, gathered)]
+        self._spans.append(Span(b, "extract", "loader", sampled, gathered))
         return self._transfer(mb, x, slot, b)
+
+    def _on_device(self, mb: MiniBatch,
+                   b: int) -> tuple[MiniBatch, torch.cuda.Event | None]:
+        """feature_source 'uva' / 'device': the GPU gathers the rows, on the current stream
+        (so the consumer needs no event); blocks and labels move there too."""
+        start = time.perf_counter()
+        out = mb.to(self.device, non_blocking=True)
+        out.x = self._device_rows.gather(out.input_nodes)
+        out.y = self.dataset.labels[mb.seeds.cpu()].to(self.device, non_blocking=True)
+        end = time.perf_counter()
+        self._work["extract"] += end - start
+        self._spans.append(Span(b, "extract", "loader", start, end))
+        return out, None
 
     def _transfer(self, mb: MiniBatch, x: torch.Tensor, slot: StagingSlot,
                   b: int) -> tuple[MiniBatch, torch.cuda.Event | None]:
@@ -346,7 +398,7 @@ class Loader:
         is released after that event (CUDA), when x dies (CPU, leased) or now (CPU, copied).
         """
         start = time.perf_counter()
-        y = self.dataset.labels[mb.seeds]
+        y = self.dataset.labels[mb.seeds.cpu()]
         if self.device.type == "cpu":
             if self._leases.try_take():
                 x = torch.from_numpy(np.asarray(_Lease(x, slot, self._leases)))

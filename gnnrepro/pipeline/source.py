@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
-from gnnrepro.profiling import Span
+import torch
+
+from gnnrepro.pipeline.spans import Span
 from gnnrepro.sampling.block import MiniBatch
 
 __all__ = ["BatchSource"]
@@ -19,10 +21,12 @@ class BatchSource(Protocol):
     """Each `iter()` is one epoch of MiniBatch objects with `x` and `y` on the training device.
 
     `work_seconds()` and `spans()` describe the current (or last) epoch's sample and extract
-    work; `in_process` says whether that work runs inside `next()` (see gnnrepro.profiling).
+    work; `in_process` says whether that work runs inside `next()` (see gnnrepro.training.profiler).
     """
 
     in_process: bool
+    device: torch.device  # where the batches are (and so where the model trains)
+    batch_size: int
 
     def __iter__(self) -> Iterator[MiniBatch]: ...
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import random_graph
+from helpers import random_graph
 from gnnrepro import CSCGraph
 from gnnrepro._ops import ops
 from gnnrepro.sampling import FusedSampler

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from gnnrepro.experiments import paper, runs
+from gnnrepro.experiments import measurements, paper
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
 
@@ -24,7 +24,7 @@ def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        result = runs.ladder(params, store)
+        result = measurements.ladder(params, store)
         rows, timeline = [], []
         for pipeline, r in result["pipelines"].items():
             rows.append({
@@ -43,7 +43,7 @@ def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                 "epochs_s": {p: r["epochs_s"] for p, r in result["pipelines"].items()}}
         return pd.DataFrame(rows), meta
 
-    return store.cached(NAME, params.key(runs.LADDER_KEY), compute, params.force)
+    return store.cached(NAME, params.key(measurements.LADDER_KEY), compute, params.force)
 
 
 def end_to_end_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""StageTimer: where a training step's time goes - sample, extract, forward, backward.
+"""StageTimer: the training loop's profiler, where a training step's time goes - sample, extract, forward, backward.
 
 Two views per stage, because a prefetching pipeline hides work behind compute:
 
@@ -35,15 +35,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import torch
 
+from gnnrepro.pipeline.spans import STAGES, Span
 from gnnrepro.sampling.block import MiniBatch
 
-__all__ = ["STAGES", "Span", "StageTime", "StageTimes", "StageTimer", "reduce_stages"]
+__all__ = ["StageTime", "StageTimes", "StageTimer", "reduce_stages"]
 
-STAGES = ("sample", "extract", "forward", "backward")
 _COMPUTE = ("forward", "backward")
 
 
@@ -59,18 +58,6 @@ def reduce_stages(stage_dicts: list[dict[str, dict[str, float | None]]],
             values = [d[stage][key] for d in stage_dicts]
             out[stage][key] = None if any(v is None for v in values) else reduce(values)
     return out
-
-
-class Span(NamedTuple):
-    """One piece of work on the timeline: batch `batch` (index within its epoch) spent
-    [start, end] (perf_counter seconds) in `stage` on `lane` (who did it: "trainer",
-    "loader", "worker 0", "stream 1", ...)."""
-
-    batch: int
-    stage: str
-    lane: str
-    start: float
-    end: float
 
 
 @dataclass

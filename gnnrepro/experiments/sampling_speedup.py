@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from gnnrepro.bench.sampling import SAMPLERS
-from gnnrepro.experiments import paper, runs
+from gnnrepro.bench.sampling_speed import SAMPLERS
+from gnnrepro.experiments import measurements, paper
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
 
@@ -30,7 +30,7 @@ def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         rows, datasets = [], {}
         for dataset in tqdm([params.dataset, *params.compare_datasets], desc=NAME,
                             unit="dataset"):
-            result = runs.sampling(params, store, dataset)
+            result = measurements.sampling_run(params, store, dataset)
             samplers = result["samplers"]
             fused_ms = samplers["fused"]["ms_per_batch"]
             for sampler in SAMPLERS:

@@ -1,4 +1,4 @@
-"""`bench sampling`: DGL's samplers, the reference and the fused sampler side by side.
+"""`bench sampling` (`measure`): DGL's samplers, the reference and the fused sampler side by side.
 
 All contenders sample the same seed batches (the first batches of a seeded shuffle of the
 training ids) in one process with the same number of threads; timings are interleaved and the
@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from gnnrepro.bench.timing import summarize, time_interleaved
+from gnnrepro.config import SETTINGS, check_placement, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
 from gnnrepro.graph import CSCGraph
@@ -34,14 +35,33 @@ def seed_batches(train_idx: torch.Tensor, batch_size: int, batches: int,
     return [order[i * batch_size:(i + 1) * batch_size] for i in range(min(batches, available))]
 
 
-def make_sampler(name: str, graph: CSCGraph, fanouts: list[int], seed: int) -> Callable:
-    """A callable seeds -> sample for the named contender (DGL's returns its native output)."""
+def make_sampler(name: str, graph: CSCGraph, fanouts: list[int], seed: int,
+                 sampler_device: str = "cpu") -> Callable:
+    """A callable (seeds, batch_id) -> sample for the named contender (DGL's returns its
+    native output). `sampler_device` places the fused sampler (gnnrepro.config); seeds are
+    moved to its device, and it is synchronized so its time is the GPU's too."""
     if name == "fused":
-        return FusedSampler(graph, fanouts, seed=seed).sample
+        check_placement("cuda" if sampler_device != "cpu" else "cpu", sampler_device, "pinned")
+        if sampler_device == "cpu":
+            return FusedSampler(graph, fanouts, seed=seed).sample
+        if sampler_device == "uva":
+            graph.pin_memory_()
+            sampler = FusedSampler(graph, fanouts, seed=seed, device="cuda")
+        else:
+            sampler = FusedSampler(graph.to("cuda"), fanouts, seed=seed)
+
+        def sample_on_gpu(seeds: torch.Tensor, batch_id: int) -> MiniBatch:
+            mb = sampler.sample(seeds.to(sampler.device), batch_id)
+            torch.cuda.synchronize(sampler.device)
+            return mb
+        return sample_on_gpu
+    if sampler_device != "cpu":
+        raise ValueError(f"sampler_device={sampler_device!r} places the fused sampler only; "
+                         f"{name!r} samples on the CPU (leave it out with --samplers fused)")
     if name == "reference":
         return ReferenceSampler(graph, fanouts, seed=seed).sample
     if name in ("dgl-fused", "dgl-unfused"):
-        from gnnrepro.baselines import dgl_samplers
+        from gnnrepro.baselines import dgl_samplers  # imports DGL only when it is measured
         cls = dgl_samplers.DGLFusedSampler if name == "dgl-fused" else dgl_samplers.DGLUnfusedSampler
         return cls(graph, fanouts, seed=seed).sample_native
     raise ValueError(f"unknown sampler {name!r}; choose from {', '.join(SAMPLERS)}")
@@ -55,22 +75,23 @@ def output_counts(output) -> tuple[int, int]:
     return sum(int(b.num_edges()) for b in blocks), int(input_nodes.numel())
 
 
-def run(dataset: str = "products-sim", scale: float = 0.25, root: str | None = None,
-        fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024, batches: int = 50,
-        threads: int = 2, repeats: int = 4, samplers: Sequence[str] = SAMPLERS,
-        seed: int = 0) -> dict:
-    """Time each sampler on the same batches; return the JSON-ready result."""
-    if batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
-    if threads <= 0:
-        raise ValueError(f"threads must be positive, got {threads}")
-    fanouts = list(fanouts)
+def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
+            root: str | None = None, fanouts: Sequence[int] = tuple(SETTINGS["fanouts"].default),
+            batch_size: int = SETTINGS["batch_size"].default, batches: int = 50,
+            threads: int | None = None, repeats: int = 4, samplers: Sequence[str] = SAMPLERS,
+            seed: int = SETTINGS["seed"].default,
+            sampler_device: str = SETTINGS["sampler_device"].default) -> dict:
+    """Time each sampler on the same batches (`threads` torch threads; None: the machine's
+    cores); return the JSON-ready result."""
+    batch_size = validate("batch_size", batch_size)
+    fanouts = validate("fanouts", list(fanouts))
+    threads = resolve_threads(threads)
     torch.set_num_threads(threads)
     data = load_scaled(dataset, root, scale)
     seed_sets = seed_batches(data.train_idx, batch_size, batches, seed)
     contenders = {}
     for name in samplers:
-        contenders[name] = make_sampler(name, data.graph, fanouts, seed)
+        contenders[name] = make_sampler(name, data.graph, fanouts, seed, sampler_device)
     if any(name.startswith("dgl") for name in samplers):
         from gnnrepro.baselines.dgl_import import set_dgl_threads
         set_dgl_threads(threads)
@@ -93,6 +114,7 @@ def run(dataset: str = "products-sim", scale: float = 0.25, root: str | None = N
         "params": {"dataset": dataset, "scale": scale if dataset == "products-sim" else None,
                    "fanouts": fanouts, "batch_size": batch_size, "batches": len(seed_sets),
                    "threads": threads, "repeats": repeats, "seed": seed,
+                   "sampler_device": sampler_device,
                    "timed_in_own_phase": [n for n in samplers if n in ISOLATED],
                    "num_nodes": data.graph.num_nodes, "num_edges": data.graph.num_edges,
                    "index_dtype": str(data.graph.indices.dtype)},

@@ -1,15 +1,16 @@
-"""`python -m gnnrepro bench train` end to end on a tiny graph: structure, not speed."""
+"""`python -m gnnrepro bench end-to-end` on a tiny graph: structure, not speed."""
 from __future__ import annotations
 
 import json
 
 import pytest
+import torch
 
 from gnnrepro.__main__ import main
-from gnnrepro.profiling import STAGES
-from conftest import require_dgl
+from gnnrepro.pipeline import STAGES
+from helpers import require_dgl
 
-ARGS = ["bench", "train", "--scale", "0.002", "--fanouts", "4,3", "--batch-size", "64",
+ARGS = ["bench", "end-to-end", "--scale", "0.002", "--fanouts", "4,3", "--batch-size", "64",
         "--epochs", "2", "--threads", "1", "--hidden", "16"]
 
 
@@ -18,7 +19,7 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("GNNREPRO_DATA", str(tmp_path / "cache"))
 
 
-def test_bench_train_writes_side_by_side_json(tmp_path, capsys):
+def test_bench_end_to_end_writes_side_by_side_json(tmp_path, capsys):
     require_dgl()
     out = tmp_path / "train.json"
     assert main(ARGS + ["--pipelines", "dgl,fused,fused+pinned", "--timeline-batches", "2",
@@ -42,7 +43,7 @@ def test_bench_train_writes_side_by_side_json(tmp_path, capsys):
     assert "fused+pinned" in capsys.readouterr().out
 
 
-def test_bench_train_repeats_alternate_the_order_and_pool(tmp_path):
+def test_bench_end_to_end_repeats_alternate_the_order_and_pool(tmp_path):
     out = tmp_path / "train.json"
     assert main(ARGS + ["--pipelines", "reference,fused", "--repeats", "2", "--epochs", "1",
                         "--out", str(out)]) == 0
@@ -53,10 +54,17 @@ def test_bench_train_repeats_alternate_the_order_and_pool(tmp_path):
         assert len(r["epochs_s"]) == 2  # one epoch per round; all epochs count when only one
 
 
-def test_bench_train_failures_raise_with_the_cause():
-    with pytest.raises(ValueError, match="pipelines"):
-        main(ARGS + ["--pipelines", "fused,nope"])
-    with pytest.raises(ValueError, match="workers"):
-        main(ARGS + ["--workers", "-1"])
-    with pytest.raises(RuntimeError, match="(?s)pipeline 'fused' failed.*fanouts"):
-        main(ARGS + ["--pipelines", "fused", "--fanouts", "4,0"])
+def test_bench_end_to_end_failures_raise_with_the_cause(capsys):
+    """Bad options stop at argparse with the setting's own message; a run that fails in its
+    child raises naming the pipeline, with the child's traceback."""
+    for option, value, message in (("--pipelines", "fused,nope", "subset of"),
+                                   ("--workers", "-1", "workers must be >= 0"),
+                                   ("--fanouts", "4,0", "fanouts[1] must be >= 1")):
+        with pytest.raises(SystemExit):
+            main(ARGS + [option, value])
+        assert message in capsys.readouterr().err, option
+    if torch.cuda.is_available():
+        pytest.skip("feature_source='uva' runs where CUDA exists")
+    with pytest.raises(RuntimeError, match="(?s)pipeline 'fused'.*raised: .*"
+                                           "feature_source='uva' needs a CUDA device"):
+        main(ARGS + ["--pipelines", "fused", "--feature-source", "uva"])

@@ -1,4 +1,4 @@
-"""`bench train`: end-to-end training of the named pipelines side by side (the paper's 1.80x).
+"""`bench end-to-end`: end-to-end training of the named pipelines side by side (the paper's 1.80x).
 
 Every pipeline trains the same model (same initial weights) for the same epochs on batches of
 the same size, each in a fresh process of its own: peak memory is then per pipeline, and no
@@ -19,71 +19,59 @@ subprocess it forks, such as the git call that records the commit).
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import resource
 import statistics
-import traceback
 from collections.abc import Sequence
 from typing import Any
 
-import torch
-
 from gnnrepro.bench.timing import williams_orders
 from gnnrepro.checks import check_int
+from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
-from gnnrepro.pipeline.pipelines import PIPELINES
-from gnnrepro.profiling import STAGES, reduce_stages
+from gnnrepro.pipeline.spans import STAGES
+from gnnrepro.supervisor import ChildFailed, Heartbeat, Supervisor, run_reporting
+from gnnrepro.training import reduce_stages, run_training
 
-__all__ = ["format_table", "run"]
+__all__ = ["format_table", "measure"]
 
-def _train_one(conn: Any, name: str, settings: dict[str, Any]) -> None:
-    """Child process: train pipeline `name`; send ("ok", summary) or ("error", traceback)."""
-    try:
-        from gnnrepro.pipeline.pipelines import train_pipeline
-        torch.set_num_threads(settings["threads"])
-        data = load_scaled(settings["dataset"], settings["root"], settings["scale"])
-        result = train_pipeline(
-            name, data, settings["fanouts"], device=settings["device"],
-            batch_size=settings["batch_size"], seed=settings["seed"],
-            workers=settings["workers"], streams=settings["streams"],
-            prefetch=settings["prefetch"], epochs=settings["epochs"], lr=settings["lr"],
-            hidden=settings["hidden"], timeline_batches=settings["timeline_batches"])
+def _train_one(name: str, config: TrainConfig, data_args: dict[str, Any],
+               timeline_batches: int, inbox: Any, outbox: Any) -> None:
+    """Child process: train pipeline `name`, beating while it trains; send ("ok", summary)
+    or ("error", traceback)."""
+    def body() -> dict[str, Any]:
+        data = load_scaled(**data_args)
+        result = run_training(data, config.replace(pipeline=name),
+                              timeline_batches=timeline_batches, heartbeat=Heartbeat(outbox))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
         epochs = result.epochs
-        conn.send(("ok", {
+        return {
             "epochs": [{"epoch_s": e.epoch_s, "stages": e.stages, "wait_s": e.loader_wait_s,
                         "seeds_per_s": e.seeds_per_s, "loss": e.loss,
                         "peak_gpu_mb": e.peak_gpu_mb} for e in epochs],
             "timeline": epochs[min(1, len(epochs) - 1)].timeline,
             "val_acc": result.val_acc, "test_acc": result.test_acc,
             "peak_rss_bytes": rss,
-            "params": result.params}))
-    except BaseException:  # reported to the parent, which raises it there
-        conn.send(("error", traceback.format_exc()))
-    finally:
-        conn.close()
+            "params": result.params}
+    run_reporting(body, outbox)
 
 
-def _run_child(name: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """Run `_train_one` in a fresh spawned process; raise its error here if it fails."""
-    ctx = mp.get_context("spawn")
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_train_one, args=(send, name, settings), name=f"bench-{name}")
-    proc.start()
-    send.close()
+def _run_child(name: str, config: TrainConfig, data_args: dict[str, Any],
+               timeline_batches: int) -> dict[str, Any]:
+    """Run `_train_one` in a fresh spawned process, supervised (a child that dies, raises or
+    sends nothing for config.timeout_s raises RuntimeError naming the pipeline)."""
+    supervisor = Supervisor("spawn")
     try:
-        status, payload = receive.recv()
-    except EOFError:
-        proc.join()
-        raise RuntimeError(f"pipeline {name!r}: its process died (exit code {proc.exitcode}) "
-                           f"without a result") from None
+        supervisor.start(f"pipeline {name!r}", _train_one,
+                         (name, config, data_args, timeline_batches))
+        while True:
+            for _, (_, payload) in supervisor.receive(1.0):
+                return payload
+            supervisor.check_silence([0], config.timeout_s)
+    except ChildFailed as exc:
+        raise RuntimeError(f"bench end-to-end failed: {exc}") from None
     finally:
-        receive.close()
-    proc.join()
-    if status != "ok":
-        raise RuntimeError(f"pipeline {name!r} failed:\n{payload}")
-    return payload
+        supervisor.stop()
 
 
 def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -106,14 +94,13 @@ def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = None,
-        fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024, epochs: int = 3,
-        pipelines: Sequence[str] = ("dgl", "fused", "fused+pinned"), threads: int = 2,
-        workers: int = 1, streams: int = 2, prefetch: int = 2, seed: int = 0,
-        device: str = "cpu", lr: float = 0.003, hidden: int = 256, repeats: int = 1,
-        timeline_batches: int = 0) -> dict[str, Any]:
-    """Train each pipeline (fresh process each, `repeats` rounds); return the JSON-ready
-    result: params, dataset, pipelines {name: summary}, speedup_vs_dgl, env."""
+def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
+            scale: float = SETTINGS["scale"].default, root: str | None = None,
+            pipelines: Sequence[str] = ("dgl", "fused", "fused+pinned"), repeats: int = 1,
+            timeline_batches: int = 0) -> dict[str, Any]:
+    """Train each pipeline with `config`'s settings (a fresh process each, `repeats` rounds);
+    return the JSON-ready result: params, dataset, pipelines {name: summary},
+    speedup_vs_dgl, env."""
     pipelines = list(pipelines)
     unknown = [p for p in pipelines if p not in PIPELINES]
     if unknown or not pipelines:
@@ -121,29 +108,25 @@ def run(dataset: str = "products-sim", scale: float = 0.05, root: str | None = N
                          f"got {pipelines}")
     if len(set(pipelines)) != len(pipelines):
         raise ValueError(f"pipelines has repeats: {pipelines}")
-    for arg, value, low in (("batch_size", batch_size, 1), ("epochs", epochs, 1),
-                            ("threads", threads, 1), ("workers", workers, 0),
-                            ("streams", streams, 1), ("prefetch", prefetch, 1),
-                            ("repeats", repeats, 1), ("timeline_batches", timeline_batches, 0)):
-        check_int(arg, value, low)
-    data = load_scaled(dataset, root, scale)  # built (and cached) once, before the children
-    settings = {"dataset": dataset, "scale": scale, "root": root, "fanouts": list(fanouts),
-                "batch_size": batch_size, "epochs": epochs, "threads": threads,
-                "workers": workers, "streams": streams, "prefetch": prefetch, "seed": seed,
-                "device": device, "lr": lr, "hidden": hidden,
-                "timeline_batches": timeline_batches}
+    check_int("repeats", repeats, 1)
+    check_int("timeline_batches", timeline_batches, 0)
+    data_args = {"name": validate("dataset", dataset), "root": root,
+                 "scale": validate("scale", scale)}
+    data = load_scaled(**data_args)  # built (and cached) once, before the children
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pipelines}
     design = williams_orders(len(pipelines))
     orders = [[pipelines[i] for i in design[r % len(design)]] for r in range(repeats)]
     for order in orders:
         for name in order:
-            rounds[name].append(_run_child(name, settings))
+            rounds[name].append(_run_child(name, config, data_args, timeline_batches))
     summaries = {name: _summarize(rounds[name]) for name in pipelines}
     dgl_s = summaries["dgl"]["epoch_s"] if "dgl" in summaries else None
     return {
-        "benchmark": "train",
-        "params": {**settings, "pipelines": pipelines, "repeats": repeats,
-                   "round_orders": orders,
+        "benchmark": "end-to-end",
+        "params": {**config.to_dict(), "dataset": dataset, "scale": scale, "root": root,
+                   "threads": rounds[pipelines[0]][0]["params"]["threads"],
+                   "pipelines": pipelines, "repeats": repeats, "round_orders": orders,
+                   "timeline_batches": timeline_batches,
                    "model": "GraphSAGE-mean", "optimizer": "Adam",
                    "evaluation": "mini-batch inference with the fused sampler (same fanouts)"},
         "dataset": {"name": data.name, "num_nodes": data.graph.num_nodes,

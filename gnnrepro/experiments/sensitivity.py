@@ -1,5 +1,6 @@
-"""05_sensitivity: the fused+pinned pipeline's epoch time as batch size, fanouts, workers and
-streams vary one at a time around the notebook's settings."""
+"""05_sensitivity: the fused+pinned pipeline's epoch time as batch size, fanouts, workers,
+streams and placement (sampler_device/feature_source) vary one at a time around the
+notebook's settings."""
 from __future__ import annotations
 
 import math
@@ -8,20 +9,23 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from gnnrepro.experiments import runs
+from gnnrepro.experiments import measurements
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
-from gnnrepro.profiling import STAGES
+from gnnrepro.pipeline.spans import STAGES
 
 __all__ = ["AXES", "NAME", "sensitivity", "sensitivity_table"]
 
 NAME = "05_sensitivity"
 #: Swept setting -> the parameter listing its values.
 AXES = {"batch_size": "sweep_batch_sizes", "fanouts": "sweep_fanouts",
-        "workers": "sweep_workers", "streams": "sweep_streams"}
+        "workers": "sweep_workers", "streams": "sweep_streams",
+        "placement": "sweep_placements"}
 NO_STREAMS = "streams are CUDA streams; the device is cpu"
-_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "threads",
-        "workers", "streams", "seed", *AXES.values())
+NO_CUDA = "needs CUDA; the device is cpu"
+_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
+        "sampler_device", "feature_source", "threads", "workers", "streams", "seed",
+        *AXES.values())
 
 
 def _label(value: Any) -> str:
@@ -34,12 +38,13 @@ def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     workers, streams, status ('run' or 'not run'), reason, epoch_s, seeds_per_s, test_acc and
     each stage's work (<stage>_s). The pipeline is fused+pinned (on the CPU: the fused sampler
     with `workers` processes preparing batches ahead; streams only matter for host-to-device
-    copies, so that axis is not run there). Each point is stored as it finishes, and the point
-    equal to the base settings is measured once for all axes."""
+    copies, so that axis is not run there, nor are the GPU placements). Each point is stored
+    as it finishes, and the point equal to the base settings is measured once for all axes."""
     cuda = params.device.startswith("cuda")
     pipeline = "fused+pinned"
     store = Store(params.results_dir)
-    base = {axis: getattr(params, axis) for axis in AXES}
+    base = {axis: getattr(params, axis) for axis in AXES if axis != "placement"}
+    base["placement"] = f"{params.sampler_device}/{params.feature_source}"
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         points = [(axis, value) for axis, name in AXES.items() for value in getattr(params, name)]
@@ -51,10 +56,18 @@ def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                    "status": "run", "reason": None, "epoch_s": math.nan,
                    "seeds_per_s": math.nan, "test_acc": math.nan,
                    **{f"{stage}_s": math.nan for stage in STAGES}}
+            sampler_device, feature_source = setting.pop("placement").split("/")
             if axis == "streams" and not cuda:
                 row |= {"status": "not run", "reason": NO_STREAMS}
+            elif (sampler_device, feature_source) != ("cpu", "pinned") and not cuda:
+                row |= {"status": "not run", "reason": NO_CUDA}
             else:
-                r = runs.train(params, store, (pipeline,), **setting)["pipelines"][pipeline]
+                if sampler_device != "cpu":  # a GPU sampler runs in the trainer
+                    setting["workers"] = 0
+                r = measurements.end_to_end_run(
+                    params, store, (pipeline,), sampler_device=sampler_device,
+                    feature_source=feature_source,
+                    **setting)["pipelines"][pipeline]
                 row |= {"epoch_s": r["epoch_s"], "seeds_per_s": r["seeds_per_s"],
                         "test_acc": r["test_acc"],
                         **{f"{stage}_s": r["stages"][stage]["work_s"] for stage in STAGES}}

@@ -6,10 +6,10 @@ from typing import Any
 
 import pandas as pd
 
-from gnnrepro.experiments import runs
+from gnnrepro.experiments import measurements
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
-from gnnrepro.profiling import STAGES
+from gnnrepro.pipeline.spans import STAGES
 
 __all__ = ["NAME", "stage_breakdown", "stage_table"]
 
@@ -23,7 +23,7 @@ def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        result = runs.ladder(params, store)
+        result = measurements.ladder(params, store)
         rows = []
         for pipeline, r in result["pipelines"].items():
             total = sum(r["stages"][stage]["work_s"] for stage in STAGES)
@@ -36,7 +36,7 @@ def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         data = pd.DataFrame(rows).astype({"exposed_s": float})
         return data, {"dataset": result["dataset"]}
 
-    return store.cached(NAME, params.key(runs.LADDER_KEY), compute, params.force)
+    return store.cached(NAME, params.key(measurements.LADDER_KEY), compute, params.force)
 
 
 def stage_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -8,17 +8,17 @@ from typing import Any
 
 import pandas as pd
 
-from gnnrepro.experiments import paper
+from gnnrepro.bench import scaling as scaling_bench
+from gnnrepro.experiments import measurements, paper
 from gnnrepro.experiments.params import Params, runnable_world_sizes
 from gnnrepro.experiments.store import Store
 
 __all__ = ["NAME", "scaling", "scaling_table"]
 
 NAME = "04_scaling"
-VERSION = 2  # 2: the memory columns
 PIPELINES = ("dgl", "fused+pinned")
-_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device", "gpus",
-        "threads", "workers", "streams", "seed")
+_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
+        "sampler_device", "feature_source", "gpus", "threads", "workers", "streams", "seed")
 
 
 def _row(pipeline: str, world_size: int, reason: str | None = None,
@@ -46,19 +46,15 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
     ranks_are = "GPUs" if params.device.startswith("cuda") else "CPU processes"
     runnable, reasons = runnable_world_sizes(params.gpus, params.device)
-    import gnnrepro.bench.scaling as scaling_bench  # on use: torch.distributed, launcher
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         rows = [_row(p, size, reasons[size]) for size in reasons for p in PIPELINES]
         if not runnable:
             return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": None}
-        result = scaling_bench.run(
-            dataset=params.dataset, scale=params.scale, root=params.root,
-            fanouts=list(params.fanouts), batch_size=params.batch_size, epochs=params.epochs,
-            ranks=runnable, pipelines=PIPELINES, threads=params.threads,
-            workers=params.workers, streams=params.streams, seed=params.seed,
-            device=params.device)
+        result = scaling_bench.measure(
+            measurements.train_config(params), dataset=params.dataset, scale=params.scale,
+            root=params.root, ranks=runnable, pipelines=PIPELINES)
         speedups = {int(size): x for size, x in result["speedup_vs_dgl"].items()}
         for run in result["runs"]:
             size, skipped = run["world_size"], run["skipped"]
@@ -73,7 +69,7 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                              oversubscribed=bool(run["oversubscribed"])))
         return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": result["num_train_ids"]}
 
-    return store.cached(NAME, params.key(_KEY), compute, params.force, version=VERSION)
+    return store.cached(NAME, params.key(_KEY), compute, params.force)
 
 
 def _mb(nbytes: float | None) -> float:

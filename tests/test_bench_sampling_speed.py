@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from gnnrepro.__main__ import main
-from conftest import require_dgl
+from helpers import require_dgl
 
 
 @pytest.fixture(autouse=True)
@@ -41,13 +41,14 @@ def test_bench_sampling_writes_side_by_side_json(tmp_path, capsys):
 
 
 def test_bench_sampling_rejects_bad_arguments():
-    with pytest.raises(SystemExit):
-        main(["bench", "sampling", "--fanouts", "4,x"])
-    with pytest.raises(ValueError, match="unknown sampler"):
-        main(["bench", "sampling", "--scale", "0.002", "--samplers", "fused,nope",
-              "--batch-size", "16", "--batches", "1"])
-    with pytest.raises(ValueError, match="batch_size"):
-        main(["bench", "sampling", "--scale", "0.002", "--batch-size", "0"])
+    for args in (["--fanouts", "4,x"], ["--samplers", "fused,nope"], ["--batch-size", "0"],
+                 ["--sampler-device", "gpu"]):
+        with pytest.raises(SystemExit):
+            main(["bench", "sampling", "--scale", "0.002", *args])
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sampler_device='uva' needs a CUDA device"):
+            main(["bench", "sampling", "--scale", "0.002", "--samplers", "fused",
+                  "--sampler-device", "uva", "--batch-size", "16", "--batches", "1"])
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])

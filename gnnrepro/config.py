@@ -1,0 +1,320 @@
+"""Every user-facing setting, written once: its default, its check, its help.
+
+`SETTINGS` is the one definition. It feeds the command line (`add_options`: both
+`python -m gnnrepro` and the torchrun entry), the notebooks' parameters
+(gnnrepro.experiments.params builds its fields from it) and `TrainConfig`, the settings of one
+training run that train_pipeline, the benchmarks and every data-parallel rank take. Each value
+is checked by its setting's check, with one error message that names it.
+
+Placement (where the graph is read and how feature rows reach the GPU) is two settings:
+`sampler_device` (cpu | cuda | uva) and `feature_source` (pinned | uva | device);
+`check_placement` says which combinations a machine can run.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gnnrepro.checks import check_int, check_positive_float
+from gnnrepro.datasets import KNOWN_DATASETS
+
+__all__ = ["FEATURE_SOURCES", "PIPELINES", "SAMPLER_DEVICES", "SETTINGS",
+           "Setting", "TrainConfig", "add_options", "check_placement", "resolve_device",
+           "resolve_threads", "validate"]
+
+Check = Callable[[str, Any], Any]
+
+#: The training pipelines the paper compares (gnnrepro.training.pipelines builds them).
+PIPELINES = ("dgl", "reference", "fused", "fused+pinned")
+#: Where the sampler reads the graph: the CPU op, GPU memory, or pinned host memory over UVA.
+SAMPLER_DEVICES = ("cpu", "cuda", "uva")
+#: How feature rows reach the GPU: gathered on the CPU into pinned slots and copied on side
+#: streams (the paper's method), gathered by the GPU from pinned host memory, or GPU-resident.
+FEATURE_SOURCES = ("pinned", "uva", "device")
+
+
+# ---- checks: (name, value) -> value, or a TypeError / ValueError naming `name` ----
+
+def _int(low: int) -> Check:
+    return lambda name, value: check_int(name, value, low)
+
+
+def _str(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _choice(options: Sequence[str]) -> Check:
+    def check(name: str, value: Any) -> str:
+        if _str(name, value) not in options:
+            raise ValueError(f"{name} must be one of {', '.join(options)}, got {value!r}")
+        return value
+    return check
+
+
+def _optional(check: Check) -> Check:
+    return lambda name, value: None if value is None else check(name, value)
+
+
+def _dropout(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
+    return float(value)
+
+
+def _fanout(name: str, value: Any) -> int:
+    value = check_int(name, value, -1)
+    if value == 0:
+        raise ValueError(f"{name} must be >= 1, or -1 for all neighbours, got 0")
+    return value
+
+
+def _device(name: str, value: Any) -> str:
+    value = _str(name, value)
+    index = value.partition(":")[2]
+    if value not in ("auto", "cpu", "cuda") and not (value.startswith("cuda:") and index.isdigit()):
+        raise ValueError(f"{name} must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {value!r}")
+    return value
+
+
+def _path(name: str, value: Any) -> str:
+    """An absolute path: '~' expanded, relative paths from the checkout (else the cwd)."""
+    path = Path(_str(name, value)).expanduser()
+    checkout = Path(__file__).resolve().parents[1]
+    base = checkout if (checkout / "pyproject.toml").exists() else Path.cwd()
+    return str(path if path.is_absolute() else base / path)
+
+
+def list_of(item: Check, *, nonempty: bool = False, unique: bool = False) -> Check:
+    """A list of items passing `item`; a comma-separated string (CLI, papermill -p) is split."""
+    def check(name: str, value: Any) -> list:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+            value = [int(v) if v.lstrip("-").isdigit() else v for v in value]
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{name} must be a list, got {value!r}")
+        out = [item(f"{name}[{i}]", v) for i, v in enumerate(value)]
+        if nonempty and not out:
+            raise ValueError(f"{name} must not be empty")
+        if unique and len(set(map(repr, out))) != len(out):
+            raise ValueError(f"{name} has duplicates: {out}")
+        return out
+    return check
+
+
+fanouts_check = list_of(_fanout, nonempty=True)
+
+
+def _text_to_value(text: str) -> Any:
+    """CLI text as the JSON-like value a check expects: ints, floats, None, else the text."""
+    if text.lower() in ("none", "null"):
+        return None
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+# ---- the settings ----
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: default, check, help, and the type annotation the notebooks show."""
+
+    name: str
+    default: Any
+    check: Check
+    help: str
+    annotation: str
+
+    def validate(self, value: Any) -> Any:
+        return self.check(self.name, value)
+
+    def from_text(self, text: str) -> Any:
+        """Parse and check a command-line value; lists stay comma-separated text for the
+        check to split."""
+        value = text if self.annotation.startswith("list") else _text_to_value(text)
+        try:
+            return self.validate(value)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _s(name: str, default: Any, check: Check, annotation: str, help: str) -> Setting:
+    return Setting(name, default, check, help, annotation)
+
+
+_SETTINGS = [
+    _s("dataset", "products-sim", _choice(KNOWN_DATASETS), "str",
+       "dataset: products-sim (built in, synthetic) or ogbn-products, ogbn-arxiv, "
+       "ogbn-papers100M (read from root, never downloaded)"),
+    _s("scale", 0.05, check_positive_float, "float",
+       "products-sim size as a fraction of ogbn-products (1.0 is 2.45M nodes); ignored by OGB "
+       "data"),
+    _s("root", None, _optional(_path), "Optional[str]",
+       "dataset directory: the OGB root for ogbn-* (None: $GNNREPRO_OGB_ROOT, else ~/data/ogb), "
+       "the cache for products-sim (None: $GNNREPRO_DATA, else ~/.cache/gnnrepro)"),
+    _s("fanouts", [15, 10, 5], fanouts_check, "list[int]",
+       "neighbours sampled per layer, input layer first (-1: all)"),
+    _s("batch_size", 1024, _int(1), "int", "seed nodes per mini-batch"),
+    _s("epochs", 3, _int(1), "int",
+       "training epochs per run; times are medians over the epochs after the first"),
+    _s("lr", 0.003, check_positive_float, "float", "Adam learning rate"),
+    _s("hidden", 256, _int(1), "int", "GraphSAGE hidden width"),
+    _s("dropout", 0.5, _dropout, "float", "dropout probability, in [0, 1)"),
+    _s("device", "auto", _device, "str",
+       "training device: auto (cuda if available, else cpu), cpu, cuda or cuda:N"),
+    _s("sampler_device", "cpu", _choice(SAMPLER_DEVICES), "str",
+       "where the sampler reads the graph: cpu (the C++ op, in the loader's workers), cuda "
+       "(graph in GPU memory), uva (graph in pinned host memory, read by the GPU)"),
+    _s("feature_source", "pinned", _choice(FEATURE_SOURCES), "str",
+       "how feature rows reach the GPU: pinned (gathered on the CPU into pinned slots, copied "
+       "on side streams), uva (the GPU gathers from pinned host memory), device (features in "
+       "GPU memory)"),
+    _s("pipeline", "fused+pinned", _choice(PIPELINES), "str",
+       f"training pipeline: {', '.join(PIPELINES)}"),
+    _s("threads", None, _optional(_int(1)), "Optional[int]",
+       "torch threads per process (per rank); None: this machine's cores divided by the "
+       "ranks"),
+    _s("workers", 1, _int(0), "int",
+       "sampling worker processes per loader of fused+pinned (0: in the trainer)"),
+    _s("streams", 2, _int(1), "int", "CUDA streams for host-to-device copies (fused+pinned)"),
+    _s("prefetch", 2, _int(1), "int", "batches prepared ahead (fused+pinned)"),
+    _s("seed", 0, _int(0), "int", "random seed (batches, model initialisation)"),
+    _s("eval_batch_size", 4096, _int(1), "int", "seed nodes per evaluation mini-batch"),
+    _s("timeout_s", 120.0, check_positive_float, "float",
+       "seconds a child process (rank, loader worker, benchmark run) may go without a word, "
+       "and a collective may wait for a peer, before it is declared hung; it must also cover "
+       "the dataset load that each machine's first rank does for the others"),
+]
+SETTINGS: dict[str, Setting] = {s.name: s for s in _SETTINGS}
+
+
+def validate(name: str, value: Any) -> Any:
+    """`value` checked by setting `name`'s check (errors name the setting)."""
+    return SETTINGS[name].validate(value)
+
+
+def add_options(parser: argparse.ArgumentParser, names: Iterable[str],
+                **defaults: Any) -> None:
+    """Add `--name` options (underscores as dashes) for the named settings; `defaults`
+    replaces a setting's default for this parser only where a command measures something
+    else by default (e.g. a larger dataset)."""
+    for name in names:
+        setting = SETTINGS[name]
+        default = defaults.get(name, setting.default)
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default=default,
+                            type=setting.from_text, metavar=name.upper(),
+                            help=f"{setting.help} (default: {default})")
+
+
+def resolve_device(device: str) -> str:
+    """'auto' -> 'cuda' if CUDA is available, else 'cpu'; a CUDA device that is not there is
+    a ValueError naming the setting rather than a failure deep inside a run."""
+    device = validate("device", device)
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device.partition(":")[2] or 0)
+        if index >= count:
+            raise ValueError(f"device is {device!r} but this machine has {count} CUDA "
+                             f"device(s); use 'auto' or 'cpu'")
+    return device
+
+
+def resolve_threads(threads: int | None, ranks_per_machine: int = 1) -> int:
+    """`threads`, or (None) this machine's cores shared by its ranks, at least 1."""
+    if threads is not None:
+        return validate("threads", threads)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // max(1, ranks_per_machine))
+
+
+def check_placement(device: str, sampler_device: str, feature_source: str,
+                    workers: int = 0) -> None:
+    """Raise ValueError naming the setting when this combination cannot run here.
+
+    `device` is the training device, already resolved ('cpu', 'cuda', 'cuda:N'). On the CPU
+    only (cpu, pinned) exists: nothing is pinned there, the slots are plain shared memory.
+    A GPU sampler runs in the training process, so it takes no sampling workers.
+    """
+    sampler_device = validate("sampler_device", sampler_device)
+    feature_source = validate("feature_source", feature_source)
+    cuda = device.startswith("cuda")
+    for name, value, cpu_value in (("sampler_device", sampler_device, "cpu"),
+                                   ("feature_source", feature_source, "pinned")):
+        if value == cpu_value:
+            continue
+        if not torch.cuda.is_available():
+            raise ValueError(f"{name}={value!r} needs a CUDA device; this machine has none "
+                             f"(use {name}={cpu_value!r})")
+        if not cuda:
+            raise ValueError(f"{name}={value!r} needs device='cuda', got device={device!r}")
+    if sampler_device != "cpu" and workers:
+        raise ValueError(f"sampler_device={sampler_device!r} samples on the GPU in the "
+                         f"training process: workers must be 0, got {workers}")
+
+
+def _field(name: str) -> Any:
+    default = SETTINGS[name].default
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default))
+    return dataclasses.field(default=default)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The settings of one training run, every one checked by its setting on construction.
+
+    `device` 'auto' is resolved and `threads` None becomes a count (resolve_threads) when the
+    run starts, where the machine is known; fanouts are kept as a tuple (hashable).
+    """
+
+    pipeline: str = _field("pipeline")
+    fanouts: tuple[int, ...] = tuple(SETTINGS["fanouts"].default)
+    batch_size: int = _field("batch_size")
+    epochs: int = _field("epochs")
+    lr: float = _field("lr")
+    hidden: int = _field("hidden")
+    dropout: float = _field("dropout")
+    device: str = _field("device")
+    sampler_device: str = _field("sampler_device")
+    feature_source: str = _field("feature_source")
+    threads: int | None = _field("threads")
+    workers: int = _field("workers")
+    streams: int = _field("streams")
+    prefetch: int = _field("prefetch")
+    seed: int = _field("seed")
+    eval_batch_size: int = _field("eval_batch_size")
+    timeout_s: float = _field("timeout_s")
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "fanouts":
+                value = tuple(validate("fanouts", list(value) if isinstance(value, tuple)
+                                       else value))
+            else:
+                value = validate(f.name, value)
+            object.__setattr__(self, f.name, value)
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "fanouts": list(self.fanouts)}

@@ -1,0 +1,64 @@
+"""The benchmark runs behind the experiments, each stored by its exact arguments and code
+(Store.memo), so experiments asking for the same run share one measurement."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gnnrepro.bench import end_to_end as end_to_end_bench
+from gnnrepro.bench import sampling_speed as sampling_bench
+from gnnrepro.config import TrainConfig
+from gnnrepro.experiments.params import Params
+from gnnrepro.experiments.store import Store
+
+__all__ = ["LADDER", "LADDER_KEY", "end_to_end_run", "ladder", "sampling_run", "train_config"]
+
+#: The end-to-end ablation ladder (01 and 03 share this run): DGL's pipeline, fused sampling,
+#: fused sampling with pinned multi-stream feature loading.
+LADDER = ("dgl", "fused", "fused+pinned")
+#: The parameters the shared training run of 01 and 03 (`ladder`) depends on.
+LADDER_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
+              "sampler_device", "feature_source", "threads", "workers", "streams", "seed",
+              "timeline_batches", "train_repeats")
+
+
+def train_config(params: Params, **overrides: Any) -> TrainConfig:
+    """The TrainConfig of `params` (their settings, config defaults for the rest), with
+    `overrides` (batch_size, fanouts, workers, streams, sampler_device, ...)."""
+    settings = {"fanouts": tuple(params.fanouts), "batch_size": params.batch_size,
+                "epochs": params.epochs, "device": params.device,
+                "sampler_device": params.sampler_device,
+                "feature_source": params.feature_source, "threads": params.threads,
+                "workers": params.workers, "streams": params.streams, "seed": params.seed}
+    return TrainConfig(**(settings | overrides))
+
+
+def ladder(params: Params, store: Store) -> dict:
+    """The training run 01_stage_breakdown and 03_end_to_end share: every LADDER pipeline,
+    `params.train_repeats` rounds, the timeline of `params.timeline_batches` batches."""
+    return end_to_end_run(params, store, LADDER, timeline_batches=params.timeline_batches,
+                          repeats=params.train_repeats)
+
+
+def end_to_end_run(params: Params, store: Store, pipelines: Sequence[str], *,
+                   timeline_batches: int = 0, repeats: int = 1, **overrides: Any) -> dict:
+    """gnnrepro.bench.end_to_end.measure of `pipelines` with `params`' settings, `overrides`
+    replacing any TrainConfig setting; stored by its arguments."""
+    config = train_config(params, **overrides)
+    kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
+              "pipelines": list(pipelines), "repeats": repeats,
+              "timeline_batches": timeline_batches}
+    return store.memo("end-to-end", kwargs | {"config": config.to_dict()},
+                      lambda: end_to_end_bench.measure(config, **kwargs), params.force)
+
+
+def sampling_run(params: Params, store: Store, dataset: str) -> dict:
+    """gnnrepro.bench.sampling_speed.measure of every sampler on `dataset` with `params`'
+    settings; stored by its arguments."""
+    kwargs = {"dataset": dataset, "scale": params.scale, "root": params.root,
+              "fanouts": list(params.fanouts), "batch_size": params.batch_size,
+              "batches": params.sampling_batches, "threads": params.threads,
+              "repeats": params.sampling_repeats, "samplers": list(sampling_bench.SAMPLERS),
+              "seed": params.seed}
+    return store.memo("sampling", kwargs, lambda: sampling_bench.measure(**kwargs),
+                      params.force)

@@ -1,0 +1,218 @@
+"""The one training loop: `train` runs GraphSAGE over any BatchSource's batches, epoch by
+epoch, timed stage by stage, and evaluates it; `train_epoch` is one epoch of it.
+
+Every pipeline trains the identical model: the initial weights and the dropout stream come
+from torch.manual_seed(seed), and the batches depend only on (seed, epoch) - never on the
+number of workers or streams (see gnnrepro.pipeline.loader) - so pipelines differ only in speed.
+The same function trains a data-parallel rank: when a torch.distributed process group with
+more than one rank exists, the model is wrapped in DistributedDataParallel, each rank draws its
+own dropout stream, and the accuracies are summed over the ranks.
+"""
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from gnnrepro.checks import check_int
+from gnnrepro.config import SETTINGS, validate
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.env import environment
+from gnnrepro.models.graphsage import GraphSAGE
+from gnnrepro.pipeline.source import BatchSource
+from gnnrepro.pipeline.spans import Span
+from gnnrepro.sampling.args import stream_seed
+from gnnrepro.training.evaluate import accuracy, rank_and_world
+from gnnrepro.training.profiler import StageTimer
+
+__all__ = ["EpochStats", "TrainResult", "build_model", "train", "train_epoch"]
+
+
+@dataclass
+class EpochStats:
+    """One epoch: wall time, throughput, memory peaks, stage times, mean training loss.
+
+    peak_rss_mb is this (training) process's resident-set high-water mark since it started
+    (resource.getrusage ru_maxrss; worker processes not included). peak_gpu_mb is
+    torch.cuda.max_memory_allocated over the epoch (None on the CPU). stages is
+    {stage: {"work_s", "exposed_s"}} (see gnnrepro.training.profiler), loader_wait_s the total time
+    the loop waited for batches. val_acc is set on epochs picked by eval_every. timeline holds
+    the spans (gnnrepro.pipeline.spans.Span as dicts, seconds since the epoch began) of the epoch's
+    first `timeline_batches` batches: loader, workers and trainer.
+    """
+
+    epoch: int
+    epoch_s: float
+    seeds_per_s: float
+    loss: float
+    peak_rss_mb: float
+    peak_gpu_mb: float | None
+    stages: dict[str, dict[str, float | None]]
+    loader_wait_s: float
+    val_acc: float | None = None
+    timeline: list[dict[str, int | str | float]] = field(default_factory=list)
+    seeds: int = 0  # seed nodes trained on (this process's share with data parallelism)
+
+
+@dataclass
+class TrainResult:
+    """What train() measured, with the parameters and environment that produced it, and the
+    model's final parameters (`state`, on the CPU; not in to_dict)."""
+
+    params: dict[str, Any]
+    epochs: list[EpochStats]
+    val_acc: float
+    test_acc: float
+    state: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+    env: dict[str, Any] = field(default_factory=environment)
+
+    @property
+    def losses(self) -> list[float]:
+        return [e.loss for e in self.epochs]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (str keys; str, int, float, bool, None, lists, dicts)."""
+        return {k: v for k, v in asdict(self).items() if k != "state"}
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def build_model(dataset: Dataset, num_layers: int, hidden: int, dropout: float, seed: int,
+                device: torch.device) -> GraphSAGE:
+    """The GraphSAGE every pipeline trains: its weights (and the dropout stream that follows)
+    come from torch.manual_seed(seed)."""
+    torch.manual_seed(seed)
+    return GraphSAGE(dataset.num_features, hidden, dataset.num_classes, num_layers,
+                     dropout).to(device)
+
+
+def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: BatchSource,
+                timer: StageTimer, device: torch.device, epoch: int,
+                timeline_batches: int = 0,
+                heartbeat: Callable[[], None] | None = None) -> EpochStats:
+    """One epoch over `loader`'s batches (cross-entropy, one optimizer step per batch), timed
+    stage by stage by `timer`; returns its EpochStats (val_acc unset). `model` may be wrapped
+    (e.g. in DistributedDataParallel): it is only called and trained. `heartbeat` is called
+    after every step (a supervised child's proof of progress)."""
+    model.train()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    loss_sum = torch.zeros((), device=device)  # summed on device: no sync per step
+    num_seeds = 0
+    start = time.perf_counter()
+    batches = iter(loader)
+    while True:
+        try:
+            mb = timer.next_batch(batches)
+        except StopIteration:
+            break
+        with timer.stage("forward"):
+            loss = nn.functional.cross_entropy(model(mb.blocks, mb.x), mb.y)
+        with timer.stage("backward"):
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        loss_sum += loss.detach() * mb.y.numel()
+        num_seeds += mb.y.numel()
+        del mb  # frees the batch's staging slot before the next one is prepared
+        if heartbeat is not None:
+            heartbeat()
+    stages = timer.finish_epoch(loader.work_seconds())  # on CUDA: resolves the epoch's events
+    epoch_s = time.perf_counter() - start
+    return EpochStats(
+        epoch=epoch, epoch_s=epoch_s, seeds_per_s=num_seeds / epoch_s,
+        loss=loss_sum.item() / max(num_seeds, 1), peak_rss_mb=_peak_rss_mb(),
+        peak_gpu_mb=(torch.cuda.max_memory_allocated(device) / 2**20
+                     if device.type == "cuda" else None),
+        stages=stages.to_dict(), loader_wait_s=stages.wait_s,
+        timeline=_timeline(loader.spans() + stages.spans, start, timeline_batches),
+        seeds=num_seeds)
+
+
+def _timeline(spans: list[Span], start: float, batches: int) -> list[dict]:
+    """The spans of batches [0, batches), by start, as dicts with times relative to `start`."""
+    kept = sorted((s for s in spans if s.batch < batches), key=lambda s: s.start)
+    return [s._replace(start=s.start - start, end=s.end - start)._asdict() for s in kept]
+
+
+def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
+          epochs: int = SETTINGS["epochs"].default, lr: float = SETTINGS["lr"].default,
+          hidden: int = SETTINGS["hidden"].default,
+          dropout: float = SETTINGS["dropout"].default, seed: int = SETTINGS["seed"].default,
+          eval_every: int | None = None,
+          eval_batch_size: int = SETTINGS["eval_batch_size"].default, timeline_batches: int = 0,
+          heartbeat: Callable[[], None] | None = None) -> TrainResult:
+    """Train GraphSAGE (mean aggregator, one layer per fanout of `evaluator`) with Adam and
+    cross-entropy on the batches of `loader`, on the loader's device; return a TrainResult.
+
+    `evaluator` (FusedSampler API: sample, fanouts) samples the blocks of the mini-batch
+    evaluation: every `eval_every` epochs on the val ids, and at the end on the val and test
+    ids (`eval_batch_size` seeds per batch). Each epoch keeps the timeline of its first
+    `timeline_batches` batches. The loader is not closed (its owner closes it). Under a
+    torch.distributed process group of several ranks this is one rank's part of data-parallel
+    training (see the module doc); the accuracies are then the whole group's. Bad arguments
+    raise TypeError or ValueError naming the argument.
+    """
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
+    if not isinstance(loader, BatchSource):
+        raise TypeError(f"loader must be a BatchSource (iter, len, device, batch_size, "
+                        f"work_seconds, spans, close, in_process), got {type(loader).__name__}")
+    fanouts = getattr(evaluator, "fanouts", None)
+    if not callable(getattr(evaluator, "sample", None)) or not fanouts:
+        raise TypeError(f"evaluator must have a sample(seeds, batch_id) method and non-empty "
+                        f"fanouts (the FusedSampler API), got {type(evaluator).__name__}")
+    epochs, lr, hidden, dropout, seed, eval_batch_size = (
+        validate(name, value) for name, value in (
+            ("epochs", epochs), ("lr", lr), ("hidden", hidden), ("dropout", dropout),
+            ("seed", seed), ("eval_batch_size", eval_batch_size)))
+    if eval_every is not None:
+        check_int("eval_every", eval_every, 1)
+    check_int("timeline_batches", timeline_batches, 0)
+    device = loader.device
+    rank, world_size = rank_and_world()
+
+    model = build_model(dataset, len(fanouts), hidden, dropout, seed, device)
+    trained: nn.Module = model
+    if world_size > 1:  # DDP broadcasts rank 0's weights; each rank its own dropout masks
+        torch.manual_seed(stream_seed(seed, rank))
+        trained = DistributedDataParallel(
+            model, device_ids=[device] if device.type == "cuda" else None)
+    optimizer = torch.optim.Adam(trained.parameters(), lr=lr)
+    timer = StageTimer(device, in_process=loader.in_process)
+    params = {"dataset": dataset.name, "dataset_params": dict(dataset.params),
+              "sampler": type(getattr(loader, "sampler", loader)).__name__,
+              "eval_sampler": type(evaluator).__name__, "loader": repr(loader),
+              "fanouts": list(fanouts), "device": str(device), "epochs": epochs,
+              "batch_size": loader.batch_size, "lr": lr, "hidden": hidden, "dropout": dropout,
+              "workers": getattr(loader, "workers", None),
+              "streams": getattr(loader, "streams", None),
+              "prefetch": getattr(loader, "prefetch", None), "seed": seed,
+              "eval_every": eval_every, "eval_batch_size": eval_batch_size,
+              "optimizer": "Adam", "loss": "cross_entropy", "model": "GraphSAGE-mean",
+              "num_layers": len(fanouts), "timeline_batches": timeline_batches,
+              "world_size": world_size}
+
+    def score(ids: torch.Tensor) -> float:
+        return accuracy(model, dataset, evaluator, ids, device, eval_batch_size, heartbeat)
+
+    history: list[EpochStats] = []
+    for epoch in range(epochs):
+        stats = train_epoch(trained, optimizer, loader, timer, device, epoch, timeline_batches,
+                            heartbeat)
+        if eval_every is not None and (epoch + 1) % eval_every == 0:
+            stats.val_acc = score(dataset.val_idx)
+        history.append(stats)
+    val_acc = history[-1].val_acc  # set if eval_every divides epochs: same model, same batches
+    if val_acc is None:
+        val_acc = score(dataset.val_idx)
+    return TrainResult(params, history, val_acc, score(dataset.test_idx),
+                       state={k: v.detach().cpu() for k, v in model.state_dict().items()})

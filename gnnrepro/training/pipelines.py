@@ -1,0 +1,121 @@
+"""The four training pipelines the paper compares, by name, and the functions that run one.
+
+* "dgl": DGL 2.1's DataLoader + NeighborSampler with DGL's own feature slicing (the baseline).
+* "reference": our unfused torch sampler (sample to COO, then relabel), serial.
+* "fused": our fused sampler, serial: no worker processes, no side streams, nothing ahead.
+* "fused+pinned": the paper's full method: fused sampler, W worker processes sampling and
+  gathering into shared staging slots P batches ahead, and with CUDA those slots pinned and the
+  host-to-device copies on S side streams. On a CPU-only machine nothing is pinned or copied:
+  it is the fused sampler with W worker processes preparing P batches ahead.
+
+Placement (TrainConfig.sampler_device, .feature_source; gnnrepro.config) applies to the fused
+pipelines: where the sampler reads the graph and how rows reach the GPU. All four train the
+identical model from the same initial weights on batches of the same size and are evaluated
+with the same fused sampler (seed `seed`), so their accuracies differ only through the batches
+they trained on.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from gnnrepro.baselines.dgl_loader import DGLLoader
+from gnnrepro.config import TrainConfig, check_placement, resolve_device, resolve_threads
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.pipeline.loader import Loader
+from gnnrepro.pipeline.source import BatchSource
+from gnnrepro.sampling import FusedSampler, ReferenceSampler
+from gnnrepro.training.loop import TrainResult, train
+
+__all__ = ["make_evaluator", "make_loader", "run_training", "train_pipeline"]
+
+
+def _sampler_graph_device(dataset: Dataset, sampler_device: str,
+                          device: torch.device) -> tuple[Any, torch.device]:
+    """The graph the sampler reads and the device it samples on, for `sampler_device`."""
+    graph = dataset.graph
+    if sampler_device == "cuda":
+        return graph.to(device), device
+    if sampler_device == "uva":
+        graph.pin_memory_()  # in place: the GPU reads the host arrays over UVA
+        return graph, device
+    return graph, torch.device("cpu")
+
+
+def make_evaluator(dataset: Dataset, config: TrainConfig,
+                   device: torch.device | None = None) -> FusedSampler:
+    """The fused sampler every pipeline is evaluated with, placed by config.sampler_device."""
+    device = torch.device(resolve_device(config.device)) if device is None else device
+    graph, where = _sampler_graph_device(dataset, config.sampler_device, device)
+    return FusedSampler(graph, list(config.fanouts), seed=config.seed, device=where)
+
+
+def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
+                world_size: int = 1) -> BatchSource:
+    """The batch source of `config.pipeline` on `config.device` (resolved); workers, streams
+    and prefetch apply to "fused+pinned" only (the serial pipelines have none), placement to
+    the fused pipelines. `rank` and `world_size` select a data-parallel rank's share of each
+    epoch ("dgl": DGL's own use_ddp=True split). Raises ValueError naming the setting for a
+    placement this machine cannot run."""
+    device = torch.device(resolve_device(config.device))
+    fanouts = list(config.fanouts)
+    ranks = {"rank": rank, "world_size": world_size, "seed": config.seed}
+    if config.pipeline == "dgl":
+        return DGLLoader(dataset, fanouts, device, config.batch_size, **ranks)
+    serial = config.pipeline in ("reference", "fused")
+    workers = 0 if serial else config.workers
+    if config.pipeline == "reference":
+        if (config.sampler_device, config.feature_source) != ("cpu", "pinned"):
+            raise ValueError("pipeline='reference' samples on the CPU with pinned feature "
+                             "staging only: use sampler_device='cpu', feature_source='pinned'")
+        sampler: Any = ReferenceSampler(dataset.graph, fanouts, seed=config.seed)
+    else:
+        check_placement(str(device), config.sampler_device, config.feature_source, workers)
+        graph, where = _sampler_graph_device(dataset, config.sampler_device, device)
+        sampler = FusedSampler(graph, fanouts, seed=config.seed, device=where)
+    return Loader(dataset, sampler, device, config.batch_size, workers=workers,
+                  streams=1 if serial else config.streams,
+                  prefetch=1 if serial else config.prefetch,
+                  feature_source=config.feature_source, timeout_s=config.timeout_s, **ranks)
+
+
+def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_size: int = 1,
+                 eval_every: int | None = None, timeline_batches: int = 0,
+                 heartbeat: Callable[[], None] | None = None,
+                 before_close: Callable[[BatchSource], dict[str, Any]] | None = None
+                 ) -> TrainResult:
+    """Train `config` on `dataset` (this rank's share when world_size > 1): set the torch
+    threads (resolve_threads), build the loader and the evaluator, train, close the loader.
+
+    `before_close(loader)` runs after training while the loader's workers still run (where
+    memory is measured); what it returns is kept in result.params["before_close"].
+    """
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    threads = resolve_threads(config.threads, local_ranks)
+    torch.set_num_threads(threads)
+    loader = make_loader(dataset, config, rank=rank, world_size=world_size)
+    with contextlib.closing(loader):
+        evaluator = make_evaluator(dataset, config, loader.device)
+        result = train(dataset, loader, evaluator, epochs=config.epochs, lr=config.lr,
+                       hidden=config.hidden, dropout=config.dropout, seed=config.seed,
+                       eval_every=eval_every, eval_batch_size=config.eval_batch_size,
+                       timeline_batches=timeline_batches, heartbeat=heartbeat)
+        if before_close is not None:
+            result.params["before_close"] = before_close(loader)
+    result.params.update(pipeline=config.pipeline, config=config.to_dict(), threads=threads)
+    return result
+
+
+def train_pipeline(name: str, dataset: Dataset, fanouts: Sequence[int], *,
+                   eval_every: int | None = None, timeline_batches: int = 0,
+                   **settings: Any) -> TrainResult:
+    """Train the named pipeline (see the module doc) with `fanouts` and any other TrainConfig
+    settings (epochs, batch_size, workers, device, sampler_device, ...); each is checked by
+    its setting (gnnrepro.config)."""
+    config = TrainConfig(pipeline=name, fanouts=tuple(fanouts), **settings)
+    return run_training(dataset, config, eval_every=eval_every,
+                        timeline_batches=timeline_batches)

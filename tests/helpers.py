@@ -1,0 +1,50 @@
+"""Helpers the tests import (conftest.py holds only fixtures): graph builders, edge counts,
+and the DGL skip."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnnrepro import CSCGraph
+from gnnrepro.baselines.dgl_import import dgl_available
+
+
+def random_graph(num_nodes: int, num_edges: int, *, power_law: bool, seed: int,
+                 index_dtype: torch.dtype = torch.int64, simple: bool = False) -> CSCGraph:
+    """A random multigraph with self loops; power_law skews both endpoints (hubs and leaves);
+    `simple` drops parallel edges (no neighbour repeats).
+
+    The top 5% of node ids get no in-edges, so some nodes are isolated destinations.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    receivers = int(num_nodes * 0.95)
+    if power_law:
+        weights = (torch.arange(1, num_nodes + 1, dtype=torch.float64) ** -1.1)
+        weights = weights[torch.randperm(num_nodes, generator=gen)]
+        src = torch.multinomial(weights, num_edges, replacement=True, generator=gen)
+        dst = torch.multinomial(weights[:receivers], num_edges, replacement=True, generator=gen)
+    else:
+        src = torch.randint(0, num_nodes, (num_edges,), generator=gen)
+        dst = torch.randint(0, receivers, (num_edges,), generator=gen)
+    loops = torch.arange(0, receivers, 7)
+    src, dst = torch.cat([src, loops]), torch.cat([dst, loops])
+    if simple:
+        src, dst = torch.unique(torch.stack([src, dst]), dim=1)
+    return CSCGraph.from_edges(src, dst, num_nodes, index_dtype=index_dtype)
+
+
+def edge_multiplicity(graph: CSCGraph) -> dict[tuple[int, int], int]:
+    """(dst, src) -> number of parallel edges, over the whole graph."""
+    deg = graph.in_degrees()
+    dst = torch.repeat_interleave(torch.arange(graph.num_nodes), deg)
+    out: dict[tuple[int, int], int] = {}
+    for d, s in zip(dst.tolist(), graph.indices.tolist()):
+        out[(d, s)] = out.get((d, s), 0) + 1
+    return out
+
+
+def require_dgl() -> None:
+    """Skip the calling test where DGL cannot be imported (gnnrepro's own modules import
+    without DGL, so importorskip on them would never skip)."""
+    if not dgl_available():
+        pytest.skip("DGL cannot be imported (pip install dgl==2.1.0 torchdata==0.9.0 pydantic)")
