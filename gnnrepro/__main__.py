@@ -1,4 +1,4 @@
-"""Command line: `python -m gnnrepro bench {sampling,end-to-end,scaling} ...` (see --help).
+"""Command line: `python -m gnnrepro bench {sampling,end-to-end,loader,scaling} ...` (--help).
 
 Every training setting is an option declared once in gnnrepro.config (defaults, checks, help);
 the options below the settings are each benchmark's own.
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
-from gnnrepro.bench import end_to_end, sampling_speed, scaling
+from gnnrepro.bench import end_to_end, loader, sampling_speed, scaling
 from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, TrainConfig, add_options, list_of
 
@@ -56,6 +56,17 @@ def _count(low: int) -> Callable[[str, Any], int]:
     return check
 
 
+def _milliseconds(name: str, text: Any) -> float:
+    """A check of a duration in ms >= 0 written as text."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise TypeError(f"{name} must be a number, got {text!r}") from None
+    if not value >= 0:
+        raise ValueError(f"{name} must be >= 0, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gnnrepro")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -84,6 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
                    default=0,
                    help="keep the timeline of this many batches of the second epoch")
 
+    ld = kinds.add_parser("loader", help="the mini-batch pipeline alone (no model; optional "
+                                         "busy-wait standing in for a GPU step): DGL's "
+                                         "DataLoader vs ours")
+    add_options(ld, [*DATA_OPTIONS, *TRAIN_OPTIONS])
+    ld.add_argument("--pipelines", type=_names(PIPELINES),
+                    default=["dgl", "fused", "fused+pinned"],
+                    help=f"comma-separated subset of {','.join(PIPELINES)}")
+    ld.add_argument("--rounds", type=_arg_type(_count(1), "rounds"), default=5,
+                    help="timed epochs per pipeline, in Williams-balanced orders")
+    ld.add_argument("--step-ms", type=_arg_type(_milliseconds, "step_ms"), default=0.0,
+                    help="busy-wait per batch standing in for a GPU model step (0: none)")
+
     c = kinds.add_parser("scaling", help="data-parallel training on 1, 2, 4, ... ranks (GPUs, "
                                          "or CPU processes): dgl vs fused+pinned, and memory "
                                          "per added rank")
@@ -96,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--per-rank-batch", action="store_true",
                    help="--batch-size seeds per rank per step (DGL's multi-GPU convention); "
                         "default: split between the ranks")
-    for sub in (s, t, c):
+    for sub in (s, t, ld, c):
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
     return parser
 
@@ -120,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
                                     repeats=args.repeats,
                                     timeline_batches=args.timeline_batches)
         print(end_to_end.format_table(result))
+    elif args.benchmark == "loader":
+        result = loader.measure(_config(args), **data, pipelines=args.pipelines,
+                                rounds=args.rounds, step_ms=args.step_ms)
+        print(loader.format_table(result))
     else:
         result = scaling.measure(_config(args), **data, ranks=args.ranks,
                                  pipelines=args.pipelines, per_rank_batch=args.per_rank_batch)

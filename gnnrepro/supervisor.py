@@ -33,6 +33,12 @@ __all__ = ["ChildFailed", "Heartbeat", "Supervisor", "run_reporting"]
 _JOIN_S = 2.0  # how long a terminated child gets to exit before it is killed
 _PR_SET_PDEATHSIG = 1
 _ALIVE = ("alive",)
+_STARTED = ("started",)
+_MAIN_GUARD_HINT = (
+    " while starting, before running its code. If you started this from a script: put the "
+    "code that starts training under `if __name__ == \"__main__\":`, because child "
+    "processes re-import the main module (multiprocessing's spawn and forkserver) and would "
+    "otherwise run it again")
 
 
 class ChildFailed(RuntimeError):
@@ -79,6 +85,7 @@ def _bootstrap(target: Callable[..., None], args: tuple,
     except (OSError, AttributeError):  # not Linux: the pipes' EOF still ends workers
         pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    outbox.send(_STARTED)  # bootstrapping (main-module import, unpickling args) went well
     target(*args, inbox, outbox)
 
 
@@ -98,6 +105,7 @@ class _Child:
     inbox: multiprocessing.connection.Connection  # parent -> child
     outbox: multiprocessing.connection.Connection  # child -> parent
     heard: float  # time.monotonic() of the last message (or the start)
+    started: bool = False  # its bootstrap finished and its target began
     done: bool = False  # failed, or its final answer ("ok", ...) arrived: no longer watched
 
 
@@ -170,6 +178,9 @@ class Supervisor:
                     self._fail(i, self._exit_cause(i), died=True)
                     break
                 self.children[i].heard = time.monotonic()
+                if message == _STARTED:
+                    self.children[i].started = True
+                    continue
                 if message == _ALIVE:
                     continue
                 if isinstance(message, tuple) and message and message[0] == "error":
@@ -214,11 +225,13 @@ class Supervisor:
             self.failures.append(ChildFailed(child.name, child.proc.pid, cause, died))
 
     def _exit_cause(self, index: int) -> str:
-        proc = self.children[index].proc
-        proc.join(_JOIN_S)  # let the exit code settle
-        code = proc.exitcode
+        child = self.children[index]
+        child.proc.join(_JOIN_S)  # let the exit code settle
+        code = child.proc.exitcode
         if code is not None and code < 0:
             return f"was killed by signal {signal.Signals(-code).name}"
+        if code is not None and not child.started:
+            return f"exited with exit code {code}" + _MAIN_GUARD_HINT
         if code is not None:
             return f"exited unexpectedly with exit code {code} without a result"
         return "closed its pipe without a result"

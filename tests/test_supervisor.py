@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import time
 
 import psutil
@@ -118,3 +121,29 @@ def test_stop_kills_children_that_ignore_sigterm(supervisor) -> None:
     supervisor.stop()
     assert not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
     supervisor.stop()  # idempotent
+
+
+def test_a_script_without_a_main_guard_gets_told_what_to_do(tmp_path) -> None:
+    """A script that starts workers at import time: its children re-import it and die while
+    bootstrapping; the error says so and shows the fix, instead of a bare exit code."""
+    script = tmp_path / "train_script.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        from gnnrepro.supervisor import Supervisor, run_reporting
+
+        def work(inbox, outbox):
+            run_reporting(lambda: 1, outbox)
+
+        sup = Supervisor("spawn")
+        sup.start("worker 0", work)
+        deadline = time.monotonic() + 60
+        try:
+            while time.monotonic() < deadline and not sup.receive(0.2):
+                pass
+        finally:
+            sup.stop()
+    """))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.returncode != 0
+    assert "worker 0" in out.stderr and 'if __name__ == "__main__":' in out.stderr, out.stderr

@@ -98,6 +98,12 @@ class DGLLoader:
         self.in_process = self.device.type == "cpu"  # CUDA: DGL's prefetch thread does the work
 
         dgl = self._dgl = import_dgl()
+        # DGL keeps raw pointers to the arrays it is given (zero-copy). A Loader with workers
+        # moves the dataset into shared memory in place, which frees the old memory: move
+        # them first, so that move is a no-op and DGL never reads freed memory.
+        dataset.graph.share_memory_()
+        for array in (dataset.features, dataset.labels):
+            array.share_memory_()
         self._g, idtype = dgl_graph(dgl, dataset.graph)
         self._g.ndata["feat"] = dataset.features
         self._g.ndata["label"] = dataset.labels
@@ -132,6 +138,12 @@ class DGLLoader:
         return [indptr, indices, self._g.ndata["feat"], self._g.ndata["label"]]
 
     def __iter__(self) -> Iterator[MiniBatch]:
+        return self._run_epoch(self.native_epoch())
+
+    def native_epoch(self) -> Iterator:
+        """The next epoch as DGL's own DataLoader yields it - (input_nodes, output_nodes,
+        blocks) with the features and labels sliced into the blocks - what a DGL user's loop
+        sees, without the conversion to our MiniBatch (the loader benchmark times this)."""
         epoch, self._epoch = self._epoch, self._epoch + 1
         self._work = {"sample": 0.0, "extract": 0.0}
         self._spans = []
@@ -149,7 +161,7 @@ class DGLLoader:
                 batches = iter(self._loader)
         finally:
             np.random.set_state(state)
-        return self._run_epoch(batches)
+        return batches
 
     def _run_epoch(self, batches: Iterator) -> Iterator[MiniBatch]:
         nid = self._dgl.NID

@@ -51,9 +51,8 @@ def from_dgl_block(dgl_block, nid: str) -> Block:
 def dgl_graph(dgl, graph: CSCGraph):
     """`graph` as a CSC-only DGL graph with int32 ids when they fit; returns (g, idtype).
 
-    int32 ids: DGL's kernels then move half the bytes, which measured 15-30% faster unfused
-    and ~18% fused than int64 (600k nodes, 30M power-law edges, fanouts [15, 10, 5], batch
-    1024, 2 threads). Only CSC (in-neighbour rows) is allowed: sampling in-edges reads it
+    int32 ids: DGL's kernels then move half the bytes and run faster than on int64 (measured:
+    benchmarks/NOTES.md, "DGL's id type"), so DGL is measured at its best. Only CSC (in-neighbour rows) is allowed: sampling in-edges reads it
     directly, and DGL can never build COO/CSR (an O(E) conversion) behind our back. An empty
     eid array means "edge i is the i-th entry of indices", so DGL stores no edge-id array.
     """

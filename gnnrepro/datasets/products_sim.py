@@ -10,14 +10,15 @@ the same arrays bit for bit):
 * Chung-Lu edges with heavy-tailed node weights (floor + Pareto/Lomax): each candidate pair picks
   "same class c" with probability HOMOPHILY * W_c / W or "any class" otherwise (W_c: the class's
   weight mass), then draws both endpoints independently, proportional to weight, within that
-  group. Expected degree stays proportional to weight and ~76% of edges join same-class nodes.
+  group. Expected degree stays proportional to weight, and most edges join same-class nodes.
   Self loops and repeated pairs are dropped and more candidates drawn until exactly the target
   number of undirected pairs remains (the last round's excess is dropped uniformly at random);
 * features = SIGNAL * (unit centroid of the latent class) + N(0, 1) noise;
 * labels = the latent class, except a LABEL_NOISE fraction replaced by a uniform class. The noise
   caps every model's accuracy the way ogbn-products' ambiguous categories do, so neighbour
-  aggregation lifts accuracy by a products-like margin (MLP ~62%, GraphSAGE ~79%) instead of to
-  ~100%. The price: only ~49% of edges join nodes with equal *labels* (ogbn-products: ~81%).
+  aggregation lifts accuracy by a products-like margin over a feature-only MLP instead of to
+  ~100%. The price: fewer edges join nodes with equal *labels* than in ogbn-products (the
+  measured fractions and accuracies: benchmarks/NOTES.md, "products-sim").
 """
 from __future__ import annotations
 

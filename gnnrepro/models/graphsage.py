@@ -7,10 +7,10 @@ SAGEConv); a destination with no sampled neighbours gets a zero neighbour mean.
 The neighbour mean is one `embedding_bag(mode="mean")` over the block's CSC (bags = the
 destinations' sampled neighbours, offsets = indptr): no [num_edges, d] message tensor is ever
 made, indices are bounds-checked, a multi-edge counts once per copy and an empty bag gives
-zeros. On the first layer of a products-sim batch (557k edges, 100 features, 2 threads) the
-message gather + index_add_ it replaces took 880 ms forward + backward, torch's CSR SpMM 470
-ms (and needs sorted, distinct columns per row, which sampled blocks do not have), and
-embedding_bag 120 ms, with results identical to the gather's.
+zeros. It is several times faster than a message gather + index_add_ and than torch's CSR
+SpMM (which also needs sorted, distinct columns per row, which sampled blocks do not have),
+with results identical to the gather's (measured: benchmarks/NOTES.md, "the neighbour
+mean without [E, d] messages").
 """
 from __future__ import annotations
 

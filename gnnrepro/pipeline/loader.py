@@ -19,8 +19,8 @@ leased to the batch and returns to the ring only when the last tensor using that
 any view of it) is freed, so `x` stays valid for as long as the caller keeps it. At most
 `prefetch` slots are leased at a time; a batch yielded while that many are still held (a caller
 keeping batches) gets a private copy of its rows instead, so holding batches never stalls the
-pipeline. Why not always copy: at products-sim scale the copy (a fresh allocation of ~40-120 MB,
-page faults included) costs as much as sampling and gathering the batch.
+pipeline. Why not always copy: the copy (a fresh allocation of the batch's rows, page faults
+included) costs about as much as sampling and gathering the batch (benchmarks/NOTES.md).
 """
 from __future__ import annotations
 
