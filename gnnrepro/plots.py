@@ -168,6 +168,26 @@ def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
     return fig
 
 
+def pipeline_alone_bars(data: pd.DataFrame, step_note: str) -> Figure:
+    """Left: batches per second each pipeline delivers with no model (or a stand-in step).
+    Right: speedup over DGL's DataLoader (03_end_to_end, "the pipeline alone")."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.6))
+    pipelines = data["pipeline"].tolist()
+    colors = [PIPELINE_COLORS.get(p) for p in pipelines]
+    for ax, column, fmt in ((left, "batches_per_s", "%.1f"), (right, "speedup_vs_dgl", "%.2fx")):
+        bars = ax.bar(pipelines, data[column], 0.6, color=colors)
+        ax.bar_label(bars, fmt=fmt, fontsize=8, padding=1)
+        ax.set_xlabel("pipeline")
+        ax.margins(y=0.15)
+    left.set_ylabel("batches / s delivered (median)")
+    left.set_title("The pipeline alone")
+    right.axhline(1.0, color="#777777", linewidth=0.8)
+    right.set_ylabel("speedup over dgl's loader (x)")
+    right.set_title("Loader speedup")
+    _note(left, step_note)
+    return fig
+
+
 def _lane_order(lanes: pd.Series) -> list[str]:
     """Producers (loader, workers, streams) first, in order of appearance; the trainer last."""
     seen = list(dict.fromkeys(lanes))

@@ -24,7 +24,7 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = ["01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling",
              "05_sensitivity"]
 NEEDS_DGL = {"01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling"}
-FIGURES = {"03_end_to_end": ["03_end_to_end", "03_end_to_end_timeline"]}
+FIGURES = {"03_end_to_end": ["03_end_to_end", "03_end_to_end_timeline", "03_pipeline_alone"]}
 
 
 def load_generator():
@@ -99,6 +99,11 @@ def check_values(out_dir: Path, name: str) -> None:
         assert (data["epoch_s"] > 0).all() and data["speedup_vs_dgl"].map(math.isfinite).all()
         check_accuracy(data["val_acc"])
         check_accuracy(data["test_acc"])
+        alone = stored_data(out_dir, f"{name}_pipeline_alone")
+        assert alone["pipeline"].tolist() == ["dgl", "fused", "fused+pinned"]
+        assert (alone["batches_per_s"] > 0).all()
+        assert (alone["epoch_s_min"] <= alone["epoch_s"]).all()
+        assert alone.set_index("pipeline").at["dgl", "speedup_vs_dgl"] == 1.0
     elif name == "04_scaling":
         table = pd.read_csv(out_dir / "figures" / "04_scaling.csv").set_index("world size")
         assert table.index.tolist() == [1, 64]
@@ -110,7 +115,7 @@ def check_values(out_dir: Path, name: str) -> None:
     elif name == "05_sensitivity":
         data = stored_data(out_dir, name)
         ran = data[data["status"] == "run"]
-        assert set(ran["axis"]) == {"batch_size", "fanouts", "workers"}
+        assert set(ran["axis"]) == {"batch_size", "fanouts", "workers", "placement"}
         assert (ran["epoch_s"] > 0).all() and (ran["seeds_per_s"] > 0).all()
         check_accuracy(ran["test_acc"])
         assert (data.loc[data["axis"] == "streams", "status"] == "not run").all()

@@ -11,7 +11,8 @@ from gnnrepro.experiments import measurements, paper
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
 
-__all__ = ["NAME", "end_to_end", "end_to_end_table", "timeline_frame"]
+__all__ = ["NAME", "end_to_end", "end_to_end_table", "pipeline_alone", "pipeline_alone_table",
+           "timeline_frame"]
 
 NAME = "03_end_to_end"
 
@@ -64,3 +65,41 @@ def timeline_frame(meta: dict[str, Any]) -> pd.DataFrame:
     """The timeline spans of end_to_end's metadata as a DataFrame."""
     return pd.DataFrame(meta["timeline"], columns=["pipeline", "batch", "stage", "lane",
                                                    "start_s", "end_s"])
+
+
+_ALONE_KEY = (*measurements.LADDER_KEY, "loader_rounds", "loader_step_ms")
+
+
+def pipeline_alone(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The pipeline alone (gnnrepro.bench.loader): tidy rows per pipeline (epoch_s,
+    batches_per_s, speedup_vs_dgl, epoch_s_min, epoch_s_max) for delivering every batch of an
+    epoch with no model, or a busy-wait standing in for a GPU step; what a GPU trainer would
+    wait for. The metadata holds step_ms and its note."""
+    store = Store(params.results_dir)
+
+    def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
+        result = measurements.loader_run(params, store)
+        rows = [{"pipeline": name, "epoch_s": r["epoch_s"], "batches_per_s": r["batches_per_s"],
+                 "speedup_vs_dgl": result["speedup_vs_dgl"].get(name, math.nan),
+                 "epoch_s_min": r["epoch_s_min"], "epoch_s_max": r["epoch_s_max"]}
+                for name, r in result["pipelines"].items()]
+        step = result["params"]["step_ms"]
+        note = (f"model step: {step:g} ms busy-wait (a stand-in, no model)" if step
+                else "no model step: the pipeline alone")
+        return pd.DataFrame(rows), {"step_ms": step, "step_note": note,
+                                    "threads": result["params"]["threads"]}
+
+    return store.cached(f"{NAME}_pipeline_alone", params.key(_ALONE_KEY), compute,
+                        params.force)
+
+
+def pipeline_alone_table(data: pd.DataFrame) -> pd.DataFrame:
+    """One row per pipeline: epoch time (median, min, max over rounds), batches/s, speedup."""
+    return pd.DataFrame({
+        "pipeline": data["pipeline"],
+        "epoch (s)": data["epoch_s"],
+        "min (s)": data["epoch_s_min"],
+        "max (s)": data["epoch_s_max"],
+        "batches/s": data["batches_per_s"],
+        "speedup vs dgl (x)": data["speedup_vs_dgl"],
+    })

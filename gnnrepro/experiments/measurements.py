@@ -6,12 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from gnnrepro.bench import end_to_end as end_to_end_bench
+from gnnrepro.bench import loader as loader_bench
 from gnnrepro.bench import sampling_speed as sampling_bench
 from gnnrepro.config import TrainConfig
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
 
-__all__ = ["LADDER", "LADDER_KEY", "end_to_end_run", "ladder", "sampling_run", "train_config"]
+__all__ = ["LADDER", "LADDER_KEY", "end_to_end_run", "ladder", "loader_run", "sampling_run",
+           "train_config"]
 
 #: The end-to-end ablation ladder (01 and 03 share this run): DGL's pipeline, fused sampling,
 #: fused sampling with pinned multi-stream feature loading.
@@ -62,3 +64,14 @@ def sampling_run(params: Params, store: Store, dataset: str) -> dict:
               "seed": params.seed}
     return store.memo("sampling", kwargs, lambda: sampling_bench.measure(**kwargs),
                       params.force)
+
+
+def loader_run(params: Params, store: Store) -> dict:
+    """gnnrepro.bench.loader.measure of the LADDER pipelines with `params`' settings
+    (`loader_rounds` timed epochs each, `loader_step_ms` stand-in step); stored."""
+    config = train_config(params)
+    kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
+              "pipelines": list(LADDER), "rounds": params.loader_rounds,
+              "step_ms": params.loader_step_ms}
+    return store.memo("loader", kwargs | {"config": config.to_dict()},
+                      lambda: loader_bench.measure(config, **kwargs), params.force)

@@ -42,6 +42,14 @@ def _dataset(name: str, value: Any) -> str:
     return SETTINGS["dataset"].check(name, value)
 
 
+def _non_negative(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not value >= 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return float(value)
+
+
 def _bool(name: str, value: Any) -> bool:
     return check_bool(name, value)
 
@@ -107,6 +115,12 @@ class Params:
         "rounds of the end-to-end runs of 01 and 03, pipeline orders from a Williams design "
         "(balanced at a multiple of 2n rounds for n odd, n for n even), each pipeline in a "
         "fresh process; epoch times pooled over rounds")
+    loader_rounds: int = _param(
+        3, _int(1), "timed epochs per pipeline of 03's pipeline-alone run (bench loader)")
+    loader_step_ms: float = _param(
+        0.0, _non_negative,
+        "busy-wait per batch standing in for a GPU model step in the pipeline-alone run "
+        "(0: none)")
     timeline_batches: int = _param(
         6, _int(0), "batches recorded for 03_end_to_end's timeline figure")
     sampling_batches: int = _param(
