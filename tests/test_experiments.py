@@ -8,8 +8,6 @@ import hashlib
 import json
 import math
 import os
-import sys
-import types
 from pathlib import Path
 
 import matplotlib

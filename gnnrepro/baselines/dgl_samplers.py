@@ -52,8 +52,9 @@ def dgl_graph(dgl, graph: CSCGraph):
     """`graph` as a CSC-only DGL graph with int32 ids when they fit; returns (g, idtype).
 
     int32 ids: DGL's kernels then move half the bytes and run faster than on int64 (measured:
-    benchmarks/NOTES.md, "DGL's id type"), so DGL is measured at its best. Only CSC (in-neighbour rows) is allowed: sampling in-edges reads it
-    directly, and DGL can never build COO/CSR (an O(E) conversion) behind our back. An empty
+    benchmarks/NOTES.md, "DGL's id type"), so DGL is measured at its best. Only CSC
+    (in-neighbour rows) is allowed: sampling in-edges reads it directly, and DGL can never
+    build COO/CSR (an O(E) conversion) behind our back. An empty
     eid array means "edge i is the i-th entry of indices", so DGL stores no edge-id array.
     """
     fits32 = graph.num_edges < _INT32_LIMIT and graph.num_nodes < _INT32_LIMIT

@@ -28,7 +28,8 @@ ISOLATED = ("reference",)  # timed in a phase of their own; see the module docst
 def seed_batches(train_idx: torch.Tensor, batch_size: int, batches: int,
                  seed: int) -> list[torch.Tensor]:
     """The first `batches` full mini-batches of a seeded shuffle of the training ids."""
-    order = train_idx[torch.randperm(train_idx.numel(), generator=torch.Generator().manual_seed(seed))]
+    shuffle = torch.randperm(train_idx.numel(), generator=torch.Generator().manual_seed(seed))
+    order = train_idx[shuffle]
     available = order.numel() // batch_size
     if available == 0:
         raise ValueError(f"batch_size={batch_size} exceeds the {order.numel()} training ids")
@@ -62,7 +63,8 @@ def make_sampler(name: str, graph: CSCGraph, fanouts: list[int], seed: int,
         return ReferenceSampler(graph, fanouts, seed=seed).sample
     if name in ("dgl-fused", "dgl-unfused"):
         from gnnrepro.baselines import dgl_samplers  # imports DGL only when it is measured
-        cls = dgl_samplers.DGLFusedSampler if name == "dgl-fused" else dgl_samplers.DGLUnfusedSampler
+        cls = (dgl_samplers.DGLFusedSampler if name == "dgl-fused"
+               else dgl_samplers.DGLUnfusedSampler)
         return cls(graph, fanouts, seed=seed).sample_native
     raise ValueError(f"unknown sampler {name!r}; choose from {', '.join(SAMPLERS)}")
 

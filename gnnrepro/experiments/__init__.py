@@ -16,6 +16,6 @@ from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.tables import write_table
 
 __all__ = ["Params", "Store", "end_to_end", "end_to_end_table", "from_namespace",
-           "param_hash", "pipeline_alone", "pipeline_alone_table", "sampling_speedup", "scaling", "scaling_table", "sensitivity",
-           "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table",
-           "timeline_frame", "write_table"]
+           "param_hash", "pipeline_alone", "pipeline_alone_table", "sampling_speedup",
+           "scaling", "scaling_table", "sensitivity", "sensitivity_table", "speedup_table",
+           "stage_breakdown", "stage_table", "timeline_frame", "write_table"]

@@ -153,10 +153,10 @@ class Loader:
 
     Workers start at the first epoch and are reused by later ones; `close()`, garbage
     collection, or leaving an epoch early (break, an exception, KeyboardInterrupt) stops them
-    (an early exit restarts them at the next epoch). A worker that dies, raises, or owes a batch and
-    sends nothing for `timeout_s` seconds makes the iteration raise RuntimeError naming it and
-    the cause. `worker_threads` is each worker's
-    torch thread count. With workers, the dataset's graph and features are moved into shared
+    (an early exit restarts them at the next epoch). A worker that dies, raises, or owes a
+    batch and sends nothing for `timeout_s` seconds makes the iteration raise RuntimeError
+    naming it and the cause. `worker_threads` is each worker's torch thread count.
+    `feature_source` says how rows reach a GPU (gnnrepro.config.FEATURE_SOURCES). With workers, the dataset's graph and features are moved into shared
     memory in place, once (the dataset's tensors then refer to the shared copy). `rank` and
     `world_size` select a data-parallel rank's share of every epoch (see the module doc).
     """
@@ -180,11 +180,11 @@ class Loader:
             raise ValueError("sampler: its graph is not the dataset's graph (build the sampler "
                              "on dataset.graph, or on a copy of it on the GPU)")
         self.device = check_device(device)
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        self.workers = check_int("workers", workers, 0)
         self.sampler_device = _sampler_device(sampler)
         self.feature_source = validate("feature_source", feature_source)
         check_placement(str(self.device), self.sampler_device, self.feature_source, workers)
-        self.batch_size = check_int("batch_size", batch_size, 1)
-        self.workers = check_int("workers", workers, 0)
         self.streams = check_int("streams", streams, 1)
         self.prefetch = check_int("prefetch", prefetch, 1)
         self.seed = check_int("seed", seed, 0)

@@ -41,10 +41,10 @@ class EpochStats:
     peak_rss_mb is this (training) process's resident-set high-water mark since it started
     (resource.getrusage ru_maxrss; worker processes not included). peak_gpu_mb is
     torch.cuda.max_memory_allocated over the epoch (None on the CPU). stages is
-    {stage: {"work_s", "exposed_s"}} (see gnnrepro.training.profiler), loader_wait_s the total time
-    the loop waited for batches. val_acc is set on epochs picked by eval_every. timeline holds
-    the spans (gnnrepro.pipeline.spans.Span as dicts, seconds since the epoch began) of the epoch's
-    first `timeline_batches` batches: loader, workers and trainer.
+    {stage: {"work_s", "exposed_s"}} (see gnnrepro.training.profiler), loader_wait_s the total
+    time the loop waited for batches. val_acc is set on epochs picked by eval_every. timeline
+    holds the spans (gnnrepro.pipeline.spans.Span as dicts, seconds since the epoch began) of
+    the epoch's first `timeline_batches` batches: loader, workers and trainer.
     """
 
     epoch: int
