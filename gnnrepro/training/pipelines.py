@@ -99,7 +99,12 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
     torch.set_num_threads(threads)
     loader = make_loader(dataset, config, rank=rank, world_size=world_size)
     with contextlib.closing(loader):
-        evaluator = make_evaluator(dataset, config, loader.device)
+        sampler = getattr(loader, "sampler", None)
+        if isinstance(sampler, FusedSampler):  # the same placement, no second graph copy
+            evaluator = FusedSampler(sampler.graph, list(config.fanouts), seed=config.seed,
+                                     device=sampler.device)
+        else:
+            evaluator = make_evaluator(dataset, config, loader.device)
         result = train(dataset, loader, evaluator, epochs=config.epochs, lr=config.lr,
                        hidden=config.hidden, dropout=config.dropout, seed=config.seed,
                        eval_every=eval_every, eval_batch_size=config.eval_batch_size,
