@@ -67,6 +67,11 @@ def _milliseconds(name: str, text: Any) -> float:
     return value
 
 
+def _add_pipelines(parser: argparse.ArgumentParser, default: list[str]) -> None:
+    parser.add_argument("--pipelines", type=_names(PIPELINES), default=default,
+                        help=f"comma-separated subset of {','.join(PIPELINES)}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gnnrepro")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -86,9 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     t = kinds.add_parser("end-to-end", help="end-to-end training: dgl vs reference vs fused "
                                             "vs fused+pinned, each in a fresh process")
     add_options(t, [*DATA_OPTIONS, *TRAIN_OPTIONS])
-    t.add_argument("--pipelines", type=_names(PIPELINES),
-                   default=["dgl", "fused", "fused+pinned"],
-                   help=f"comma-separated subset of {','.join(PIPELINES)}")
+    _add_pipelines(t, ["dgl", "fused", "fused+pinned"])
     t.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=1,
                    help="rounds of all pipelines, in Williams-balanced orders")
     t.add_argument("--timeline-batches", type=_arg_type(_count(0), "timeline_batches"),
@@ -99,9 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "busy-wait standing in for a GPU step): DGL's "
                                          "DataLoader vs ours")
     add_options(ld, [*DATA_OPTIONS, *TRAIN_OPTIONS])
-    ld.add_argument("--pipelines", type=_names(PIPELINES),
-                    default=["dgl", "fused", "fused+pinned"],
-                    help=f"comma-separated subset of {','.join(PIPELINES)}")
+    _add_pipelines(ld, ["dgl", "fused", "fused+pinned"])
     ld.add_argument("--rounds", type=_arg_type(_count(1), "rounds"), default=5,
                     help="timed epochs per pipeline, in Williams-balanced orders")
     ld.add_argument("--step-ms", type=_arg_type(_milliseconds, "step_ms"), default=0.0,
@@ -111,8 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "or CPU processes): dgl vs fused+pinned, and memory "
                                          "per added rank")
     add_options(c, [*DATA_OPTIONS, *TRAIN_OPTIONS], epochs=2)
-    c.add_argument("--pipelines", type=_names(PIPELINES), default=["dgl", "fused+pinned"],
-                   help=f"comma-separated subset of {','.join(PIPELINES)}")
+    _add_pipelines(c, ["dgl", "fused+pinned"])
     c.add_argument("--ranks", type=_arg_type(list_of(_count(1), nonempty=True, unique=True),
                                              "ranks"), default=[1, 2, 4],
                    help="comma-separated world sizes")

@@ -147,23 +147,31 @@ def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
     return fig
 
 
-def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
-    """Left: epoch time per pipeline. Right: speedup over DGL, the paper's marked
-    (03_end_to_end)."""
-    fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.6))
+def _pipeline_pair(data: pd.DataFrame, left: tuple[str, str, str, str],
+                   right: tuple[str, str, str, str]) -> tuple[Figure, Axes, Axes]:
+    """Two bar panels over the pipelines; each side is (column, label format, y label,
+    title). The right one is a speedup: a line marks 1x."""
+    fig, axes = _subplots(ncols=2, figsize=(9.0, 3.6))
     pipelines = data["pipeline"].tolist()
     colors = [PIPELINE_COLORS.get(p) for p in pipelines]
-    for ax, column, fmt in ((left, "epoch_s", "%.2f"), (right, "speedup_vs_dgl", "%.2fx")):
+    for ax, (column, fmt, ylabel, title) in zip(axes, (left, right)):
         bars = ax.bar(pipelines, data[column], 0.6, color=colors)
         ax.bar_label(bars, fmt=fmt, fontsize=8, padding=1)
         ax.set_xlabel("pipeline")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
         ax.margins(y=0.15)
-    left.set_ylabel("epoch time (s, median)")
-    left.set_title("Training epoch time")
-    right.axhline(1.0, color="#777777", linewidth=0.8)
+    axes[1].axhline(1.0, color="#777777", linewidth=0.8)
+    return fig, axes[0], axes[1]
+
+
+def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
+    """Left: epoch time per pipeline. Right: speedup over DGL, the paper's marked
+    (03_end_to_end)."""
+    fig, _, right = _pipeline_pair(
+        data, ("epoch_s", "%.2f", "epoch time (s, median)", "Training epoch time"),
+        ("speedup_vs_dgl", "%.2fx", "speedup over dgl (x)", "End-to-end speedup"))
     _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x")
-    right.set_ylabel("speedup over dgl (x)")
-    right.set_title("End-to-end speedup")
     right.legend(loc="upper left")
     return fig
 
@@ -171,19 +179,9 @@ def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
 def pipeline_alone_bars(data: pd.DataFrame, step_note: str) -> Figure:
     """Left: batches per second each pipeline delivers with no model (or a stand-in step).
     Right: speedup over DGL's DataLoader (03_end_to_end, "the pipeline alone")."""
-    fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.6))
-    pipelines = data["pipeline"].tolist()
-    colors = [PIPELINE_COLORS.get(p) for p in pipelines]
-    for ax, column, fmt in ((left, "batches_per_s", "%.1f"), (right, "speedup_vs_dgl", "%.2fx")):
-        bars = ax.bar(pipelines, data[column], 0.6, color=colors)
-        ax.bar_label(bars, fmt=fmt, fontsize=8, padding=1)
-        ax.set_xlabel("pipeline")
-        ax.margins(y=0.15)
-    left.set_ylabel("batches / s delivered (median)")
-    left.set_title("The pipeline alone")
-    right.axhline(1.0, color="#777777", linewidth=0.8)
-    right.set_ylabel("speedup over dgl's loader (x)")
-    right.set_title("Loader speedup")
+    fig, left, _ = _pipeline_pair(
+        data, ("batches_per_s", "%.1f", "batches / s delivered (median)", "The pipeline alone"),
+        ("speedup_vs_dgl", "%.2fx", "speedup over dgl's loader (x)", "Loader speedup"))
     _note(left, step_note)
     return fig
 

@@ -3,6 +3,7 @@ dataset, one torch thread. Helper functions that tests import live in tests/help
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -35,3 +36,13 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
 def graph(request) -> CSCGraph:
     return random_graph(600, 6000, power_law=request.param == "power-law", seed=1,
                         index_dtype=torch.int32 if request.param == "uniform" else torch.int64)
+
+
+@pytest.fixture
+def bench_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """For a benchmark run in this process: a private dataset cache, and torch's thread count
+    (which benchmarks set) restored afterwards."""
+    monkeypatch.setenv("GNNREPRO_DATA", str(tmp_path / "cache"))
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)

@@ -14,9 +14,7 @@ ARGS = ["bench", "end-to-end", "--scale", "0.002", "--fanouts", "4,3", "--batch-
         "--epochs", "2", "--threads", "1", "--hidden", "16"]
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("GNNREPRO_DATA", str(tmp_path / "cache"))
+pytestmark = pytest.mark.usefixtures("bench_env")
 
 
 def test_bench_end_to_end_writes_side_by_side_json(tmp_path, capsys):

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 from helpers import require_dgl
 
 from gnnrepro.__main__ import main
@@ -13,12 +12,7 @@ ARGS = ["bench", "loader", "--scale", "0.002", "--fanouts", "4,3", "--batch-size
         "--threads", "1", "--rounds", "2"]
 
 
-@pytest.fixture(autouse=True)
-def private_cache_and_threads(tmp_path, monkeypatch):
-    monkeypatch.setenv("GNNREPRO_DATA", str(tmp_path / "cache"))
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("bench_env")
 
 
 def test_bench_loader_delivers_the_same_batches_side_by_side(tmp_path, capsys):

@@ -10,13 +10,7 @@ from gnnrepro.__main__ import main
 from helpers import require_dgl
 
 
-@pytest.fixture(autouse=True)
-def private_cache_and_threads(tmp_path, monkeypatch):
-    """A private dataset cache; the bench sets torch's thread count, so restore it after."""
-    monkeypatch.setenv("GNNREPRO_DATA", str(tmp_path / "cache"))
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("bench_env")
 
 
 def test_bench_sampling_writes_side_by_side_json(tmp_path, capsys):

@@ -24,7 +24,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from gnnrepro.bench.timing import williams_orders
+from gnnrepro.bench.timing import check_pipelines, round_orders, speedups
 from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, validate
 from gnnrepro.datasets import load_scaled
@@ -101,26 +101,18 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     """Train each pipeline with `config`'s settings (a fresh process each, `repeats` rounds);
     return the JSON-ready result: params, dataset, pipelines {name: summary},
     speedup_vs_dgl, env."""
-    pipelines = list(pipelines)
-    unknown = [p for p in pipelines if p not in PIPELINES]
-    if unknown or not pipelines:
-        raise ValueError(f"pipelines must be a non-empty subset of {', '.join(PIPELINES)}, "
-                         f"got {pipelines}")
-    if len(set(pipelines)) != len(pipelines):
-        raise ValueError(f"pipelines has repeats: {pipelines}")
+    pipelines = check_pipelines(pipelines, PIPELINES)
     check_int("repeats", repeats, 1)
     check_int("timeline_batches", timeline_batches, 0)
     data_args = {"name": validate("dataset", dataset), "root": root,
                  "scale": validate("scale", scale)}
     data = load_scaled(**data_args)  # built (and cached) once, before the children
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pipelines}
-    design = williams_orders(len(pipelines))
-    orders = [[pipelines[i] for i in design[r % len(design)]] for r in range(repeats)]
+    orders = round_orders(pipelines, repeats)
     for order in orders:
         for name in order:
             rounds[name].append(_run_child(name, config, data_args, timeline_batches))
     summaries = {name: _summarize(rounds[name]) for name in pipelines}
-    dgl_s = summaries["dgl"]["epoch_s"] if "dgl" in summaries else None
     return {
         "benchmark": "end-to-end",
         "params": {**config.to_dict(), "dataset": dataset, "scale": scale, "root": root,
@@ -129,13 +121,9 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                    "timeline_batches": timeline_batches,
                    "model": "GraphSAGE-mean", "optimizer": "Adam",
                    "evaluation": "mini-batch inference with the fused sampler (same fanouts)"},
-        "dataset": {"name": data.name, "num_nodes": data.graph.num_nodes,
-                    "num_edges": data.graph.num_edges, "num_train": data.train_idx.numel(),
-                    "num_features": data.num_features, "num_classes": data.num_classes,
-                    "bytes": data.nbytes(), "params": dict(data.params)},
+        "dataset": data.summary(),
         "pipelines": summaries,
-        "speedup_vs_dgl": {name: dgl_s / s["epoch_s"] for name, s in summaries.items()}
-                          if dgl_s is not None else {},
+        "speedup_vs_dgl": speedups({name: s["epoch_s"] for name, s in summaries.items()}),
         "env": environment(),
     }
 

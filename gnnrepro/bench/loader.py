@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from gnnrepro.bench.timing import williams_orders
+from gnnrepro.bench.timing import check_pipelines, round_orders, speedups
 from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
@@ -63,11 +63,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     """Time each pipeline's loader over whole epochs (see the module doc); return the
     JSON-ready result: params, dataset, pipelines {name: {epoch_s, batches_per_s,
     epochs_s, batches}}, speedup_vs_dgl, env."""
-    pipelines = list(pipelines)
-    if not pipelines or any(p not in PIPELINES for p in pipelines) or \
-            len(set(pipelines)) != len(pipelines):
-        raise ValueError(f"pipelines must be a non-empty subset of {', '.join(PIPELINES)} "
-                         f"without repeats, got {pipelines}")
+    pipelines = check_pipelines(pipelines, PIPELINES)
     check_int("rounds", rounds, 1)
     if isinstance(step_ms, bool) or not isinstance(step_ms, (int, float)) or step_ms < 0:
         raise ValueError(f"step_ms must be a number >= 0, got {step_ms!r}")
@@ -81,8 +77,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             make_loader(data, config.replace(pipeline=name)))) for name in pipelines}
         for name, loader in loaders.items():  # warm-up: workers started, first-call costs
             _epoch(loader, name, step_ms / 1e3)
-        design = williams_orders(len(pipelines))
-        orders = [[pipelines[i] for i in design[r % len(design)]] for r in range(rounds)]
+        orders = round_orders(pipelines, rounds)
         for order in orders:
             for name in order:
                 epoch_s, counts[name] = _epoch(loaders[name], name, step_ms / 1e3)
@@ -95,18 +90,14 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                            "batches": counts[name], "batches_per_s": counts[name] / epoch_s,
                            "epoch_s_min": min(seconds[name]), "epoch_s_max": max(seconds[name]),
                            "loader": described[name]}
-    dgl_s = summaries["dgl"]["epoch_s"] if "dgl" in summaries else None
     return {
         "benchmark": "loader",
         "params": {**config.to_dict(), "threads": threads, "dataset": dataset, "scale": scale,
                    "root": root, "pipelines": pipelines, "rounds": rounds,
                    "round_orders": orders, "step_ms": step_ms, "step_note": STEP_NOTE},
-        "dataset": {"name": data.name, "num_nodes": data.graph.num_nodes,
-                    "num_edges": data.graph.num_edges, "num_train": data.train_idx.numel(),
-                    "bytes": data.nbytes(), "params": dict(data.params)},
+        "dataset": data.summary(),
         "pipelines": summaries,
-        "speedup_vs_dgl": {name: dgl_s / s["epoch_s"] for name, s in summaries.items()}
-                          if dgl_s is not None else {},
+        "speedup_vs_dgl": speedups({name: s["epoch_s"] for name, s in summaries.items()}),
         "env": environment(),
     }
 

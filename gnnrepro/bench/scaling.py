@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from gnnrepro.bench.timing import check_pipelines
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_device, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed import launch, unavailable
@@ -64,10 +65,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     result: num_train_ids, runs [{pipeline, world_size, epoch_s, stages, test_acc,
     ids_per_epoch, extra_rss_per_rank_bytes, dataset_bytes, skipped, ...}], speedup_vs_dgl
     {world_size: x} (the first non-dgl pipeline's), params, memory_method, env."""
-    pipelines, ranks = list(pipelines), sorted(set(ranks))
-    if not pipelines or any(p not in PIPELINES for p in pipelines):
-        raise ValueError(f"pipelines must be a non-empty subset of {', '.join(PIPELINES)}, "
-                         f"got {pipelines}")
+    pipelines, ranks = check_pipelines(pipelines, PIPELINES), sorted(set(ranks))
     if not ranks or any(isinstance(r, bool) or not isinstance(r, int) or r < 1 for r in ranks):
         raise ValueError(f"ranks must be world sizes >= 1, got {ranks}")
     data = load_scaled(validate("dataset", dataset), root, validate("scale", scale))
@@ -140,9 +138,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                    "ranks": ranks, "pipelines": pipelines, "batch_size": batch_size,
                    "batch_size_is": "per rank" if per_rank_batch else
                    "global (each rank: ceil(batch_size / world_size))", "speedup_of": ours},
-        "dataset": {"name": data.name, "num_nodes": data.graph.num_nodes,
-                    "num_edges": data.graph.num_edges, "bytes": data.nbytes(),
-                    "params": dict(data.params)},
+        "dataset": data.summary(),
         "memory_method": MEMORY_METHOD,
         "env": {**environment(), "cpu_count": cpus,
                 "note": ("CPU ranks: gloo, one process per rank; world_size * (threads + "

@@ -31,6 +31,29 @@ def williams_orders(n: int) -> list[list[int]]:
     return rows if n % 2 == 0 else rows + [row[::-1] for row in rows]
 
 
+def round_orders(names: Sequence[str], rounds: int) -> list[list[str]]:
+    """`rounds` orders of `names`, round r in row r of the Williams design (repeating it)."""
+    design = williams_orders(len(names))
+    return [[names[i] for i in design[r % len(design)]] for r in range(rounds)]
+
+
+def check_pipelines(pipelines: Sequence[str], known: Sequence[str]) -> list[str]:
+    """`pipelines` as a list: a non-empty subset of `known` without repeats, else ValueError."""
+    pipelines = list(pipelines)
+    if not pipelines or any(p not in known for p in pipelines) or \
+            len(set(pipelines)) != len(pipelines):
+        raise ValueError(f"pipelines must be a non-empty subset of {', '.join(known)} without "
+                         f"repeats, got {pipelines}")
+    return pipelines
+
+
+def speedups(epoch_s: dict[str, float], base: str = "dgl") -> dict[str, float]:
+    """{name: epoch_s[base] / epoch_s[name]}; empty when `base` was not measured."""
+    if base not in epoch_s:
+        return {}
+    return {name: epoch_s[base] / s for name, s in epoch_s.items()}
+
+
 def time_interleaved(contenders: dict[str, Callable[[Any], Any]], inputs: Sequence[Any],
                      warmup: int = 3, repeats: int = 4, segment: int = 8,
                      observe: Callable[[str, Any], None] | None = None) -> dict[str, list[float]]:

@@ -79,6 +79,13 @@ class Dataset:
         return (self.graph.nbytes() + self.features.numel() * self.features.element_size()
                 + self.labels.numel() * self.labels.element_size())
 
+    def summary(self) -> dict[str, Any]:
+        """What a result records about its dataset (JSON-ready): name, sizes, bytes, params."""
+        return {"name": self.name, "num_nodes": self.graph.num_nodes,
+                "num_edges": self.graph.num_edges, "num_train": self.train_idx.numel(),
+                "num_features": self.num_features, "num_classes": self.num_classes,
+                "bytes": self.nbytes(), "params": dict(self.params)}
+
     def __repr__(self) -> str:
         return (f"Dataset(name={self.name!r}, num_nodes={self.num_nodes}, "
                 f"num_edges={self.graph.num_edges}, num_features={self.num_features}, "
