@@ -10,7 +10,8 @@ THREADS ?= 2
 BENCH_OUT ?= benchmarks/results/sampling-cpu.json
 TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
-.PHONY: setup test test-gpu asan bench-sampling bench-train figures report lab clean
+.PHONY: setup test test-gpu asan check-cuda check-cuda-if-nvcc check-cuda-link gpu-check \
+        bench-sampling bench-train figures report lab clean
 
 setup: $(BUILD)
 
@@ -32,11 +33,41 @@ $(BUILD): $(DEPS) $(CSRC)
 	$(PY) setup.py -q build_ext --inplace
 	touch $@
 
-test: setup
+test: setup check-cuda-if-nvcc
 	$(PY) -m pytest -q tests
 
 test-gpu: setup
 	$(PY) -m pytest -q tests/gpu
+
+# ---- CUDA sources, compiled without a GPU ----------------------------------------------------
+# check-cuda compiles every .cu to an object file (no link) with nvcc against the installed
+# torch's headers, for each architecture in CUDA_ARCHS, warnings as errors for our code (torch's
+# and CUDA's headers are -isystem). A CPU torch ships the ATen/c10 CUDA headers except one
+# generated file, supplied by csrc/cuda_shim (after torch's own on the include path).
+NVCC       ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc /usr/local/cuda/bin/nvcc))
+CUDA_ARCHS ?= 80 90
+CU_SRC     := $(shell find csrc -name '*.cu')
+CHECK_CUDA := build/check-cuda
+NVCC_FLAGS  = -std=c++20 -O3 --threads 2 --expt-relaxed-constexpr -Xcompiler -fPIC -DGNNREPRO_WITH_CUDA \
+  -DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_C \
+  $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+  --Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
+  $$($(PY) -c 'import sysconfig; from torch.utils.cpp_extension import include_paths; \
+    print(" ".join("-isystem " + p for p in include_paths() + [sysconfig.get_paths()["include"]]))') \
+  -Xcompiler -idirafter,csrc/cuda_shim
+
+check-cuda: $(DEPS)
+	@test -n "$(NVCC)" || { echo "check-cuda: nvcc not found (set NVCC= or CUDA_HOME=)"; exit 1; }
+	@mkdir -p $(CHECK_CUDA)
+	@set -e; start=$$(date +%s); for cu in $(CU_SRC); do \
+	  echo "nvcc -c $$cu (sm: $(CUDA_ARCHS))"; \
+	  $(NVCC) $(NVCC_FLAGS) -c $$cu -o $(CHECK_CUDA)/$$(basename $$cu .cu).o; \
+	done; echo "check-cuda: $(words $(CU_SRC)) CUDA sources compiled in $$(( $$(date +%s) - start )) s"
+
+# make test runs check-cuda where nvcc exists, and says so where it does not.
+check-cuda-if-nvcc:
+	@if [ -n "$(NVCC)" ]; then $(MAKE) --no-print-directory check-cuda; \
+	else echo "check-cuda: SKIPPED, no nvcc on this machine (the CUDA sources were not compiled)"; fi
 
 # The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.
 # Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are
