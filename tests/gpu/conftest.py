@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from gnnrepro import _ops
+from gnnrepro.pinning import pin_in_place
 
 
 def _missing() -> str | None:
@@ -32,19 +33,11 @@ def _require_cuda() -> None:
 
 @pytest.fixture
 def registered():
-    """Page-locks tensors in place (cudaHostRegister, like CSCGraph.pin_memory_) and undoes it
-    after the test, so freed memory is never left registered."""
-    cudart = torch.cuda.cudart()
-    done: list[int] = []
-
+    """Page-locks tensors in place with gnnrepro.pinning (like CSCGraph.pin_memory_ and the
+    feature store): registered until their storage is freed."""
     def register(*tensors: torch.Tensor) -> None:
         for t in tensors:
-            if t.numel() and not t.is_pinned():
-                assert int(cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(),
-                                                   0)) == 0
-                done.append(t.data_ptr())
+            assert t.numel() == 0 or pin_in_place(t)
 
     yield register
-    torch.cuda.synchronize()
-    for ptr in done:
-        cudart.cudaHostUnregister(ptr)
+    torch.cuda.synchronize()  # nothing may still read them when the test drops its tensors
