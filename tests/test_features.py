@@ -17,7 +17,12 @@ from gnnrepro import _ops
 from gnnrepro import pinning
 from gnnrepro.features import InMemoryFeatureStore, StagingRing
 
-gather_rows = _ops.ops.gather_rows
+
+
+def gather_rows(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """The op, and the rows it wrote: out[:len(index)]."""
+    _ops.ops.gather_rows(src, index, out)
+    return out[: index.numel()]
 
 
 def table(rows: int = 500, dim: int = 37, dtype: torch.dtype = torch.float32) -> torch.Tensor:

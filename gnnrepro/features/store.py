@@ -134,7 +134,8 @@ class InMemoryFeatureStore(FeatureStore):
             out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
         else:
             out = check_out(out, ids.numel(), self.dim, self.dtype)
-        return _ops.ops.gather_rows(self.features, ids, out)
+        _ops.ops.gather_rows(self.features, ids, out)
+        return out[: ids.numel()]
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
