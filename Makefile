@@ -69,6 +69,44 @@ check-cuda-if-nvcc:
 	@if [ -n "$(NVCC)" ]; then $(MAKE) --no-print-directory check-cuda; \
 	else echo "check-cuda: SKIPPED, no nvcc on this machine (the CUDA sources were not compiled)"; fi
 
+# Not in CI (a CUDA torch is ~5.5 GB): build the whole extension against a CUDA build of torch
+# in its own venv ($(CUDA_VENV)) and import it, checking that every op has a CPU and a CUDA kernel
+# registered. Needs nvcc; no GPU (nothing runs on one).
+CUDA_VENV  ?= .venv-cuda
+CUDA_TORCH ?= torch==2.14.1
+CUDA_TOOLKIT ?= $(firstword $(wildcard $(CUDA_HOME) /usr/local/cuda))
+TORCH_ARCHS  ?= 8.0;9.0
+$(CUDA_VENV)/.stamp-torch:
+	$(PYTHON) -m venv $(CUDA_VENV)
+	$(CUDA_VENV)/bin/pip install -q --upgrade pip setuptools wheel ninja numpy pybind11
+	$(CUDA_VENV)/bin/pip install -q '$(CUDA_TORCH)'
+	touch $@
+
+check-cuda-link: $(CUDA_VENV)/.stamp-torch
+	@test -n "$(NVCC)" || { echo "check-cuda-link: nvcc not found"; exit 1; }
+	rm -rf build/cuda-link && mkdir -p build/cuda-link
+	cp -r gnnrepro build/cuda-link/ && rm -f build/cuda-link/gnnrepro/_C*.so
+	FORCE_CUDA=1 CUDA_HOME=$(CUDA_TOOLKIT) TORCH_CUDA_ARCH_LIST="$(TORCH_ARCHS)" \
+	  MAX_JOBS=2 $(CUDA_VENV)/bin/python setup.py -q build_ext --build-temp build/cuda-link-obj \
+	  --build-lib build/cuda-link
+	cd build/cuda-link && ../../$(CUDA_VENV)/bin/python -c 'import torch; from gnnrepro import _ops; \
+	  has = torch._C._dispatch_has_kernel_for_dispatch_key; \
+	  missing = [(op, key) for op in ("gnnrepro::sample_fused", "gnnrepro::gather_rows") \
+	             for key in ("CPU", "CUDA") if not has(op, key)]; \
+	  assert _ops.cuda_compiled() and not missing, missing; \
+	  print("check-cuda-link: torch", torch.__version__, "- CPU and CUDA kernels registered for", \
+	        "sample_fused and gather_rows")'
+
+# The GPU half on a machine with a GPU (fails at once without one): build, tests/gpu with
+# GNNREPRO_REQUIRE_CUDA=1, compute-sanitizer memcheck + racecheck, the sampling benchmark on the
+# GPU and over UVA, the host-to-device ceiling; one JSON (benchmarks/gpu_check.py).
+GPU_CHECK_OUT ?= benchmarks/results/gpu-check.json
+gpu-check:
+	@nvidia-smi -L >/dev/null 2>&1 || \
+	  { echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed); run it on a machine with one"; exit 2; }
+	$(MAKE) --no-print-directory setup
+	$(PY) benchmarks/gpu_check.py --out $(GPU_CHECK_OUT)
+
 # The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.
 # Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are
 # printed if the run fails.
