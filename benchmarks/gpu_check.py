@@ -35,7 +35,8 @@ def steps() -> list[tuple[str, list[str], Path | None]]:
                 "--scale", "0.25", "--fanouts", "15,10,5", "--batch-size", "1024",
                 "--batches", "50", "--samplers", "fused"]
     return [
-        ("tests-gpu", [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-s", "tests/gpu"], None),
+        ("tests-gpu", [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-s", "tests/gpu"],
+         None),
         ("memcheck", [sanitizer, "--tool", "memcheck", "--error-exitcode", "97",
                       "--print-limit", "50", *CUDA_TESTS], None),
         ("racecheck", [sanitizer, "--tool", "racecheck", "--error-exitcode", "97",

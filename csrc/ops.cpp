@@ -15,10 +15,11 @@ TORCH_LIBRARY(gnnrepro, m) {
   // node_map: int32 [N], the dense relabel map: memory the op works in, whose value it leaves
   // as it found it (all -1), so the schema declares no mutation and the op is functional for
   // torch.compile and fake tensors (an op that mutates an argument and returns Tensor[] cannot
-  // be functionalized). It is never resized; the op's other scratch is allocated per call (from
-  // the caching allocator on the GPU). The memory is the op's during a call: one call at a time
-  // per map (FusedSampler owns one per process and serializes its calls), and it must not
-  // share memory with an input. Its contract, the same for the CPU and the CUDA kernel:
+  // be functionalized). It is never resized; the op's other scratch is no argument: a buffer
+  // per calling thread on the CPU, kept across calls (no page faults in steady state), and the
+  // caching allocator's, per call, on the GPU. The map's memory is the op's during a call: one
+  // call at a time per map (FusedSampler owns one per process and serializes its calls), and it
+  // must not share memory with an input. Its contract, the same for the CPU and the CUDA kernel:
   //   - all -1 on entry, and all -1 on exit, also after an error (an error resets every entry);
   //   - the op reads the entry of every seed and of every sampled neighbour. Before the op maps a
   //     node its entry must be -1; any other value (stale content: the map belongs to one op

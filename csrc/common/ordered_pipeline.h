@@ -6,9 +6,9 @@
 // threading runtime: torch's) take chunks to produce from a shared counter; whichever worker
 // holds the consumer token consumes every produced chunk in order, then hands the token back and
 // goes on producing. A worker returns only when every chunk is consumed or another worker is
-// producing the rest, so tasks that run one after another on fewer threads also finish. `consume` therefore runs on one thread at a time and sees chunks
-// in order, so its result does not depend on the number of threads. An exception in any call
-// stops all threads and is rethrown to the caller.
+// producing the rest, so tasks that run one after another on fewer threads also finish.
+// `consume` runs on one thread at a time and sees chunks in order, so its result does not
+// depend on the number of threads. An exception in any call stops all workers and is rethrown.
 #pragma once
 #include <ATen/Parallel.h>
 

@@ -35,7 +35,8 @@ inline void raise_sample_error(uint64_t errors, const SampleErrorDetail& d, int6
   if (errors == 0) return;
   TORCH_CHECK_VALUE(!(errors & kBadSeed), "seeds must lie in [0, num_nodes=", num_nodes,
                     "): seeds[", d.bad_seed_pos, "] = ", d.bad_seed_value);
-  TORCH_CHECK(!(errors & kDirtySeedMap), "node_map must be all -1 on entry (a seed's entry is not)");
+  TORCH_CHECK(!(errors & kDirtySeedMap),
+              "node_map must be all -1 on entry (a seed's entry is not)");
   TORCH_CHECK_VALUE(!(errors & kDuplicateSeed), "seeds must be unique node ids; node ",
                     d.duplicate_node, " appears twice");
   TORCH_CHECK(!(errors & kBadIndex), "indices holds node id ", d.bad_index_value, " outside [0, ",

@@ -286,7 +286,9 @@ std::vector<at::Tensor> sample_fused_cpu(const at::Tensor& indptr, const at::Ten
                                          at::Tensor node_map) {
   check_sample_args(indptr, indices, seeds, fanouts, node_map);
   // The op writes node_map: it may not share memory with an input.
-  for (const at::Tensor* input : {&indptr, &indices, &seeds}) at::assert_no_overlap(node_map, *input);
+  for (const at::Tensor* input : {&indptr, &indices, &seeds}) {
+    at::assert_no_overlap(node_map, *input);
+  }
   if (indices.scalar_type() == at::kInt) {
     return sample_fused_cpu_typed<int32_t>(indptr, indices, seeds, fanouts, replace, seed,
                                            batch_id, node_map);

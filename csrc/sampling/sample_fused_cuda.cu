@@ -576,7 +576,9 @@ std::vector<at::Tensor> sample_fused_cuda(const at::Tensor& indptr, const at::Te
   const auto* ip = static_cast<const int64_t*>(device_readable_ptr(indptr, "indptr", device));
   const void* ix = device_readable_ptr(indices, "indices", device);
   // The op writes node_map: it may not share memory with an input.
-  for (const at::Tensor* input : {&indptr, &indices, &seeds}) at::assert_no_overlap(node_map, *input);
+  for (const at::Tensor* input : {&indptr, &indices, &seeds}) {
+    at::assert_no_overlap(node_map, *input);
+  }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index());
   int32_t* map = node_map.data_ptr<int32_t>();
   try {

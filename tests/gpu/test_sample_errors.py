@@ -61,7 +61,8 @@ def bad_input(small: CSCGraph, case: str):
 
 
 ERRORS = [
-    ("seed out of range", ValueError, r"seeds must lie in \[0, num_nodes=100\): seeds\[2\] = 1000000000"),
+    ("seed out of range", ValueError,
+     r"seeds must lie in \[0, num_nodes=100\): seeds\[2\] = 1000000000"),
     ("negative seed", ValueError, r"seeds\[0\] = -1"),
     ("duplicate seeds", ValueError, "seeds must be unique node ids; node 1 appears twice"),
     ("indices out of range", RuntimeError, "indices holds node id 1000000 outside"),
