@@ -10,7 +10,8 @@ THREADS ?= 2
 BENCH_OUT ?= benchmarks/results/sampling-cpu.json
 TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
-.PHONY: setup test test-gpu asan bench-sampling bench-end-to-end figures report lab clean
+.PHONY: setup test test-gpu asan check-cuda check-cuda-if-nvcc check-cuda-link gpu-check \
+        bench-sampling bench-end-to-end figures report lab clean
 
 setup: $(BUILD)
 
@@ -32,11 +33,79 @@ $(BUILD): $(DEPS) $(CSRC)
 	$(PY) setup.py -q build_ext --inplace
 	touch $@
 
-test: setup
+test: setup check-cuda-if-nvcc
 	$(PY) -m pytest -q tests
 
 test-gpu: setup
 	$(PY) -m pytest -q tests/gpu
+
+# ---- CUDA sources, compiled without a GPU ----------------------------------------------------
+# check-cuda compiles every .cu to an object file (no link) with nvcc against the installed
+# torch's headers, for each architecture in CUDA_ARCHS, warnings as errors for our code (torch's
+# and CUDA's headers are -isystem). A CPU torch ships the ATen/c10 CUDA headers except one
+# generated file, supplied by csrc/cuda_shim (after torch's own on the include path).
+NVCC       ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc /usr/local/cuda/bin/nvcc))
+CUDA_ARCHS ?= 80 90
+CU_SRC     := $(shell find csrc -name '*.cu')
+CHECK_CUDA := build/check-cuda
+NVCC_FLAGS  = -std=c++20 -O3 --threads 2 --expt-relaxed-constexpr -Xcompiler -fPIC -DGNNREPRO_WITH_CUDA \
+  -DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_C \
+  $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+  --Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
+  $$($(PY) -c 'import sysconfig; from torch.utils.cpp_extension import include_paths; \
+    print(" ".join("-isystem " + p for p in include_paths() + [sysconfig.get_paths()["include"]]))') \
+  -Xcompiler -idirafter,csrc/cuda_shim
+
+check-cuda: $(DEPS)
+	@test -n "$(NVCC)" || { echo "check-cuda: nvcc not found (set NVCC= or CUDA_HOME=)"; exit 1; }
+	@mkdir -p $(CHECK_CUDA)
+	@set -e; start=$$(date +%s); for cu in $(CU_SRC); do \
+	  echo "nvcc -c $$cu (sm: $(CUDA_ARCHS))"; \
+	  $(NVCC) $(NVCC_FLAGS) -c $$cu -o $(CHECK_CUDA)/$$(basename $$cu .cu).o; \
+	done; echo "check-cuda: $(words $(CU_SRC)) CUDA sources compiled in $$(( $$(date +%s) - start )) s"
+
+# make test runs check-cuda where nvcc exists, and says so where it does not.
+check-cuda-if-nvcc:
+	@if [ -n "$(NVCC)" ]; then $(MAKE) --no-print-directory check-cuda; \
+	else echo "check-cuda: SKIPPED, no nvcc on this machine (the CUDA sources were not compiled)"; fi
+
+# Not in CI (a CUDA torch is ~5.5 GB): build the whole extension against a CUDA build of torch
+# in its own venv ($(CUDA_VENV)) and import it, checking that every op has a CPU and a CUDA kernel
+# registered. Needs nvcc; no GPU (nothing runs on one).
+CUDA_VENV  ?= .venv-cuda
+CUDA_TORCH ?= torch==2.14.1
+CUDA_TOOLKIT ?= $(firstword $(wildcard $(CUDA_HOME) /usr/local/cuda))
+TORCH_ARCHS  ?= 8.0;9.0
+$(CUDA_VENV)/.stamp-torch:
+	$(PYTHON) -m venv $(CUDA_VENV)
+	$(CUDA_VENV)/bin/pip install -q --upgrade pip setuptools wheel ninja numpy pybind11
+	$(CUDA_VENV)/bin/pip install -q '$(CUDA_TORCH)'
+	touch $@
+
+check-cuda-link: $(CUDA_VENV)/.stamp-torch
+	@test -n "$(NVCC)" || { echo "check-cuda-link: nvcc not found"; exit 1; }
+	rm -rf build/cuda-link && mkdir -p build/cuda-link
+	cp -r gnnrepro build/cuda-link/ && rm -f build/cuda-link/gnnrepro/_C*.so
+	FORCE_CUDA=1 CUDA_HOME=$(CUDA_TOOLKIT) TORCH_CUDA_ARCH_LIST="$(TORCH_ARCHS)" \
+	  MAX_JOBS=2 $(CUDA_VENV)/bin/python setup.py -q build_ext --build-temp build/cuda-link-obj \
+	  --build-lib build/cuda-link
+	cd build/cuda-link && ../../$(CUDA_VENV)/bin/python -c 'import torch; from gnnrepro import _ops; \
+	  has = torch._C._dispatch_has_kernel_for_dispatch_key; \
+	  missing = [(op, key) for op in ("gnnrepro::sample_fused", "gnnrepro::gather_rows") \
+	             for key in ("CPU", "CUDA") if not has(op, key)]; \
+	  assert _ops.cuda_compiled() and not missing, missing; \
+	  print("check-cuda-link: torch", torch.__version__, "- CPU and CUDA kernels registered for", \
+	        "sample_fused and gather_rows")'
+
+# The GPU half on a machine with a GPU (fails at once without one): build, tests/gpu with
+# GNNREPRO_REQUIRE_CUDA=1, compute-sanitizer memcheck + racecheck, the sampling benchmark on the
+# GPU and over UVA, the host-to-device ceiling; one JSON (benchmarks/gpu_check.py).
+GPU_CHECK_OUT ?= benchmarks/results/gpu-check.json
+gpu-check:
+	@nvidia-smi -L >/dev/null 2>&1 || \
+	  { echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed); run it on a machine with one"; exit 2; }
+	$(MAKE) --no-print-directory setup
+	$(PY) benchmarks/gpu_check.py --out $(GPU_CHECK_OUT)
 
 # The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.
 # Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are

@@ -25,10 +25,12 @@ def build_cuda() -> bool:
 
 def extension():
     cpp = sorted(glob.glob("csrc/**/*.cpp", recursive=True))
-    cxx = ["-O3", "-fopenmp", "-std=c++20"]
-    link = ["-fopenmp"]
+    # No -fopenmp: threads come from torch (at::parallel_for), so the process has one threading
+    # runtime, torch's, and not a second OpenMP library beside it.
+    cxx = ["-O3", "-std=c++20"]
+    link = []
     if os.environ.get("GNNREPRO_ASAN") == "1":
-        cxx = ["-O1", "-g", "-fopenmp", "-std=c++20", "-fsanitize=address,undefined",
+        cxx = ["-O1", "-g", "-std=c++20", "-fsanitize=address,undefined",
                "-fno-omit-frame-pointer"]
         link += ["-fsanitize=address,undefined"]
     if build_cuda():

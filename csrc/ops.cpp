@@ -5,25 +5,47 @@
 #include <torch/extension.h>
 
 TORCH_LIBRARY(gnnrepro, m) {
+  // Fake-tensor (Meta) kernels of these ops live in Python: data-dependent output sizes need
+  // torch.library's dynamic sizes. Torch imports that module when it needs them.
+  m.set_python_module("gnnrepro._meta");
   // Fused neighbour sampling + to_block for all layers of one mini-batch.
   // fanouts[i] is GNN layer i's fanout (-1: all neighbours); seeds are sampled with fanouts[-1].
-  // node_map: int32 [N], all -1 on entry and on exit (also after an error): the dense relabel
-  // map. An entry outside [-1, sources so far) raises, so no content makes the op read or write
-  // out of bounds or emit an out-of-range id; an in-range leftover cannot be told from a real
-  // id, so the map belongs to this op alone (FusedSampler owns one per process).
-  // workspace: int64 scratch the op grows as needed; keep it across calls to avoid allocations.
-  // Neither may share memory with an input. Keep both across calls: then a batch allocates
-  // nothing but its outputs.
   // Returns [indptr, indices, src_nodes] per block, input layer first.
+  //
+  // node_map: int32 [N], the dense relabel map: memory the op works in, whose value it leaves
+  // as it found it (all -1), so the schema declares no mutation and the op is functional for
+  // torch.compile and fake tensors (an op that mutates an argument and returns Tensor[] cannot
+  // be functionalized). It is never resized; the op's other scratch is no argument: a buffer
+  // per calling thread on the CPU, kept across calls (no page faults in steady state), and the
+  // caching allocator's, per call, on the GPU. The map's memory is the op's during a call: one
+  // call at a time per map (FusedSampler owns one per process and serializes its calls), and it
+  // must not share memory with an input. Its contract, the same for the CPU and the CUDA kernel:
+  //   - all -1 on entry, and all -1 on exit, also after an error (an error resets every entry);
+  //   - the op reads the entry of every seed and of every sampled neighbour. Before the op maps a
+  //     node its entry must be -1; any other value (stale content: the map belongs to one op
+  //     call at a time; FusedSampler owns one per process and serializes its calls) raises
+  //     RuntimeError "node_map must be all -1 on entry", and never becomes a local id or an
+  //     out-of-bounds access. Entries the op does not read are not checked and left as they are.
+  // Bad input raises in this order, whichever kernel runs and whatever else is wrong
+  // (csrc/sampling/sample_errors.h): a seed outside [0, N) (ValueError, smallest position), a
+  // seed's dirty map entry, a duplicate seed (ValueError, smallest node), then layer by layer
+  // from the seeds outward: a sampled position of `indices` outside [0, N) (smallest position),
+  // a sampled neighbour's dirty entry, the next layer's invalid indptr range (smallest node).
+  // On the GPU the op runs on the current stream, syncs with the host fanouts.size() + 1 times
+  // per call (c10::cuda stream syncs, visible to torch.cuda.set_sync_debug_mode) and queues no
+  // work on node_map after its last sync, so calls from different streams may alternate.
   m.def(
       "sample_fused(Tensor indptr, Tensor indices, Tensor seeds, int[] fanouts, bool replace, "
-      "int seed, int batch_id, Tensor(a!) node_map, Tensor(b!) workspace) -> Tensor[]");
+      "int seed, int batch_id, Tensor node_map) -> Tensor[]");
 
   // ---- Feature extraction (csrc/features) ----
   // Row gather: out[i, :] = src[index[i], :] for a 2-D contiguous src, int64 or int32 index, into
   // a caller-owned contiguous `out` of src's dtype with at least len(index) rows (e.g. a pinned
-  // staging buffer). Returns out[:len(index)], a view of out.
-  m.def("gather_rows(Tensor src, Tensor index, Tensor(a!) out) -> Tensor(a!)");
+  // staging buffer); out[len(index):] is left alone. Returns nothing (so the op can be
+  // functionalized: a returned view of `out` could not). An index outside [0, src rows)
+  // raises on the CPU; on the GPU the kernel is stream-ordered with no host sync, so it cannot
+  // raise: such a row is never read and its out row is zero-filled (callers check ids first).
+  m.def("gather_rows(Tensor src, Tensor index, Tensor(a!) out) -> ()");
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

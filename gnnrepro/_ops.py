@@ -10,6 +10,8 @@ except ImportError as exc:  # pragma: no cover - only without a build
         "gnnrepro's C++ extension is not built: run `make setup` (or "
         "`pip install --no-build-isolation -e .`) in the repository") from exc
 
+from gnnrepro import _meta  # noqa: F401,E402  (registers the ops' fake kernels)
+
 ops = torch.ops.gnnrepro
 
 

@@ -5,7 +5,8 @@ import math
 
 import torch
 
-__all__ = ["check_bool", "check_device", "check_int", "check_node_ids", "check_positive_float"]
+__all__ = ["check_bool", "check_device", "check_id_tensor", "check_int", "check_node_ids",
+           "check_positive_float"]
 
 INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
@@ -55,9 +56,9 @@ def check_bool(name: str, value: object) -> bool:
     return value
 
 
-def check_node_ids(ids: object, num_nodes: int, name: str, device: torch.device) -> torch.Tensor:
-    """`ids` as a 1-D tensor of node ids in [0, num_nodes) on `device`, else a TypeError or
-    ValueError naming it. int32/int64 stay as they are; other integer dtypes become int64."""
+def check_id_tensor(ids: object, name: str, device: torch.device) -> torch.Tensor:
+    """`ids` as a 1-D integer tensor on `device`, else a TypeError or ValueError naming it; no
+    pass over the values. int32/int64 stay as they are; other integer dtypes become int64."""
     if not isinstance(ids, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(ids).__name__}")
     if ids.dtype not in INT_DTYPES:
@@ -68,6 +69,13 @@ def check_node_ids(ids: object, num_nodes: int, name: str, device: torch.device)
         raise ValueError(f"{name} are on {ids.device} but must be on {device}")
     if ids.dtype not in (torch.int32, torch.int64):
         ids = ids.to(torch.int64)
+    return ids
+
+
+def check_node_ids(ids: object, num_nodes: int, name: str, device: torch.device) -> torch.Tensor:
+    """`ids` as a 1-D tensor of node ids in [0, num_nodes) on `device`, else a TypeError or
+    ValueError naming it. int32/int64 stay as they are; other integer dtypes become int64."""
+    ids = check_id_tensor(ids, name, device)
     if ids.numel():
         lo, hi = (int(v) for v in torch.aminmax(ids))
         if lo < 0 or hi >= num_nodes:

@@ -11,6 +11,7 @@ import warnings
 import torch
 
 from gnnrepro.checks import check_int, check_node_ids
+from gnnrepro.pinning import pin_in_place
 
 __all__ = ["CSCGraph"]
 
@@ -108,17 +109,17 @@ class CSCGraph:
         return self
 
     def pin_memory_(self) -> "CSCGraph":
-        """Page-lock both arrays in place (cudaHostRegister); no-op with a warning without CUDA."""
+        """Page-lock both arrays in place (gnnrepro.pinning: unregistered when their storage is
+        freed); no-op with a warning without CUDA, RuntimeError if page-locking fails."""
         if not torch.cuda.is_available():
             warnings.warn("pin_memory_: CUDA is not available; the graph stays pageable",
                           stacklevel=2)
             return self
-        cudart = torch.cuda.cudart()
-        for t in (self.indptr, self.indices):
-            if t.numel() and not t.is_pinned():
-                err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
-                if int(err) != 0:
-                    raise RuntimeError(f"cudaHostRegister failed with error {int(err)}")
+        for name, t in (("indptr", self.indptr), ("indices", self.indices)):
+            if t.numel() and not pin_in_place(t):
+                raise RuntimeError(f"could not page-lock the graph's {name} "
+                                   f"({t.numel() * t.element_size() / 2**20:.1f} MiB; "
+                                   "cudaHostRegister failed: locked-memory limit?)")
         return self
 
     def __repr__(self) -> str:

@@ -14,9 +14,15 @@ import torch
 import torch.multiprocessing as mp
 
 from gnnrepro import _ops
-from gnnrepro.features import InMemoryFeatureStore, StagingRing, store as store_module
+from gnnrepro import pinning
+from gnnrepro.features import InMemoryFeatureStore, StagingRing
 
-gather_rows = _ops.ops.gather_rows
+
+
+def gather_rows(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """The op, and the rows it wrote: out[:len(index)]."""
+    _ops.ops.gather_rows(src, index, out)
+    return out[: index.numel()]
 
 
 def table(rows: int = 500, dim: int = 37, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -209,18 +215,21 @@ def test_store_pins_in_place_and_unregisters(monkeypatch: pytest.MonkeyPatch) ->
     assert pickle.loads(pickle.dumps(store)).pinned is False  # pinning is per process
     del store
     gc.collect()
+    assert cudart.unregistered == []  # the caller's tensor still holds the storage
+    del features
+    gc.collect()
     assert cudart.unregistered == cudart.registered
 
 
 def test_store_pin_failure_warns_and_stays_pageable(monkeypatch: pytest.MonkeyPatch) -> None:
     cleared = []
-    monkeypatch.setattr(store_module, "_clear_cuda_error", lambda: cleared.append(True))
+    monkeypatch.setattr(pinning, "clear_cuda_error", lambda: cleared.append(True))
     fake_cuda(monkeypatch, register_error=2)
     with pytest.warns(UserWarning, match="stays pageable") as record:
         store = InMemoryFeatureStore(table())
     assert len(record) == 1 and not store.pinned
     assert cleared == [True]  # the failed call's error must not surface in a later CUDA op
-    store_module._clear_cuda_error()  # the real one: a no-op without libcudart loaded
+    pinning.clear_cuda_error()  # the real one: a no-op without libcudart loaded
     assert torch.equal(store.gather(torch.tensor([3])), table()[[3]])
 
 
@@ -362,4 +371,4 @@ def test_ring_shared_buffers_pin_in_place(monkeypatch: pytest.MonkeyPatch) -> No
     ring = StagingRing(2, 4, 3, share=True)
     assert ring.buffers.is_shared() and ring.pinned
     assert cudart.registered == [ring.buffers.data_ptr()]
-    assert store_module.pin_in_place(torch.empty(0), ring) is False
+    assert pinning.pin_in_place(torch.empty(0)) is False

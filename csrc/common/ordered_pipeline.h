@@ -2,11 +2,13 @@
 // order, each as soon as its chunk is produced, overlapping the serial consumer with the
 // parallel producers.
 //
-// Threads (torch's intra-op count) take chunks to produce from a shared counter; whichever
-// thread holds the consumer token consumes every produced chunk in order, then hands the token
-// back and goes on producing. `consume` therefore runs on one thread at a time and sees chunks
-// in order, so its result does not depend on the number of threads. An exception in any call
-// stops all threads and is rethrown to the caller.
+// Workers (one at::parallel_for task per torch intra-op thread, so the process keeps one
+// threading runtime: torch's) take chunks to produce from a shared counter; whichever worker
+// holds the consumer token consumes every produced chunk in order, then hands the token back and
+// goes on producing. A worker returns only when every chunk is consumed or another worker is
+// producing the rest, so tasks that run one after another on fewer threads also finish.
+// `consume` runs on one thread at a time and sees chunks in order, so its result does not
+// depend on the number of threads. An exception in any call stops all workers and is rethrown.
 #pragma once
 #include <ATen/Parallel.h>
 
@@ -34,8 +36,7 @@ void ordered_pipeline(int64_t num_chunks, const Produce& produce, const Consume&
   const int threads = static_cast<int>(
       std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), num_chunks)));
 
-#pragma omp parallel num_threads(threads)
-  {
+  at::parallel_for(0, threads, 1, [&](int64_t, int64_t) {
     try {
       while (!failed.load(std::memory_order_relaxed)) {
         if (!consumer_busy.exchange(true, std::memory_order_acquire)) {
@@ -60,7 +61,7 @@ void ordered_pipeline(int64_t num_chunks, const Produce& produce, const Consume&
       if (!error) error = std::current_exception();
       failed.store(true, std::memory_order_relaxed);
     }
-  }
+  });
   if (error) std::rethrow_exception(error);
 }
 

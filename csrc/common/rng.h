@@ -6,11 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define GNNREPRO_HD __host__ __device__ __forceinline__
-#else
-#define GNNREPRO_HD inline
-#endif
+#include "hd.h"
 
 namespace gnnrepro {
 

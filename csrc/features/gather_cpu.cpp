@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../common/gather_index.h"
 #include "gather_args.h"
 
 namespace gnnrepro {
@@ -34,27 +35,27 @@ void gather_rows_typed(const char* src, int64_t num_rows, int64_t row_bytes, con
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchRows < end) {
         const auto ahead = static_cast<int64_t>(index[i + kPrefetchRows]);
-        if (static_cast<uint64_t>(ahead) < static_cast<uint64_t>(num_rows)) {
-          const char* p = src + ahead * row_bytes;
+        if (row_in_range(ahead, num_rows)) {
+          const char* p = src + row_offset(ahead, row_bytes, 0);
           for (int64_t b = 0; b < prefetch_bytes; b += kCacheLine) __builtin_prefetch(p + b);
         }
       }
       const auto row = static_cast<int64_t>(index[i]);
-      TORCH_CHECK(static_cast<uint64_t>(row) < static_cast<uint64_t>(num_rows), "index[", i,
-                  "] = ", row, " is outside [0, ", num_rows, ")");
-      std::memcpy(out + i * row_bytes, src + row * row_bytes, row_bytes);
+      TORCH_CHECK(row_in_range(row, num_rows), "index[", i, "] = ", row, " is outside [0, ",
+                  num_rows, ")");
+      std::memcpy(out + row_offset(i, row_bytes, 0), src + row_offset(row, row_bytes, 0),
+                  row_bytes);
     }
   });
 }
 
-at::Tensor gather_rows_cpu(const at::Tensor& src, const at::Tensor& index, at::Tensor& out) {
+void gather_rows_cpu(const at::Tensor& src, const at::Tensor& index, at::Tensor& out) {
   check_gather_args(src, index, out);
   TORCH_CHECK(src.device().is_cpu() && index.device().is_cpu() && out.device().is_cpu(),
               "src, index and out must all be CPU tensors");
   const int64_t n = index.numel();
-  at::Tensor result = out.narrow(0, 0, n);
-  if (n == 0 || src.size(1) == 0) return result;
-  at::assert_no_overlap(result, src);
+  if (n == 0 || src.size(1) == 0) return;
+  at::assert_no_overlap(out.narrow(0, 0, n), src);
   const at::Tensor idx = index.contiguous();
   const int64_t row_bytes = src.size(1) * static_cast<int64_t>(src.element_size());
   const auto* s = static_cast<const char*>(src.const_data_ptr());
@@ -64,7 +65,6 @@ at::Tensor gather_rows_cpu(const at::Tensor& src, const at::Tensor& index, at::T
   } else {
     gather_rows_typed(s, src.size(0), row_bytes, idx.const_data_ptr<int64_t>(), n, o);
   }
-  return result;
 }
 
 }  // namespace

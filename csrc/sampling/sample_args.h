@@ -1,12 +1,11 @@
-// Argument checks of sample_fused shared by its CPU and CUDA kernels. The Python wrapper checks
-// the same things first with clear ValueError/TypeError; these TORCH_CHECKs guard direct calls.
+// Argument checks of sample_fused shared by its CPU and CUDA kernels: shapes, dtypes, sizes. The
+// Python wrapper checks these first with clear ValueError/TypeError (TORCH_CHECKs guard direct
+// calls); the seeds' values are checked by the kernels alone (sample_errors.h).
 #pragma once
 #include <ATen/ATen.h>
 
 #include <cstdint>
 #include <limits>
-
-#include "../common/rng.h"  // GNNREPRO_HD
 
 namespace gnnrepro {
 
@@ -32,8 +31,8 @@ inline void check_sample_arg_values(const at::Tensor& indptr, const at::Tensor& 
               "graphs with 2^31 - 1 or more nodes are not supported");
   // Unique seeds in [0, N) number at most N; checked first, so that no kernel sizes anything
   // (the CUDA scans take int counts) from a longer, necessarily invalid, seed list.
-  TORCH_CHECK(seeds.numel() <= num_nodes, "seeds has ", seeds.numel(),
-              " entries but the graph has only ", num_nodes, " nodes (seeds must be unique)");
+  TORCH_CHECK_VALUE(seeds.numel() <= num_nodes, "seeds must be unique node ids: seeds has ",
+                    seeds.numel(), " entries but the graph has only ", num_nodes, " nodes");
   TORCH_CHECK(!fanouts.empty(), "fanouts must not be empty");
   for (int64_t f : fanouts) {
     TORCH_CHECK(f == -1 || (f >= 1 && f <= std::numeric_limits<int32_t>::max()),
@@ -48,13 +47,6 @@ inline void check_sample_args(const at::Tensor& indptr, const at::Tensor& indice
   TORCH_CHECK(indptr.device() == indices.device() && indptr.device() == seeds.device() &&
                   indptr.device() == node_map.device(),
               "indptr, indices, seeds and node_map must be on one device");
-}
-
-// Edges sampled for one destination of in-degree `degree` (host and device).
-GNNREPRO_HD int64_t pick_count(int64_t degree, int64_t fanout, bool replace) {
-  if (fanout < 0) return degree;
-  if (replace) return degree > 0 ? fanout : 0;
-  return degree < fanout ? degree : fanout;
 }
 
 }  // namespace gnnrepro

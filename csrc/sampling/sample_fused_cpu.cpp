@@ -5,18 +5,24 @@
 // (3) relabel in place with a dense node map: destinations keep their ids 0..num_dst-1 and new
 // sources get the next ids in first-occurrence order. No COO frontier and no hash table is built.
 // A layer's sources, in order, are the next layer's destinations, so the map carries over
-// between layers and is cleared once, at the end, over the input nodes only.
+// between layers and is cleared once, at the end, over the input nodes only. The per-destination
+// rules (random numbers, picks, relabel order, map contract) are the common/ headers the CUDA
+// kernels call too; errors are collected and raised in sample_errors.h's order, like the CUDA op.
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "../common/ordered_pipeline.h"
+#include "../common/picks.h"
+#include "../common/relabel.h"
 #include "../common/rng.h"
 #include "sample_args.h"
+#include "sample_errors.h"
 
 namespace gnnrepro {
 namespace {
@@ -34,12 +40,12 @@ constexpr int64_t kGatherPrefetchAhead = 64;
 // on entry and on exit (it grows to the largest degree seen).
 void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout, bool replace,
                     uint64_t key, int64_t* out, std::vector<uint64_t>& bitmap) {
-  if (fanout < 0 || (count == degree && !replace)) {
+  if (takes_all(degree, count, fanout, replace)) {
     for (int64_t j = 0; j < degree; ++j) out[j] = start + j;
     return;
   }
   if (replace) {
-    for (int64_t j = 0; j < count; ++j) out[j] = start + static_cast<int64_t>(below(draw(key, j), degree));
+    for (int64_t j = 0; j < count; ++j) out[j] = start + replace_offset(key, j, degree);
     return;
   }
   // Floyd's algorithm: a uniform `count`-subset of [0, degree) with `count` draws. Membership
@@ -48,9 +54,10 @@ void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout
   const auto words = static_cast<size_t>((degree + 63) / 64);
   if (bitmap.size() < words) bitmap.resize(words, 0);
   uint64_t* bits = bitmap.data();
-  for (int64_t j = degree - count, n = 0; j < degree; ++j, ++n) {
-    const int64_t r = static_cast<int64_t>(below(draw(key, n), j + 1));
-    const int64_t t = (bits[r >> 6] >> (r & 63) & 1) ? j : r;
+  for (int64_t n = 0; n < count; ++n) {
+    const int64_t j = floyd_j(degree, count, n);
+    const int64_t r = floyd_draw(key, degree, count, n);
+    const int64_t t = floyd_pick(r, bits[r >> 6] >> (r & 63) & 1, j);
     bits[t >> 6] |= uint64_t{1} << (t & 63);
     out[n] = start + t;
   }
@@ -60,16 +67,26 @@ void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout
   }
 }
 
-// The workspace's data with room for `size` int64 values. The workspace lives across calls (the
-// Python sampler owns it, like node_map), so steady-state batches allocate and page-fault
-// nothing but their outputs. Growing keeps the contents (resize_ copies) but moves them:
-// pointers into the workspace must be taken again after every call.
-int64_t* grow(at::Tensor& workspace, int64_t size) {
-  if (workspace.numel() < size) workspace.resize_({size + size / 4});
-  return workspace.data_ptr<int64_t>();
+// Lowers `target` to `value` if smaller (atomically: parallel loops record their smallest
+// offending position this way, so the error reported does not depend on threads).
+void atomic_min(std::atomic<int64_t>& target, int64_t value) {
+  int64_t seen = target.load(std::memory_order_relaxed);
+  while (value < seen && !target.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
 }
 
-constexpr int32_t kUnmapped = -1;
+constexpr int64_t kNoError = std::numeric_limits<int64_t>::max();
+
+// The calling thread's scratch with room for `size` int64 values, kept across calls so that
+// steady-state batches allocate and page-fault nothing but their outputs (a fresh buffer per
+// call cost ~650 page faults and 15-20% a batch). Per thread, so no lock: one op call at a time
+// uses it, and it is not an op argument (which torch.compile would see resized). Growing keeps
+// the contents but moves them: take pointers again after every call.
+int64_t* thread_scratch(int64_t size) {
+  thread_local std::vector<int64_t> scratch;
+  if (static_cast<int64_t>(scratch.size()) < size) scratch.resize(size + size / 4);
+  return scratch.data();
+}
 
 // Restores node_map to all -1 if sampling stops with an error half way.
 class NodeMapGuard {
@@ -90,7 +107,7 @@ template <typename IdT>
 std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const at::Tensor& indices,
                                                const at::Tensor& seeds, at::IntArrayRef fanouts,
                                                bool replace, int64_t seed, int64_t batch_id,
-                                               at::Tensor& node_map, at::Tensor& workspace) {
+                                               at::Tensor& node_map) {
   const int64_t num_nodes = indptr.numel() - 1;
   const int64_t num_edges = indices.numel();
   const int64_t* ip = indptr.data_ptr<int64_t>();
@@ -103,20 +120,30 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
   NodeMapGuard guard(map, num_nodes);
   at::Tensor dst = seeds;
   int64_t num_dst = seeds.numel();
+  SampleErrorDetail detail;
   {
+    // Seeds: range, then a clean map at every seed, then duplicates (the smallest repeated
+    // node), each over all seeds before the next, as the CUDA op's kernels do.
     const int64_t* s = seeds.data_ptr<int64_t>();
     for (int64_t i = 0; i < num_dst; ++i) {
+      if (s[i] < 0 || s[i] >= num_nodes) {
+        detail.bad_seed_pos = i;
+        detail.bad_seed_value = s[i];
+        raise_sample_error(kBadSeed, detail, num_nodes);
+      }
+    }
+    for (int64_t i = 0; i < num_dst; ++i) {
+      if (map[s[i]] != kUnmapped) raise_sample_error(kDirtySeedMap, detail, num_nodes);
+    }
+    for (int64_t i = 0; i < num_dst; ++i) {
       const int64_t v = s[i];
-      TORCH_CHECK(v >= 0 && v < num_nodes, "seeds[", i, "] = ", v, " is outside [0, ", num_nodes,
-                  ")");
-      const int32_t m = map[v];
-      if (m != kUnmapped) {
-        TORCH_CHECK(!(m >= 0 && m < i && s[m] == v), "seeds must be unique; node ", v,
-                    " appears twice");
-        TORCH_CHECK(false, "node_map must be all -1 on entry");
+      if (map[v] != kUnmapped) {
+        detail.duplicate_node = detail.duplicate_node < 0 ? v : std::min(detail.duplicate_node, v);
+        continue;
       }
       map[v] = static_cast<int32_t>(i);
     }
+    if (detail.duplicate_node >= 0) raise_sample_error(kDuplicateSeed, detail, num_nodes);
   }
 
   for (int64_t layer = num_layers - 1; layer >= 0; --layer) {
@@ -124,23 +151,30 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     const int64_t* d = dst.data_ptr<int64_t>();
     at::Tensor block_indptr = at::empty({num_dst + 1}, long_opts);
     int64_t* bp = block_indptr.data_ptr<int64_t>();
-    // Workspace layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
-    int64_t* start = grow(workspace, 2 * num_dst);
+    // Scratch layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
+    int64_t* start = thread_scratch(2 * num_dst);
     int64_t* degree = start + num_dst;
 
     // (1) Degrees and pick counts; indptr is read once per destination.
+    std::atomic<int64_t> bad_indptr{kNoError};
     at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         if (i + kPrefetchAhead < end) __builtin_prefetch(ip + d[i + kPrefetchAhead]);
         const int64_t v = d[i];
-        const int64_t lo = ip[v], hi = ip[v + 1];
-        TORCH_CHECK(0 <= lo && lo <= hi && hi <= num_edges,
-                    "indptr is not a valid CSC offset array at node ", v);
+        int64_t lo = ip[v], hi = ip[v + 1];
+        if (!(0 <= lo && lo <= hi && hi <= num_edges)) {
+          atomic_min(bad_indptr, v);
+          lo = hi = 0;
+        }
         start[i] = lo;
         degree[i] = hi - lo;
         bp[i + 1] = pick_count(hi - lo, fanout, replace);
       }
     });
+    if (bad_indptr.load() != kNoError) {
+      detail.bad_indptr_node = bad_indptr.load();
+      raise_sample_error(kBadIndptr, detail, num_nodes);
+    }
     // Local ids are int32 in the map: sources (<= num_dst + edges) must stay below 2^31 - 1.
     const int64_t limit = std::numeric_limits<int32_t>::max() - 1 - num_dst;
     bp[0] = 0;
@@ -150,7 +184,8 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
       bp[i + 1] += bp[i];
     }
     const int64_t block_edges = bp[num_dst];
-    start = grow(workspace, 3 * num_dst + block_edges);
+    // src: the layer's sources in order of their local ids (at most num_dst + block_edges).
+    start = thread_scratch(3 * num_dst + block_edges);
     degree = start + num_dst;
     int64_t* src = degree + num_dst;
 
@@ -161,6 +196,7 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     if (num_dst) std::memcpy(src, d, num_dst * sizeof(int64_t));  // empty tensors hold null
     int64_t next = num_dst;
     bool map_ok = true;
+    std::atomic<int64_t> bad_index{kNoError};
 
     // (2) Sample a chunk: first the picked positions (random numbers only, sequential writes),
     // then a gather of the neighbour ids with prefetching, so the random reads of `indices`
@@ -179,8 +215,11 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
       for (int64_t e = bp[begin]; e < e_end; ++e) {
         if (e + kGatherPrefetchAhead < e_end) __builtin_prefetch(ix + bi[e + kGatherPrefetchAhead]);
         const int64_t u = ix[bi[e]];
-        TORCH_CHECK(static_cast<uint64_t>(u) < static_cast<uint64_t>(num_nodes),
-                    "indices holds node id ", u, " outside [0, ", num_nodes, ")");
+        if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(num_nodes)) {
+          atomic_min(bad_index, bi[e]);
+          bi[e] = -1;  // skipped by the relabel; the error is raised after the layer
+          continue;
+        }
         bi[e] = u;
       }
     };
@@ -188,27 +227,39 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     // (3) Relabel a chunk in place: destinations keep ids 0..num_dst-1 (the previous layer
     // mapped them so), new sources take the next ids in first-occurrence order; chunks come in
     // order, so the result does not depend on threads. Branch-free (a new node is as likely as
-    // a seen one), with the map entries prefetched. An entry outside [-1, next) can only come
-    // from a map that was not all -1 on entry: it is reported instead of leaking into the block.
+    // a seen one), with the map entries prefetched. An entry the op did not write (relabel.h)
+    // can only come from a map that was not all -1 on entry: it is reported, never used.
     const auto relabel_chunk = [&](int64_t chunk) {
       const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
       const int64_t e_end = bp[end];
       for (int64_t e = bp[begin]; e < e_end; ++e) {
-        if (e + kRelabelPrefetchAhead < e_end) __builtin_prefetch(map + bi[e + kRelabelPrefetchAhead]);
+        if (e + kRelabelPrefetchAhead < e_end && bi[e + kRelabelPrefetchAhead] >= 0) {
+          __builtin_prefetch(map + bi[e + kRelabelPrefetchAhead]);
+        }
         const int64_t u = bi[e];
+        if (u < 0) {  // a bad index (raised below)
+          bi[e] = 0;
+          continue;
+        }
         const int64_t m = map[u];
         const bool fresh = m == kUnmapped;
-        map_ok &= static_cast<uint64_t>(m + 1) <= static_cast<uint64_t>(next);  // -1 <= m < next
-        const int64_t id = fresh ? next : m;
+        const bool ok = map_entry_ok(m, u, next, src);
+        map_ok &= ok;
+        const int64_t id = fresh || !ok ? next : m;  // a dirty entry never becomes an id
         map[u] = static_cast<int32_t>(id);
         src[next] = u;  // kept only if u is new: next advances past it
-        next += fresh;
+        next += fresh || !ok;
         bi[e] = id;
       }
     };
 
     ordered_pipeline((num_dst + kChunk - 1) / kChunk, sample_chunk, relabel_chunk);
-    TORCH_CHECK(map_ok, "node_map must be all -1 on entry");
+    if (bad_index.load() != kNoError) {
+      detail.bad_index_pos = bad_index.load();
+      detail.bad_index_value = static_cast<int64_t>(ix[detail.bad_index_pos]);
+      raise_sample_error(kBadIndex, detail, num_nodes);
+    }
+    if (!map_ok) raise_sample_error(kDirtyMap, detail, num_nodes);
     at::Tensor src_nodes = at::empty({next}, long_opts);
     if (next) std::memcpy(src_nodes.data_ptr<int64_t>(), src, next * sizeof(int64_t));
 
@@ -232,24 +283,18 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
 std::vector<at::Tensor> sample_fused_cpu(const at::Tensor& indptr, const at::Tensor& indices,
                                          const at::Tensor& seeds, at::IntArrayRef fanouts,
                                          bool replace, int64_t seed, int64_t batch_id,
-                                         at::Tensor node_map, at::Tensor workspace) {
+                                         at::Tensor node_map) {
   check_sample_args(indptr, indices, seeds, fanouts, node_map);
-  TORCH_CHECK(workspace.dim() == 1 && workspace.scalar_type() == at::kLong &&
-                  workspace.is_contiguous() && workspace.device() == indptr.device(),
-              "workspace must be a contiguous 1-D int64 tensor on the graph's device");
-  // The op writes node_map and workspace (and may reallocate the workspace): neither may share
-  // memory with an input or with each other.
+  // The op writes node_map: it may not share memory with an input.
   for (const at::Tensor* input : {&indptr, &indices, &seeds}) {
     at::assert_no_overlap(node_map, *input);
-    at::assert_no_overlap(workspace, *input);
   }
-  at::assert_no_overlap(workspace, node_map);
   if (indices.scalar_type() == at::kInt) {
     return sample_fused_cpu_typed<int32_t>(indptr, indices, seeds, fanouts, replace, seed,
-                                           batch_id, node_map, workspace);
+                                           batch_id, node_map);
   }
   return sample_fused_cpu_typed<int64_t>(indptr, indices, seeds, fanouts, replace, seed, batch_id,
-                                         node_map, workspace);
+                                         node_map);
 }
 
 }  // namespace

@@ -39,4 +39,5 @@ class DeviceRows:
         ids = ids.to(self.device, non_blocking=True)
         out = torch.empty((ids.numel(), self.table.shape[1]), dtype=self.table.dtype,
                           device=self.device)
-        return _ops.ops.gather_rows(self.table, ids, out)
+        _ops.ops.gather_rows(self.table, ids, out)
+        return out

@@ -16,7 +16,7 @@ from typing import Protocol
 import torch
 
 from gnnrepro.checks import check_bool, check_int
-from gnnrepro.features.store import pin_in_place
+from gnnrepro.pinning import pin_in_place
 
 __all__ = ["StagingRing", "StagingSlot"]
 
@@ -80,7 +80,7 @@ class StagingRing:
         cuda = pin and torch.cuda.is_available()
         if share:
             self.buffers = _shared_empty((slots, max_rows, dim), dtype)
-            self.pinned = cuda and pin_in_place(self.buffers, self)
+            self.pinned = cuda and pin_in_place(self.buffers)
         else:
             self.buffers = torch.empty((slots, max_rows, dim), dtype=dtype, pin_memory=cuda)
             self.pinned = cuda

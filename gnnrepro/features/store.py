@@ -7,57 +7,15 @@ so host-to-device copies and GPU-side (UVA) reads of it run at full PCIe speed.
 from __future__ import annotations
 
 import abc
-import ctypes
 import warnings
-import weakref
 
 import torch
 
-from gnnrepro.checks import check_bool, check_node_ids
-
 from gnnrepro import _ops
+from gnnrepro.checks import check_bool, check_node_ids
+from gnnrepro.pinning import pin_in_place
 
-__all__ = ["FeatureStore", "InMemoryFeatureStore", "check_out", "pin_in_place"]
-
-
-
-def pin_in_place(tensor: torch.Tensor, owner: object) -> bool:
-    """Page-lock `tensor`'s memory in place with cudaHostRegister; False if that is impossible.
-
-    Why not `tensor.pin_memory()`: it returns a pinned *copy*, doubling a table that may take
-    most of the host's memory and unsharing it from other processes. The registration is undone
-    when `owner` is garbage-collected (not at interpreter exit, where the OS cleans up), so the
-    address range can be registered again later. Memory that is already pinned is left alone.
-    """
-    if not torch.cuda.is_available() or tensor.numel() == 0:
-        return False
-    if tensor.is_pinned():
-        return True
-    cudart = torch.cuda.cudart()
-    ptr = tensor.untyped_storage().data_ptr()
-    if int(cudart.cudaHostRegister(ptr, tensor.untyped_storage().nbytes(), 0)):
-        _clear_cuda_error()
-        return False
-    weakref.finalize(owner, _unregister, cudart, ptr).atexit = False
-    return True
-
-
-def _unregister(cudart: object, ptr: int) -> None:
-    if int(cudart.cudaHostUnregister(ptr)):
-        _clear_cuda_error()
-
-
-def _clear_cuda_error() -> None:
-    """Reset the CUDA runtime's per-thread "last error" after a failed cudart call.
-
-    torch's cudart bindings return the error code but leave it recorded, so the next kernel
-    launch check anywhere in torch would raise it as its own. torch exposes no cudaGetLastError,
-    so call it in the libcudart this process has loaded (the same instance torch uses).
-    """
-    with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if "libcudart.so" in line}
-    for path in paths:
-        ctypes.CDLL(path).cudaGetLastError()
+__all__ = ["FeatureStore", "InMemoryFeatureStore", "check_out"]
 
 
 def check_out(out: object, rows: int, dim: int, dtype: torch.dtype) -> torch.Tensor:
@@ -113,7 +71,7 @@ class InMemoryFeatureStore(FeatureStore):
     torch.multiprocessing would copy it into shared memory on every send anyway, and pinning it
     (cudaHostRegister) would force a private copy of every page in every process that pins.
 
-    `pin=True` page-locks the table in place when CUDA is available (see `pin_in_place`); if
+    `pin=True` page-locks the table in place when CUDA is available (gnnrepro.pinning); if
     that fails (locked-memory limits, too little RAM) the table stays pageable with one warning.
     Pinning is per process: a store received by another process is not pinned there (workers
     that only gather on the CPU do not need it); call `pin_memory_()` where it is wanted.
@@ -158,7 +116,7 @@ class InMemoryFeatureStore(FeatureStore):
     def pin_memory_(self) -> "InMemoryFeatureStore":
         """Page-lock the table in this process if CUDA is available; warn once if that fails."""
         if torch.cuda.is_available() and not self.pinned:
-            self.pinned = pin_in_place(self.features, self)
+            self.pinned = pin_in_place(self.features)
             if not self.pinned:
                 warnings.warn(f"could not page-lock the {self.nbytes() / 2**30:.2f} GiB feature "
                               "table (cudaHostRegister failed); it stays pageable and "
@@ -176,7 +134,8 @@ class InMemoryFeatureStore(FeatureStore):
             out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
         else:
             out = check_out(out, ids.numel(), self.dim, self.dtype)
-        return _ops.ops.gather_rows(self.features, ids, out)
+        _ops.ops.gather_rows(self.features, ids, out)
+        return out[: ids.numel()]
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

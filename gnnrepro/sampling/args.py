@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 import torch
 
-from gnnrepro.checks import check_node_ids
+from gnnrepro.checks import check_id_tensor, check_node_ids
 from gnnrepro.graph import CSCGraph
 
 MAX_FANOUT = 2**31 - 1  # block sizes are counted in int32 local ids
@@ -53,6 +53,13 @@ def check_seeds(seeds: object, graph: CSCGraph,
     if seeds.numel() and torch.unique(seeds).numel() != seeds.numel():
         raise ValueError("seeds must be unique node ids")
     return seeds
+
+
+def seed_tensor(seeds: object, device: torch.device) -> torch.Tensor:
+    """Seeds as a contiguous 1-D int64 tensor on `device`: type, shape and device only. For the
+    fused op, which checks range and uniqueness itself (ValueError naming seeds) while it maps
+    them, so the hot path passes over the seeds once."""
+    return check_id_tensor(seeds, "seeds", device).to(torch.int64).contiguous()
 
 
 def stream_seed(seed: int, batch_id: int) -> int:

@@ -9,7 +9,7 @@ import torch
 from gnnrepro import _ops
 from gnnrepro.checks import check_bool, check_device
 from gnnrepro.graph import CSCGraph
-from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, check_seeds
+from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, seed_tensor
 from gnnrepro.sampling.block import Block, MiniBatch
 
 __all__ = ["FusedSampler", "blocks_from_op"]
@@ -43,13 +43,12 @@ class FusedSampler:
         self.seed = check_seed(seed)
         self.device = _sampling_device(self.graph, device)
         self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
-        self._workspace: torch.Tensor | None = None  # op scratch, grown by the op
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:
-        # The op's scratch is per process: a worker builds its own instead of pickling it.
+        # The op's node map is per process: a worker builds its own instead of pickling it.
         state = self.__dict__.copy()
-        state["_node_map"] = state["_workspace"] = None
+        state["_node_map"] = None
         del state["_lock"]
         return state
 
@@ -58,17 +57,17 @@ class FusedSampler:
         self._lock = threading.Lock()
 
     def sample(self, seeds: torch.Tensor, batch_id: int = 0) -> MiniBatch:
-        """Sample the blocks of one mini-batch rooted at `seeds` (unique node ids)."""
-        seeds = check_seeds(seeds, self.graph, self.device)
+        """Sample the blocks of one mini-batch rooted at `seeds` (unique node ids in
+        [0, num_nodes): the op checks both while it maps them, raising ValueError)."""
+        seeds = seed_tensor(seeds, self.device)
         batch_id = check_seed(batch_id, "batch_id")
         g = self.graph
-        with self._lock:  # the op's scratch is shared by calls on this sampler
+        with self._lock:  # the node map is shared by calls on this sampler
             if self._node_map is None:
                 self._node_map = torch.full((g.num_nodes,), -1, dtype=torch.int32,
                                             device=self.device)
-                self._workspace = torch.empty(0, dtype=torch.int64, device=self.device)
             flat = _ops.ops.sample_fused(g.indptr, g.indices, seeds, self.fanouts, self.replace,
-                                         self.seed, batch_id, self._node_map, self._workspace)
+                                         self.seed, batch_id, self._node_map)
         blocks = blocks_from_op(flat)
         return MiniBatch(seeds, blocks[0].src_nodes, blocks, batch_id=batch_id)
 

@@ -1,6 +1,8 @@
-"""GPU tests: every test here is skipped where CUDA is unavailable (the CPU CI) or the
-extension was built without its CUDA kernels, unless GNNREPRO_REQUIRE_CUDA=1 (the GPU run),
-where that is a failure instead."""
+"""The op tests that a GPU user's `make test-gpu` runs: every test taking `device` runs on "cpu"
+and on "cuda" from one parametrization (like pyg-lib's withCUDA), so the CPU cases run in CI and
+a GPU run covers the same cases. Tests of CUDA-only behaviour (streams, UVA) are marked
+`needs_cuda`. Without CUDA the cuda cases are skipped, unless GNNREPRO_REQUIRE_CUDA=1 (the GPU
+run), where that is a failure instead."""
 from __future__ import annotations
 
 import os
@@ -9,6 +11,7 @@ import pytest
 import torch
 
 from gnnrepro import _ops
+from gnnrepro.pinning import pin_in_place
 
 
 def _missing() -> str | None:
@@ -19,32 +22,34 @@ def _missing() -> str | None:
     return None
 
 
+MISSING = _missing()
+needs_cuda = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "device" in metafunc.fixturenames:
+        metafunc.parametrize("device", DEVICES)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _require_cuda() -> None:
-    """Session scope: runs before any module fixture here allocates on the GPU."""
-    reason = _missing()
-    if reason is None:
-        return
-    if os.environ.get("GNNREPRO_REQUIRE_CUDA") == "1":
-        pytest.fail(f"GNNREPRO_REQUIRE_CUDA=1 but {reason}")
-    pytest.skip(reason)
+    """Session scope: fails the GPU run at once where its cuda cases would all be skipped."""
+    if MISSING is not None and os.environ.get("GNNREPRO_REQUIRE_CUDA") == "1":
+        pytest.fail(f"GNNREPRO_REQUIRE_CUDA=1 but {MISSING}")
 
 
 @pytest.fixture
 def registered():
-    """Page-locks tensors in place (cudaHostRegister, like CSCGraph.pin_memory_) and undoes it
-    after the test, so freed memory is never left registered."""
-    cudart = torch.cuda.cudart()
-    done: list[int] = []
+    """Page-locks tensors in place with gnnrepro.pinning (like CSCGraph.pin_memory_ and the
+    feature store): registered until their storage is freed."""
+    used: list[torch.Tensor] = []
 
     def register(*tensors: torch.Tensor) -> None:
         for t in tensors:
-            if t.numel() and not t.is_pinned():
-                assert int(cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(),
-                                                   0)) == 0
-                done.append(t.data_ptr())
+            assert t.numel() == 0 or pin_in_place(t)
+            used.append(t)
 
     yield register
-    torch.cuda.synchronize()
-    for ptr in done:
-        cudart.cudaHostUnregister(ptr)
+    if used:
+        torch.cuda.synchronize()  # nothing may still read them when the test drops its tensors

@@ -1,0 +1,51 @@
+// The errors sample_fused reports, shared by its CPU and CUDA kernels so that both raise the same
+// error for the same input, also when several are present: each kernel records every error it
+// meets (a bit, and the smallest offending position or node) and raises the first in this order.
+// The CPU op meets them in this order by construction; the CUDA op's per-layer sync holds this
+// layer's sampling errors and the next layer's indptr errors, which this order also serves.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace gnnrepro {
+
+enum SampleError : uint64_t {
+  kBadSeed = 1,         // a seed outside [0, N): the smallest such position
+  kDirtySeedMap = 2,    // node_map[seed] != -1 on entry
+  kDuplicateSeed = 4,   // a node twice in seeds: the smallest such node
+  kBadIndex = 8,        // indices[p] outside [0, N) at a sampled position: the smallest p
+  kDirtyMap = 16,       // a sampled neighbour's entry that the op did not write (relabel.h)
+  kBadIndptr = 32,      // indptr[v] > indptr[v + 1] or outside [0, E): the smallest such node
+};
+
+struct SampleErrorDetail {
+  int64_t bad_seed_pos = -1;
+  int64_t bad_seed_value = 0;
+  int64_t duplicate_node = -1;
+  int64_t bad_index_pos = -1;
+  int64_t bad_index_value = 0;
+  int64_t bad_indptr_node = -1;
+};
+
+// Raises the first error of `errors` in the order above; returns if there is none. Seed errors
+// are ValueErrors in Python (the FusedSampler leaves these checks to the op), the others
+// RuntimeErrors (the graph and the map are checked by their Python owners).
+inline void raise_sample_error(uint64_t errors, const SampleErrorDetail& d, int64_t num_nodes) {
+  if (errors == 0) return;
+  TORCH_CHECK_VALUE(!(errors & kBadSeed), "seeds must lie in [0, num_nodes=", num_nodes,
+                    "): seeds[", d.bad_seed_pos, "] = ", d.bad_seed_value);
+  TORCH_CHECK(!(errors & kDirtySeedMap),
+              "node_map must be all -1 on entry (a seed's entry is not)");
+  TORCH_CHECK_VALUE(!(errors & kDuplicateSeed), "seeds must be unique node ids; node ",
+                    d.duplicate_node, " appears twice");
+  TORCH_CHECK(!(errors & kBadIndex), "indices holds node id ", d.bad_index_value, " outside [0, ",
+              num_nodes, ") at position ", d.bad_index_pos);
+  TORCH_CHECK(!(errors & kDirtyMap),
+              "node_map must be all -1 on entry (a sampled neighbour's entry is not)");
+  TORCH_CHECK(!(errors & kBadIndptr), "indptr is not a valid CSC offset array at node ",
+              d.bad_indptr_node);
+  TORCH_CHECK(false, "sample_fused: unknown error bits ", errors);
+}
+
+}  // namespace gnnrepro
