@@ -1,4 +1,5 @@
-"""Command line: `python -m gnnrepro bench {sampling,end-to-end,scaling} ...` (see --help).
+"""Command line: `python -m gnnrepro bench {sampling,end-to-end,scaling} ...` and
+`python -m gnnrepro partition ...` (see --help).
 
 Every training setting is an option declared once in gnnrepro.config (defaults, checks, help);
 the options below the settings are each benchmark's own.
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 from pathlib import Path
 from collections.abc import Callable
@@ -16,6 +18,8 @@ from gnnrepro.atomic import write_json_atomic
 from gnnrepro.bench import end_to_end, sampling_speed, scaling
 from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, TrainConfig, add_options, list_of
+from gnnrepro.datasets import load_scaled
+from gnnrepro.partition import partition_dataset
 
 #: The TrainConfig fields, as options.
 TRAIN_OPTIONS = [f.name for f in dataclasses.fields(TrainConfig)]
@@ -98,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: split between the ranks")
     for sub in (s, t, c):
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
+
+    p = commands.add_parser("partition", help="METIS partitions with 1-hop halos and a "
+                                              "checksummed manifest, for partitioned training")
+    add_options(p, DATA_OPTIONS)
+    p.add_argument("--parts", type=_arg_type(_count(1), "parts"), required=True)
+    p.add_argument("--out", type=Path, required=True, help="partition directory to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     return parser
 
 
@@ -108,6 +119,13 @@ def _config(args: argparse.Namespace) -> TrainConfig:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     data = {name: getattr(args, name) for name in DATA_OPTIONS}
+    if args.command == "partition":
+        manifest = partition_dataset(load_scaled(args.dataset, args.root, args.scale),
+                                     args.parts, args.out,
+                                     overwrite=args.overwrite)
+        print(json.dumps({"out": str(args.out), "parts": manifest["parts"],
+                          "stats": manifest["stats"]}, indent=2))
+        return 0
     result: dict[str, Any]
     if args.benchmark == "sampling":
         result = sampling_speed.measure(
