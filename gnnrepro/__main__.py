@@ -1,4 +1,4 @@
-"""Command line: `python -m gnnrepro bench {sampling,end-to-end,scaling} ...` and
+"""Command line: `python -m gnnrepro bench {sampling,end-to-end,scaling,partitioned} ...` and
 `python -m gnnrepro partition ...` (see --help).
 
 Every training setting is an option declared once in gnnrepro.config (defaults, checks, help);
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
-from gnnrepro.bench import end_to_end, sampling_speed, scaling
+from gnnrepro.bench import end_to_end, partitioned, sampling_speed, scaling
 from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, TrainConfig, add_options, list_of
 from gnnrepro.datasets import load_scaled
@@ -100,7 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--per-rank-batch", action="store_true",
                    help="--batch-size seeds per rank per step (DGL's multi-GPU convention); "
                         "default: split between the ranks")
-    for sub in (s, t, c):
+    d = kinds.add_parser("partitioned", help="partitioned training on 1, 2, ... local "
+                                             "machines (torchrun), beside DGL's DistDGL")
+    add_options(d, [*DATA_OPTIONS, *TRAIN_OPTIONS], epochs=2)
+    d.add_argument("--machines", type=_arg_type(list_of(_count(1), nonempty=True, unique=True),
+                                                "machines"), default=[1, 2],
+                   help="comma-separated machine counts")
+    d.add_argument("--ranks-per-machine", type=_arg_type(_count(1), "ranks_per_machine"),
+                   default=1)
+    d.add_argument("--digest-batches", type=_arg_type(_count(0), "digest_batches"), default=2,
+                   help="batches per rank checked against the single-machine sampler")
+    for sub in (s, t, c, d):
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
 
     p = commands.add_parser("partition", help="METIS partitions with 1-hop halos and a "
@@ -138,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
                                     repeats=args.repeats,
                                     timeline_batches=args.timeline_batches)
         print(end_to_end.format_table(result))
+    elif args.benchmark == "partitioned":
+        result = partitioned.measure(_config(args), **data, machines=args.machines,
+                                     ranks_per_machine=args.ranks_per_machine,
+                                     digest_batches=args.digest_batches)
+        print(partitioned.format_table(result))
     else:
         result = scaling.measure(_config(args), **data, ranks=args.ranks,
                                  pipelines=args.pipelines, per_rank_batch=args.per_rank_batch)
