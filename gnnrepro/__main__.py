@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                    default=1)
     d.add_argument("--digest-batches", type=_arg_type(_count(0), "digest_batches"), default=2,
                    help="batches per rank checked against the single-machine sampler")
+    d.add_argument("--skip-dgl", action="store_true", help="do not run DGL's DistDGL beside")
     for sub in (s, t, c, d):
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
 
@@ -151,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.benchmark == "partitioned":
         result = partitioned.measure(_config(args), **data, machines=args.machines,
                                      ranks_per_machine=args.ranks_per_machine,
-                                     digest_batches=args.digest_batches)
+                                     digest_batches=args.digest_batches,
+                                     dgl_baseline=not args.skip_dgl)
         print(partitioned.format_table(result))
     else:
         result = scaling.measure(_config(args), **data, ranks=args.ranks,

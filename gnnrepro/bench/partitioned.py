@@ -10,8 +10,8 @@ rank sends per training batch (sampling requests and answers; feature requests a
 fractions of sampled edges and of input rows that were remote, val/test accuracy, the
 partition's statistics, and `blocks_identical`: each rank's first `digest_batches` batches,
 sampled across the machines, against the single-machine FusedSampler on the same seeds and
-batch ids. The DGL baseline (gnnrepro.baselines.dgl_distributed) reports its figures or why it
-could not run.
+batch ids. For each M, DGL's DistDGL (gnnrepro.bench.partitioned_dgl) runs the same training
+and reports its figures, or the step that failed and why.
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from gnnrepro.baselines.dgl_distributed import attempt_partition
 from gnnrepro.checks import check_int
+from gnnrepro.bench.partitioned_dgl import run_distdgl
 from gnnrepro.config import SETTINGS, TrainConfig
 from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed.partitioned.local import run_local_machines
@@ -54,7 +54,8 @@ def train_args(config: TrainConfig) -> list[str]:
 def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             scale: float = SETTINGS["scale"].default, root: str | None = None,
             machines: Sequence[int] = (1, 2), ranks_per_machine: int = 1,
-            digest_batches: int = 2, timeout_s: float = 1800.0) -> dict[str, Any]:
+            digest_batches: int = 2, dgl_baseline: bool = True,
+            timeout_s: float = 1800.0) -> dict[str, Any]:
     """Run the benchmark (see the module doc) and return its JSON-ready result."""
     check_int("ranks_per_machine", ranks_per_machine, 1)
     check_int("digest_batches", digest_batches, 0)
@@ -63,6 +64,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     data = load_scaled(dataset, root, scale)
     single = FusedSampler(data.graph, list(config.fanouts), seed=config.seed)
     runs = []
+    dgl: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="gnnrepro-partitioned-") as tmp:
         for m in machines:
             ranks = m * ranks_per_machine
@@ -80,6 +82,10 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                                                               d["batch_id"]))
                     for d in digests]
             epoch_s = [e["epoch_s"] for e in result["epochs"]]
+            if dgl_baseline:
+                (Path(tmp) / f"dgl-{m}").mkdir()
+                dgl[str(m)] = run_distdgl(data, m, config, Path(tmp) / f"dgl-{m}",
+                                          timeout_s=timeout_s)
             runs.append({
                 "machines": m, "ranks": ranks, "batch_size_per_rank": per_rank.batch_size,
                 "epoch_s": statistics.median(epoch_s[1:] or epoch_s), "epochs": result["epochs"],
@@ -91,13 +97,6 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                 "blocks_identical": all(same), "blocks_checked": len(same),
                 "partition": {"stats": manifest["stats"], "parts": manifest["parts"]},
                 "machine_ids": result["machines_ranks"]})
-        dgl = attempt_partition(data, max(machines), Path(tmp) / "dgl")
-    dgl["tried"] = ("dgl.distributed.partition_graph on the same graph, features, labels and "
-                    "training mask, with part_method='metis' (the first step of DistDGL; "
-                    "DistGraph, DistDataLoader and NeighborSampler need its output)")
-    if not dgl["ran"]:
-        dgl["note"] = ("DGL's distributed training could not be run: its first step failed as "
-                       "recorded; no DGL figures are reported")
     return {"params": {**config.to_dict(), "dataset": dataset, "dataset_params": data.params,
                        "machines": list(machines), "ranks_per_machine": ranks_per_machine,
                        "digest_batches": digest_batches, "batch_size_is": "global",
@@ -114,7 +113,8 @@ def format_table(result: dict[str, Any]) -> str:
                      f"{b['features']:16.0f}  {r['remote_edge_fraction']:12.3f}  "
                      f"{r['remote_row_fraction']:11.3f}  {r['test_acc']:8.4f}  "
                      f"{r['blocks_identical']}")
-    dgl = result["dgl"]
-    lines.append("dgl: " + (f"partition_graph {dgl['seconds']:.2f} s" if dgl["ran"]
-                            else f"not run - {dgl['step']}: {dgl['reason']}"))
+    for m, dgl in result["dgl"].items():
+        lines.append(f"dgl, {m} machine(s): " + (
+            f"epoch_s {dgl['epoch_s']:.3f}, test_acc {dgl['test_acc']:.4f}" if dgl["ran"]
+            else f"not run - {dgl['step']}: {dgl['reason'][-200:]}"))
     return "\n".join(lines)
