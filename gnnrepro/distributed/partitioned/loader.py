@@ -8,6 +8,7 @@ thread makes the same exchanges in the same order.
 """
 from __future__ import annotations
 
+import math
 import queue
 import threading
 import time
@@ -46,9 +47,10 @@ def rank_share(ids: torch.Tensor, node_part: torch.Tensor, world_size: int,
 
 class PartitionedLoader:
     """Batches of `batch_size` of this rank's share of `ids` (each epoch reshuffled with
-    (seed, rank, epoch) unless shuffle=False). All ranks take steps = floor(len(ids) /
-    world_size) // batch_size (at least 1) batches; the last one takes the rest of the share,
-    so every id is used once per epoch. Batch ids are (epoch * steps + step) * world_size +
+    (seed, rank, epoch) unless shuffle=False). All ranks take steps = ceil(floor(len(ids) /
+    world_size) / batch_size) batches (a single machine's count when world_size is 1); the
+    last one takes the rest of the share (at most batch_size + 1 ids), so every id is used
+    once per epoch. Batch ids are (epoch * steps + step) * world_size +
     rank, as in gnnrepro.pipeline.shard."""
 
     in_process = False
@@ -61,7 +63,7 @@ class PartitionedLoader:
         self.sampler, self.features, self.labels = sampler, features, labels
         self.share = rank_share(ids, sampler.node_part, world_size, rank)
         self.rank, self.world_size, self.seed, self.shuffle = rank, world_size, seed, shuffle
-        self.steps = max(1, (ids.numel() // world_size) // batch_size)
+        self.steps = max(1, math.ceil((ids.numel() // world_size) / batch_size))
         self.device = torch.device("cpu")
         self._epoch = 0
         self._work = {"sample": 0.0, "extract": 0.0}
