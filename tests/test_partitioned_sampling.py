@@ -151,3 +151,23 @@ def test_bad_arguments(partitions: dict[int, Partition]):
         PartitionedFeatures(pt.part(0), pt.node_part, pt.node_local, hub.endpoint(0), [1, 0])
     with pytest.raises(ValueError, match="sends"):
         hub.endpoint(0).all_to_all([torch.zeros(1)], "x")
+
+
+def test_several_ranks_per_machine(small: Dataset, partitions: dict[int, Partition]):
+    """2 machines x 2 ranks: rank r = machine * 2 + local rank asks the rank of its local rank
+    on the owner machine; blocks stay the single machine's."""
+    pt = partitions[2]
+
+    def body(rank: int, exchange: Any) -> list:
+        machine, local = divmod(rank, 2)
+        sampler = PartitionedSampler(pt.part(machine), pt.node_part, [5, 3], exchange,
+                                     [local, 2 + local], seed=3)
+        seeds = small.train_idx[rank * 30:(rank + 1) * 30]
+        return [seeds, sampler.sample(seeds, rank)]
+
+    single = FusedSampler(small.graph, [5, 3], seed=3)
+    for rank, (seeds, mb) in enumerate(on_machines(4, body)):
+        want = single.sample(seeds, rank)
+        for got, ref in zip(mb.blocks, want.blocks):
+            assert torch.equal(got.indices, ref.indices)
+            assert torch.equal(got.src_nodes, ref.src_nodes)

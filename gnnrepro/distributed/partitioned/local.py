@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import gnnrepro
-
 from gnnrepro.checks import check_int, check_positive_float
 from gnnrepro.supervisor import ChildFailed, Supervisor, run_reporting
 
@@ -41,7 +39,7 @@ def _machine_main(argv: list[str], machine_id: str,
 
         os.environ["GNNREPRO_MACHINE_ID"] = machine_id
         # the ranks run the launcher's gnnrepro, wherever the current directory is
-        root = str(Path(gnnrepro.__file__).resolve().parents[1])
+        root = str(Path(__file__).resolve().parents[3])  # the directory holding gnnrepro/
         os.environ["PYTHONPATH"] = os.pathsep.join(
             p for p in (root, os.environ.get("PYTHONPATH")) if p)
         torchrun(argv)
