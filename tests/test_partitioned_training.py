@@ -1,7 +1,8 @@
 """Partitioned training on two "machines" of this host (two torchrun agents told they are
 different machines, loopback only): blocks identical to one machine's, every training id once
-per epoch, accuracy near one machine's; a mismatching partition is refused before
-training (checked per machine); a killed machine ends the run with an error naming it and leaves no process."""
+per epoch, accuracy near one machine's; a mismatching partition is refused before training
+(checked per machine); a killed machine ends the run with an error naming it and leaves no
+process."""
 from __future__ import annotations
 
 import json

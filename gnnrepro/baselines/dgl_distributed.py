@@ -48,8 +48,8 @@ def prepare_distdgl(dgl: Any) -> None:
 def attempt_partition(dataset: Dataset, num_parts: int, out: str | Path,
                       graph_name: str = "graph") -> dict[str, Any]:
     """Try `dgl.distributed.partition_graph(g, graph_name, num_parts, out,
-    part_method="metis")` on `dataset` (features, labels, train and test masks): {"ran", "step", "seconds" | "reason",
-    "traceback_tail"}."""
+    part_method="metis")` on `dataset` (features, labels, train and test masks):
+    {"ran", "step", "seconds" | "reason", "traceback_tail"}."""
     step = "import dgl (gnnrepro.baselines.dgl_import, GraphBolt stubbed)"
     try:
         dgl = import_dgl()

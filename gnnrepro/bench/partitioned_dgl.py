@@ -77,7 +77,8 @@ def _server(env: dict[str, str], inbox: multiprocessing.connection.Connection,
     run_reporting(body, outbox)
 
 
-def _trainer(env: dict[str, str], graph_name: str, rank: int, world_size: int, port: int, config: TrainConfig,
+def _trainer(env: dict[str, str], graph_name: str, rank: int, world_size: int, port: int,
+             config: TrainConfig,
              num_features: int, num_classes: int, inbox: multiprocessing.connection.Connection,
              outbox: multiprocessing.connection.Connection) -> None:
     def body() -> dict[str, Any]:
@@ -160,7 +161,8 @@ def run_distdgl(dataset: Dataset, machines: int, config: TrainConfig, work_dir: 
         for r in range(machines):
             env = _env(ip_config, part_config, machines, "default")
             index = supervisor.start(f"dgl trainer {r}", _trainer,
-                                     (env, graph_name, r, machines, port, per_rank, dataset.num_features,
+                                     (env, graph_name, r, machines, port, per_rank,
+                                      dataset.num_features,
                                       dataset.num_classes))
             trainers[index] = r
         step = "DistDGL training"

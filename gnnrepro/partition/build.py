@@ -25,7 +25,8 @@ from gnnrepro.partition.metis import edge_cut, metis_parts
 __all__ = ["partition_dataset", "split_parts"]
 
 
-def split_parts(dataset: Dataset, parts: np.ndarray) -> tuple[np.ndarray, list[dict[str, np.ndarray]]]:
+def split_parts(dataset: Dataset,
+                parts: np.ndarray) -> tuple[np.ndarray, list[dict[str, np.ndarray]]]:
     """node_local (int64 [N]) and, per part, its arrays (PART_ARRAYS, see the manifest module)
     for the node -> part assignment `parts`."""
     indptr = dataset.graph.indptr.numpy()
