@@ -58,6 +58,9 @@ def test_two_machines_train_like_one(data: tuple[Dataset, Path], tmp_path: Path)
     assert [e["seeds"] for e in result["epochs"]] == [dataset.train_idx.numel()] * 4
     assert 0 < result["remote_edge_fraction"] < 1 and 0 < result["remote_row_fraction"] < 1
     assert result["bytes_per_batch"]["features"] > 0
+    for epoch in result["epochs"]:  # the loader thread's work and the wait for it, per rank
+        assert len(epoch["ranks_loading"]) == 2
+        assert all(r["sample_work_s"] > 0 and r["wait_s"] >= 0 for r in epoch["ranks_loading"])
     torch.set_num_threads(1)
     one = train_pipeline("fused", dataset, [15, 10, 5], epochs=4, batch_size=256, threads=1)
     assert abs(result["test_acc"] - one.test_acc) <= 0.015

@@ -7,7 +7,8 @@ M * G ranks takes ceil(batch_size / (M * G)) seeds per step, so every machine co
 the same optimizer steps and the accuracies are comparable (M = 1 is one machine's training).
 Reported per M: the epoch times (slowest rank) and their median after the first, bytes each
 rank sends per training batch (sampling requests and answers; feature requests and rows), the
-fractions of sampled edges and of input rows that were remote, val/test accuracy, the
+fractions of sampled edges and of input rows that were remote, the share of the loader's work
+hidden behind compute (loading_hidden_fraction), val/test accuracy, the
 partition's statistics, and `blocks_identical`: each rank's first `digest_batches` batches,
 sampled across the machines, against the single-machine FusedSampler on the same seeds and
 batch ids. For each M, DGL's DistDGL (gnnrepro.bench.partitioned_dgl) runs the same training
@@ -90,6 +91,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                 "machines": m, "ranks": ranks, "batch_size_per_rank": per_rank.batch_size,
                 "epoch_s": statistics.median(epoch_s[1:] or epoch_s), "epochs": result["epochs"],
                 "steps_per_epoch": result["steps_per_epoch"],
+                "loading_hidden_fraction": _hidden(result["epochs"][1:] or result["epochs"]),
                 "bytes_per_batch": result["bytes_per_batch"],
                 "remote_edge_fraction": result["remote_edge_fraction"],
                 "remote_row_fraction": result["remote_row_fraction"],
@@ -104,14 +106,23 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             "runs": runs, "dgl": dgl, "env": environment()}
 
 
+def _hidden(epochs: list[dict[str, Any]]) -> float:
+    """The share of the loader's work (sampling and feature exchange) that ran while the
+    model computed: 1 - waited / worked, over the given epochs and all ranks."""
+    loading = [r for e in epochs for r in e["ranks_loading"]]
+    work = sum(r["sample_work_s"] + r["extract_work_s"] for r in loading)
+    return 1.0 - sum(r["wait_s"] for r in loading) / work if work else float("nan")
+
+
 def format_table(result: dict[str, Any]) -> str:
     lines = ["machines  epoch_s  sampling_B/batch  features_B/batch  remote_edges  "
-             "remote_rows  test_acc  blocks_identical"]
+             "remote_rows  hidden  test_acc  blocks_identical"]
     for r in result["runs"]:
         b = r["bytes_per_batch"]
         lines.append(f"{r['machines']:>8}  {r['epoch_s']:7.3f}  {b['sampling']:16.0f}  "
                      f"{b['features']:16.0f}  {r['remote_edge_fraction']:12.3f}  "
-                     f"{r['remote_row_fraction']:11.3f}  {r['test_acc']:8.4f}  "
+                     f"{r['remote_row_fraction']:11.3f}  {r['loading_hidden_fraction']:6.2f}  "
+                     f"{r['test_acc']:8.4f}  "
                      f"{r['blocks_identical']}")
     for m, dgl in result["dgl"].items():
         lines.append(f"dgl, {m} machine(s): " + (

@@ -65,7 +65,8 @@ def train_partitioned(partition: Partition, config: TrainConfig, *, machine: int
     """Train `config` on `partition` as this rank (the default process group must exist;
     machine p holds part p and ranks p * local_world_size .. + local_world_size - 1). Returns
     the summary, identical on every rank: epochs (epoch_s of the slowest rank, loss over all
-    seeds), val/test accuracy, exchanged bytes per training batch and remote fractions (summed
+    seeds, per rank the loader's sample and extract work and the time training waited for
+    it), val/test accuracy, exchanged bytes per training batch and remote fractions (summed
     over ranks), and the digests of each rank's first `digest_batches` training batches of
     epoch 0 (block_digest, with their seeds and batch ids) to check against one machine."""
     rank, world_size = dist.get_rank(), dist.get_world_size()
@@ -115,6 +116,12 @@ def train_partitioned(partition: Partition, config: TrainConfig, *, machine: int
     dist.all_reduce(counts)
     dist.all_reduce(losses)
     ranks_epoch_s = _gather([e.epoch_s for e in history])
+    # how much of the loader thread's work (sampling with its exchanges, feature exchange)
+    # the training loop waited for: the rest ran behind the previous batches' compute
+    ranks_loading = _gather([{"wait_s": e.loader_wait_s,
+                              "sample_work_s": e.stages["sample"]["work_s"],
+                              "extract_work_s": e.stages["extract"]["work_s"]}
+                             for e in history])
     ranks_traffic = _gather(traffic)
     ranks_digests = _gather(digests)
     total = {k: sum(t[k] for t in ranks_traffic) for k in ("edges", "remote_edges", "rows",
@@ -122,6 +129,7 @@ def train_partitioned(partition: Partition, config: TrainConfig, *, machine: int
     return {
         "epochs": [{"epoch": e, "epoch_s": max(r[e] for r in ranks_epoch_s),
                     "ranks_epoch_s": [r[e] for r in ranks_epoch_s],
+                    "ranks_loading": [r[e] for r in ranks_loading],
                     "loss": losses[e, 0].item() / max(losses[e, 1].item(), 1.0),
                     "seeds": int(losses[e, 1].item())} for e in range(config.epochs)],
         "val_acc": counts[0].item() / max(counts[1].item(), 1.0),
