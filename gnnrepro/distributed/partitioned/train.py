@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from gnnrepro.config import TrainConfig, resolve_threads
+from gnnrepro.config import TrainConfig, resolve_device, resolve_threads
 from gnnrepro.distributed.partitioned.exchange import GlooExchange
 from gnnrepro.distributed.partitioned.features import PartitionedFeatures
 from gnnrepro.distributed.partitioned.loader import PartitionedLoader
@@ -69,6 +69,9 @@ def train_partitioned(partition: Partition, config: TrainConfig, *, machine: int
     it), val/test accuracy, exchanged bytes per training batch and remote fractions (summed
     over ranks), and the digests of each rank's first `digest_batches` training batches of
     epoch 0 (block_digest, with their seeds and batch ids) to check against one machine."""
+    if resolve_device(config.device) != "cpu":
+        raise ValueError(f"device={config.device!r}: partitioned training runs on CPU ranks "
+                         "(gloo) only; use device='cpu'")
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(resolve_threads(config.threads, local_world_size))
     group = dist.new_group(backend="gloo", timeout=timedelta(seconds=config.timeout_s))
