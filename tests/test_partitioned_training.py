@@ -1,12 +1,13 @@
 """Partitioned training on two "machines" of this host (two torchrun agents told they are
 different machines, loopback only): blocks identical to one machine's, every training id once
-per epoch, accuracy near one machine's; a mismatching partition is refused before training
-(checked per machine); a killed machine ends the run with an error naming it and leaves no
-process."""
+per epoch, accuracy near one machine's; a partition that does not match (checked per machine)
+stops every rank before training, naming the machine; a killed machine ends the run with an
+error naming it and leaves no process."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -79,6 +80,23 @@ def test_mismatching_partition_is_refused_before_training(data: tuple[Dataset, P
         parse(["--partition", str(partition), "--scale", "0.01"]), 0, 3)
     assert "not 'ogbn-products'" in _check_partition(
         parse(["--partition", str(partition), "--dataset", "ogbn-products"]), 0, 2)
+
+
+def test_corrupt_part_stops_every_rank_before_training(data: tuple[Dataset, Path],
+                                                      tmp_path: Path):
+    _, partition = data
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(partition, corrupt)
+    raw = bytearray((corrupt / "part-1" / "features.npy").read_bytes())
+    raw[-1] ^= 1
+    (corrupt / "part-1" / "features.npy").write_bytes(bytes(raw))
+    out = tmp_path / "run.json"
+    with pytest.raises(RuntimeError) as info:
+        run_local_machines(2, _args(corrupt, "--out", str(out)), timeout_s=120)
+    text = str(info.value)
+    assert "machine 1 (local-machine-1)" in text and "part-1/features.npy" in text
+    assert text.count("the partition does not match") >= 2  # both machines' ranks stopped
+    assert not out.exists()
 
 
 def test_killed_machine_is_named_and_nothing_is_left(data: tuple[Dataset, Path]):
