@@ -1,4 +1,5 @@
-"""Command line: `python -m gnnrepro bench {sampling,end-to-end,loader,scaling} ...` (--help).
+"""Command line: `python -m gnnrepro bench {sampling,end-to-end,loader,scaling,partitioned}
+...` and `python -m gnnrepro partition ...` (see --help).
 
 Every training setting is an option declared once in gnnrepro.config (defaults, checks, help);
 the options below the settings are each benchmark's own.
@@ -7,15 +8,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
-from gnnrepro.bench import end_to_end, loader, sampling_speed, scaling
+from gnnrepro.bench import end_to_end, loader, partitioned, sampling_speed, scaling
 from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, TrainConfig, add_options, list_of
+from gnnrepro.datasets import load_scaled
+from gnnrepro.partition import partition_dataset
 
 #: The TrainConfig fields, as options.
 TRAIN_OPTIONS = [f.name for f in dataclasses.fields(TrainConfig)]
@@ -119,8 +123,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--per-rank-batch", action="store_true",
                    help="--batch-size seeds per rank per step (DGL's multi-GPU convention); "
                         "default: split between the ranks")
-    for sub in (s, t, ld, c):
+    d = kinds.add_parser("partitioned", help="partitioned training on 1, 2, ... local "
+                                             "machines (torchrun), beside DGL's DistDGL")
+    add_options(d, [*DATA_OPTIONS, *TRAIN_OPTIONS], epochs=2)
+    d.add_argument("--machines", type=_arg_type(list_of(_count(1), nonempty=True, unique=True),
+                                                "machines"), default=[1, 2],
+                   help="comma-separated machine counts")
+    d.add_argument("--ranks-per-machine", type=_arg_type(_count(1), "ranks_per_machine"),
+                   default=1)
+    d.add_argument("--digest-batches", type=_arg_type(_count(0), "digest_batches"), default=2,
+                   help="batches per rank checked against the single-machine sampler")
+    d.add_argument("--skip-dgl", action="store_true", help="do not run DGL's DistDGL beside")
+    for sub in (s, t, ld, c, d):
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
+
+    p = commands.add_parser("partition", help="METIS partitions with 1-hop halos and a "
+                                              "checksummed manifest, for partitioned training")
+    add_options(p, DATA_OPTIONS)
+    p.add_argument("--parts", type=_arg_type(_count(1), "parts"), required=True)
+    p.add_argument("--out", type=Path, required=True, help="partition directory to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     return parser
 
 
@@ -131,6 +153,13 @@ def _config(args: argparse.Namespace) -> TrainConfig:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     data = {name: getattr(args, name) for name in DATA_OPTIONS}
+    if args.command == "partition":
+        manifest = partition_dataset(load_scaled(args.dataset, args.root, args.scale),
+                                     args.parts, args.out,
+                                     overwrite=args.overwrite)
+        print(json.dumps({"out": str(args.out), "parts": manifest["parts"],
+                          "stats": manifest["stats"]}, indent=2))
+        return 0
     result: dict[str, Any]
     if args.benchmark == "sampling":
         result = sampling_speed.measure(
@@ -147,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         result = loader.measure(_config(args), **data, pipelines=args.pipelines,
                                 rounds=args.rounds, step_ms=args.step_ms)
         print(loader.format_table(result))
+    elif args.benchmark == "partitioned":
+        result = partitioned.measure(_config(args), **data, machines=args.machines,
+                                     ranks_per_machine=args.ranks_per_machine,
+                                     digest_batches=args.digest_batches,
+                                     dgl_baseline=not args.skip_dgl)
+        print(partitioned.format_table(result))
     else:
         result = scaling.measure(_config(args), **data, ranks=args.ranks,
                                  pipelines=args.pipelines, per_rank_batch=args.per_rank_batch)

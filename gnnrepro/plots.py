@@ -294,6 +294,41 @@ def sensitivity_bars(data: pd.DataFrame) -> Figure:
     return fig
 
 
+def partitioned_lines(data: pd.DataFrame) -> Figure:
+    """Left: epoch time vs machines, ours beside DGL. Right: bytes a rank sends per batch
+    (sampling, features) vs machines; DGL runs not run are named with the reason
+    (07_partitioned)."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.8))
+    ran = data[data["status"] == "run"]
+    colors = {"ours": PIPELINE_COLORS["fused+pinned"], "dgl": PIPELINE_COLORS["dgl"]}
+    for system, group in ran.groupby("system", sort=False):
+        group = group.sort_values("machines")
+        left.plot(group["machines"], group["epoch_s"], marker="o", label=system,
+                  color=colors.get(system))
+    ours = ran[ran["system"] == "ours"].sort_values("machines")
+    for column, label, color in (("sampling_bytes_per_batch", "sampling", "#0072B2"),
+                                 ("feature_bytes_per_batch", "features", "#E69F00")):
+        right.plot(ours["machines"], ours[column] / 2**20, marker="o", label=f"ours: {label}",
+                   color=color)
+    machines = sorted(data["machines"].unique())
+    for ax in (left, right):
+        ax.set_xticks(machines, [str(m) for m in machines])
+        ax.set_xlabel("machines (simulated on one host)")
+        ax.legend(fontsize=8)
+    left.set_ylabel("epoch time (s, median)")
+    left.set_title("Epoch time vs machines")
+    right.set_ylabel("MB sent per batch by a rank")
+    right.set_title("Traffic vs machines")
+    missing = data[data["status"] != "run"]
+    if not missing.empty:
+        fig.text(0.01, -0.02, "not run: " + "; ".join(
+            f"{s}, {m} machines ({r})" for s, m, r in zip(missing["system"],
+                                                         missing["machines"],
+                                                         missing["reason"])),
+                 va="top", fontsize=7.5, color="#444444", wrap=True)
+    return fig
+
+
 def save(fig: Figure, stem: Path | str) -> list[Path]:
     """Write `fig` to stem.png (200 dpi) and stem.pdf (vector), each atomically; no creation
     date in the PDF, so an unchanged figure gives an unchanged file."""

@@ -1,4 +1,4 @@
-"""Write notebooks/NN_name.ipynb from one template so the five stay consistent.
+"""Write notebooks/NN_name.ipynb from one template so they stay consistent.
 
 Every notebook: a title, the imports, the `parameters` cell (generated from
 gnnrepro.experiments.params.Params, help comments included), the validation of the parameters,
@@ -116,6 +116,22 @@ experiments.write_table(table, params.figures_dir / "05_sensitivity",
 table""", """\
 fig = plots.sensitivity_bars(data)
 plots.save(fig, params.figures_dir / "05_sensitivity")"""]),
+    "07_partitioned": (
+        "Partitioned training",
+        "Training on a graph partitioned across machines (DistDGLv2's setting), here 1 and 2 "
+        "machines simulated on this host over loopback: epoch time and bytes exchanged per "
+        "batch, ours beside DGL's DistDGL, with the fraction of remote edges and rows, the "
+        "accuracy, and whether the distributed blocks equal the single machine's. DGL runs "
+        "that cannot happen are listed as not run, with the reason.",
+        ["""\
+data, meta = experiments.partitioned(params)
+table = experiments.partitioned_table(data)
+experiments.write_table(table, params.figures_dir / "07_partitioned",
+                        caption="Partitioned training per machine count: ours beside "
+                                "DGL's DistDGL.")
+table""", """\
+fig = plots.partitioned_lines(data)
+plots.save(fig, params.figures_dir / "07_partitioned")"""]),
 }
 
 

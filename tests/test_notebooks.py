@@ -22,7 +22,7 @@ nbformat = pytest.importorskip("nbformat")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = ["01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling",
-             "05_sensitivity"]
+             "05_sensitivity", "07_partitioned"]
 NEEDS_DGL = {"01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling"}
 FIGURES = {"03_end_to_end": ["03_end_to_end", "03_end_to_end_timeline", "03_pipeline_alone"]}
 
@@ -119,6 +119,15 @@ def check_values(out_dir: Path, name: str) -> None:
         assert (ran["epoch_s"] > 0).all() and (ran["seeds_per_s"] > 0).all()
         check_accuracy(ran["test_acc"])
         assert (data.loc[data["axis"] == "streams", "status"] == "not run").all()
+    elif name == "07_partitioned":
+        data = stored_data(out_dir, name)
+        ours = data[data["system"] == "ours"].set_index("machines")
+        assert ours.index.tolist() == [1, 2] and (ours["epoch_s"] > 0).all()
+        assert ours["blocks_identical"].astype(bool).all()
+        assert ours.at[1, "feature_bytes_per_batch"] == 0 < ours.at[2, "feature_bytes_per_batch"]
+        check_accuracy(ours["test_acc"])
+        dgl = data[data["system"] == "dgl"]
+        assert (dgl["status"] == "run").sum() + dgl["reason"].notna().sum() == len(dgl) == 2
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
     {"baselines"},
     {"models"},
     {"training"},
+    {"partition"},
     {"distributed"},
     {"bench"},
     {"experiments"},

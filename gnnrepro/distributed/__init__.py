@@ -9,6 +9,8 @@ data per machine.
   (gnnrepro.distributed.machine_share).
 * Each rank runs gnnrepro.training's one loop under DistributedDataParallel on its share of
   every epoch (gnnrepro.distributed.rank, gnnrepro.pipeline.shard).
+* Graphs larger than one machine: gnnrepro.distributed.partitioned trains on a partition
+  (gnnrepro.partition), one part per machine, sampling and features exchanged with the owners.
 """
 from gnnrepro.distributed.launch import DistributedResult, launch, unavailable
 from gnnrepro.distributed.machine_share import share_dataset_, share_on_machine

@@ -32,7 +32,11 @@ __all__ = ["attach_dataset", "describe_dataset", "machine_id", "share_dataset_",
 def machine_id() -> str:
     """Host name, this boot's id and the PID namespace: equal exactly for processes that see
     one another's /proc on one running machine (containers sharing a host and its network but
-    not their PID numbers differ)."""
+    not their PID numbers differ). $GNNREPRO_MACHINE_ID, when set, is the id instead: several
+    torchrun invocations on one host then act as different machines (tests, benchmarks)."""
+    override = os.environ.get("GNNREPRO_MACHINE_ID")
+    if override:
+        return override
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()

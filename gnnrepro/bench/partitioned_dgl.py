@@ -1,0 +1,194 @@
+"""DGL's DistDGL on M local "machines", the baseline beside `bench partitioned`: its own METIS
+partitions (dgl.distributed.partition_graph), one DistGraph server and one trainer per
+machine, DistDGL's DistNodeDataLoader with NeighborSampler, the same GraphSAGE, fanouts, global
+batch size and epochs, DDP over gloo. Loopback only: DGL's ip_config lists 127.0.0.1 once per
+machine, each with its own port.
+
+Every process is a gnnrepro.supervisor child; a failure anywhere stops them all and is
+returned as the baseline's reason (step, exception) instead of figures.
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing.connection
+import os
+import statistics
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from gnnrepro.baselines.dgl_distributed import attempt_partition, prepare_distdgl
+from gnnrepro.baselines.dgl_import import import_dgl
+from gnnrepro.baselines.dgl_samplers import from_dgl_block
+from gnnrepro.config import TrainConfig
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.distributed.partitioned.local import free_port
+from gnnrepro.models.graphsage import GraphSAGE
+from gnnrepro.sampling.args import stream_seed
+from gnnrepro.supervisor import ChildFailed, Supervisor, run_reporting
+
+__all__ = ["ONE_HOST", "run_distdgl"]
+
+_SHM = "/dev/shm"
+ONE_HOST = (
+    "DistDGL assumes one machine per IP address, and so cannot run two machines on one host: "
+    "(1) a trainer finds its machine by the first ip_config line whose address is one of its "
+    "host's (dgl.distributed.rpc_client.get_local_machine_id), so every trainer here takes "
+    "machine 0 and its shared-memory partition; (2) servers put their partition in POSIX "
+    "shared memory named by the graph and the data only ('<graph>_node_node_map', "
+    "'node~_N~feat-kvdata-', ...), so two servers on one host overwrite each other's /dev/shm "
+    "files. The runs end in a server's IndexError (ids of the wrong part) or SIGBUS (a file "
+    "resized under its map). A two-machine DistDGL run needs two hosts (or containers with "
+    "their own addresses and /dev/shm); this benchmark runs on one host, over loopback.")
+
+
+def _remove_shared_memory(before: set[str], graph_name: str) -> None:
+    """Unlink the /dev/shm files DistDGL's servers of this run created and left behind (killed
+    servers do not clean up): new since `before` and named by this run's graph or DGL's
+    KVStore."""
+    for name in set(os.listdir(_SHM)) - before:
+        if name.startswith(graph_name) or name.endswith("-kvdata-"):
+            try:
+                os.unlink(os.path.join(_SHM, name))
+            except FileNotFoundError:
+                pass
+
+
+def _env(ip_config: Path, part_config: Path, machines: int, role: str) -> dict[str, str]:
+    return {"DGL_DIST_MODE": "distributed", "DGL_ROLE": role, "DGL_NUM_SAMPLER": "0",
+            "DGL_NUM_SERVER": "1", "DGL_NUM_CLIENT": str(machines),
+            "DGL_IP_CONFIG": str(ip_config), "DGL_CONF_PATH": str(part_config),
+            "DGL_GRAPH_FORMAT": "csc", "DGLBACKEND": "pytorch"}
+
+
+def _server(env: dict[str, str], inbox: multiprocessing.connection.Connection,
+            outbox: multiprocessing.connection.Connection) -> None:
+    def body() -> None:
+        os.environ.update(env)
+        dgl = import_dgl()
+        prepare_distdgl(dgl)
+        import dgl.distributed as dist_dgl
+
+        dist_dgl.initialize(env["DGL_IP_CONFIG"])  # serves until the trainers leave
+
+    run_reporting(body, outbox)
+
+
+def _trainer(env: dict[str, str], graph_name: str, rank: int, world_size: int, port: int,
+             config: TrainConfig,
+             num_features: int, num_classes: int, inbox: multiprocessing.connection.Connection,
+             outbox: multiprocessing.connection.Connection) -> None:
+    def body() -> dict[str, Any]:
+        os.environ.update(env)
+        torch.set_num_threads(config.threads or 1)
+        dgl = import_dgl()
+        prepare_distdgl(dgl)
+        import dgl.distributed as dist_dgl
+
+        dist_dgl.initialize(env["DGL_IP_CONFIG"])
+        torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                                             rank=rank, world_size=world_size)
+        g = dist_dgl.DistGraph(graph_name, part_config=env["DGL_CONF_PATH"])
+        book = g.get_partition_book()
+        sampler = dgl.dataloading.NeighborSampler(list(config.fanouts))
+
+        def loader(mask: str, shuffle: bool, batch_size: int) -> Any:
+            ids = dist_dgl.node_split(g.ndata[mask], book, force_even=True)
+            return dgl.dataloading.DistNodeDataLoader(g, ids, sampler, batch_size=batch_size,
+                                                      shuffle=shuffle, drop_last=False)
+
+        torch.manual_seed(config.seed)
+        model = GraphSAGE(num_features, config.hidden, num_classes, len(config.fanouts),
+                          config.dropout)
+        torch.manual_seed(stream_seed(config.seed, rank))
+        trained = torch.nn.parallel.DistributedDataParallel(model)
+        optimizer = torch.optim.Adam(trained.parameters(), lr=config.lr)
+        train_loader = loader("train_mask", True, config.batch_size)
+        epochs = []
+        for _ in range(config.epochs):
+            start = time.perf_counter()
+            for input_nodes, seeds, blocks in train_loader:
+                x = g.ndata["feat"][input_nodes]
+                y = g.ndata["label"][seeds]
+                loss = torch.nn.functional.cross_entropy(
+                    trained([from_dgl_block(b, dgl.NID) for b in blocks], x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            epochs.append(time.perf_counter() - start)
+        correct = torch.zeros(2, dtype=torch.int64)
+        model.eval()
+        with torch.no_grad():
+            for input_nodes, seeds, blocks in loader("test_mask", False,
+                                                     config.eval_batch_size):
+                pred = model([from_dgl_block(b, dgl.NID) for b in blocks],
+                             g.ndata["feat"][input_nodes]).argmax(dim=1)
+                correct += torch.tensor([int((pred == g.ndata["label"][seeds]).sum()),
+                                         seeds.numel()])
+        torch.distributed.all_reduce(correct)
+        torch.distributed.barrier()
+        return {"epoch_s": epochs, "test_acc": correct[0].item() / max(correct[1].item(), 1)}
+
+    run_reporting(body, outbox)
+
+
+def run_distdgl(dataset: Dataset, machines: int, config: TrainConfig, work_dir: Path,
+                timeout_s: float = 900.0) -> dict[str, Any]:
+    """DistDGL on `machines` local machines (see the module doc): {"ran": True, "epoch_s",
+    "epochs_s", "test_acc", "partition_s"} or {"ran": False, "step", "reason", ...}.
+    `config.batch_size` is the global batch."""
+    graph_name = f"gnnrepro{os.getpid()}"
+    part = attempt_partition(dataset, machines, work_dir / "parts", graph_name)
+    if not part["ran"]:
+        return part
+    shm_before = set(os.listdir(_SHM))
+    ip_config = work_dir / "ip_config.txt"
+    ip_config.write_text("".join(f"127.0.0.1 {free_port()}\n" for _ in range(machines)))
+    part_config = work_dir / "parts" / f"{graph_name}.json"
+    per_rank = config.__class__(**{**config.to_dict(),
+                                   "batch_size": math.ceil(config.batch_size / machines)})
+    supervisor = Supervisor("spawn")
+    step = "start DistDGL servers and trainers"
+    try:
+        for m in range(machines):
+            env = _env(ip_config, part_config, machines, "server") | {"DGL_SERVER_ID": str(m)}
+            supervisor.start(f"dgl server {m}", _server, (env,))
+        port = free_port()
+        trainers = {}
+        for r in range(machines):
+            env = _env(ip_config, part_config, machines, "default")
+            index = supervisor.start(f"dgl trainer {r}", _trainer,
+                                     (env, graph_name, r, machines, port, per_rank,
+                                      dataset.num_features,
+                                      dataset.num_classes))
+            trainers[index] = r
+        step = "DistDGL training"
+        results: dict[int, dict[str, Any]] = {}
+        deadline = time.monotonic() + timeout_s
+        while len(results) < machines:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no result within {timeout_s} s")
+            for index, message in supervisor.receive(1.0):
+                if message[0] == "ok" and index in trainers:
+                    results[trainers[index]] = message[1]
+    except (ChildFailed, TimeoutError) as exc:
+        failed = {"ran": False, "step": step,
+                  "reason": f"{type(exc).__name__}: {exc}"[-3000:],
+                  "partition_s": part["seconds"]}
+        if step == "DistDGL training" and machines > 1:
+            failed["cause"] = ONE_HOST
+        return failed
+    except Exception as exc:  # the baseline's failure is a result, not an error
+        return {"ran": False, "step": step, "reason": f"{type(exc).__name__}: {exc}",
+                "traceback_tail": traceback.format_exc().strip().splitlines()[-8:]}
+    finally:
+        supervisor.stop()
+        _remove_shared_memory(shm_before, graph_name)
+    ranks_epoch_s = [results[r]["epoch_s"] for r in range(machines)]
+    epoch_s = [max(r[e] for r in ranks_epoch_s) for e in range(config.epochs)]
+    return {"ran": True, "machines": machines, "partition_s": part["seconds"],
+            "epochs_s": epoch_s, "epoch_s": statistics.median(epoch_s[1:] or epoch_s),
+            "test_acc": results[0]["test_acc"], "batch_size_per_rank": per_rank.batch_size}
