@@ -25,12 +25,14 @@ def build_cuda() -> bool:
 
 def extension():
     cpp = sorted(glob.glob("csrc/**/*.cpp", recursive=True))
-    # No -fopenmp: threads come from torch (at::parallel_for), so the process has one threading
-    # runtime, torch's, and not a second OpenMP library beside it.
-    cxx = ["-O3", "-std=c++20"]
+    # -fopenmp when compiling only: at::parallel_for is an inline template that runs in
+    # parallel only where _OPENMP is defined (without it, every op here would run on one
+    # thread); not when linking, so the extension names no OpenMP library of its own and its
+    # OpenMP calls resolve to the runtime torch loaded (one runtime per process).
+    cxx = ["-O3", "-std=c++20", "-fopenmp"]
     link = []
     if os.environ.get("GNNREPRO_ASAN") == "1":
-        cxx = ["-O1", "-g", "-std=c++20", "-fsanitize=address,undefined",
+        cxx = ["-O1", "-g", "-std=c++20", "-fopenmp", "-fsanitize=address,undefined",
                "-fno-omit-frame-pointer"]
         link += ["-fsanitize=address,undefined"]
     if build_cuda():
@@ -47,4 +49,5 @@ def extension():
     return CppExtension("gnnrepro._C", cpp, extra_compile_args={"cxx": cxx}, extra_link_args=link)
 
 
-setup(ext_modules=[] if os.environ.get("GNNREPRO_NO_EXT") == "1" else [extension()], cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)})
+setup(ext_modules=[] if os.environ.get("GNNREPRO_NO_EXT") == "1" else [extension()],
+      cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)})
