@@ -111,7 +111,7 @@ gpu-check:
 # Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are
 # printed if the run fails.
 ASAN_TESTS := tests/test_sampler.py tests/test_sampler_errors.py tests/test_sampler_adversarial.py \
-              tests/test_features.py
+              tests/test_features.py tests/gpu/test_sample_errors.py
 asan: setup
 	rm -rf build/asan && mkdir -p build/asan
 	cp -r gnnrepro build/asan/ && rm -f build/asan/gnnrepro/_C*.so
@@ -119,7 +119,7 @@ asan: setup
 	cd build/asan && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0:log_path=$(CURDIR)/build/asan/report \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(CURDIR)/build/asan/report \
-	  PYTHONPATH=$(CURDIR)/build/asan ../../$(PY) -m pytest -q -p no:cacheprovider \
+	  PYTHONPATH=$(CURDIR)/build/asan $(abspath $(PY)) -m pytest -q -p no:cacheprovider \
 	  $(addprefix $(CURDIR)/,$(ASAN_TESTS)) \
 	  || { cat $(CURDIR)/build/asan/report.* 2>/dev/null | grep -v '^    #[1-9][0-9]'; exit 1; }
 	@if ls build/asan/report.* >/dev/null 2>&1; then cat build/asan/report.*; exit 1; fi
