@@ -11,6 +11,10 @@ import torch
 from gnnrepro.config import FEATURE_SOURCES, SAMPLER_DEVICES, TrainConfig
 from gnnrepro.training import make_loader, train_pipeline
 
+from .conftest import needs_cuda
+
+pytestmark = needs_cuda
+
 FANOUTS, BATCH = (6, 4), 64
 SETTINGS = dict(epochs=2, hidden=32, lr=0.01, batch_size=BATCH)
 
