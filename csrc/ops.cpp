@@ -4,6 +4,8 @@
 // files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
 #include <torch/extension.h>
 
+#include "features/disk_reader.h"
+
 TORCH_LIBRARY(gnnrepro, m) {
   // Fused neighbour sampling + to_block for all layers of one mini-batch.
   // fanouts[i] is GNN layer i's fanout (-1: all neighbours); seeds are sampled with fanouts[-1].
@@ -34,4 +36,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return false;
 #endif
   }, "Whether the CUDA kernels were compiled into this build.");
+  gnnrepro::register_disk_reader(m);  // DiskReader, ReadJob: the O_DIRECT feature reader
 }
