@@ -103,11 +103,16 @@ def write_lmdb(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
 
 
 class LmdbFeatureStore(FeatureStore):
-    """Rows from the LMDB database at `path` (written by write_lmdb): one get per key."""
+    """Rows from the LMDB database at `path` (written by write_lmdb): one get per key.
 
-    def __init__(self, path: str | os.PathLike):
+    `position[node]` is the row the database stores node `node` at (None: the same row), so a
+    database written from a feature file's rows keeps that file's row order.
+    """
+
+    def __init__(self, path: str | os.PathLike, position: torch.Tensor | None = None):
         import lmdb
         self.path = Path(path)
+        self.position = position
         self._env = lmdb.open(str(self.path), readonly=True, lock=False, readahead=False,
                               subdir=True)
         with self._env.begin() as txn:
@@ -143,7 +148,7 @@ class LmdbFeatureStore(FeatureStore):
             out = check_out(out, ids.numel(), self.dim, self.dtype)
         if ids.numel() == 0:
             return out[:0]
-        ids64 = ids.long().numpy()
+        ids64 = (ids.long() if self.position is None else self.position[ids.long()]).numpy()
         keys, key_of = np.unique(ids64 // self._per, return_inverse=True)
         chunks = np.empty((keys.size, self._per, self._dim), dtype=self._np_dtype)
         with self._env.begin(buffers=True) as txn:
@@ -161,7 +166,7 @@ class LmdbFeatureStore(FeatureStore):
         self._env.close()
 
     def __getstate__(self) -> dict:
-        return {"path": self.path}
+        return {"path": self.path, "position": self.position}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"])
+        self.__init__(state["path"], state["position"])

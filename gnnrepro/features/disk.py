@@ -191,8 +191,8 @@ class DiskFeatureStore(FeatureStore):
         except RuntimeError as exc:
             shown = nodes[:8].tolist()
             more = f" and {nodes.numel() - 8} more" if nodes.numel() > 8 else ""
-            raise OSError(f"DiskFeatureStore: could not read the rows of nodes {shown}{more} "
-                          f"from {self.path}: {exc}") from exc
+            raise OSError(f"DiskFeatureStore: could not read the rows of nodes {shown}{more}: "
+                          f"{exc}") from exc
         self.stats.requests += requests
         self.stats.bytes_read += nbytes
         self.stats.rows_read += nodes.numel()

@@ -8,6 +8,7 @@ features.npy once, see feature_file), so all three read the same bytes.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -81,15 +82,18 @@ def open_feature_store(kind: str, source: Dataset | str | os.PathLike, *,
     if kind == "mmap":
         return MmapFeatureStore(file)
     if kind == "lmdb":
-        db = file.with_suffix(".lmdb")
+        db = file.with_suffix(".lmdb")  # rows in the feature file's order
+        mm = MmapFeatureStore(file)
         try:
-            return LmdbFeatureStore(db)
+            store = LmdbFeatureStore(db, mm.position)
+            if (store.num_nodes, store.dim) == (mm.num_nodes, mm.dim):
+                return store
+            store.close()
         except Exception:  # absent or unreadable: (re)build it from the feature file
-            import shutil
-            shutil.rmtree(db, ignore_errors=True)
-            mm = MmapFeatureStore(file)
-            write_lmdb(db, mm.table)
-            return LmdbFeatureStore(db)
+            pass
+        shutil.rmtree(db, ignore_errors=True)
+        write_lmdb(db, mm.table)
+        return LmdbFeatureStore(db, mm.position)
     hot_ids = None
     if hot_bytes:
         if dataset is None:

@@ -36,7 +36,8 @@ import torch
 from gnnrepro.checks import check_bool, check_device, check_int
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.staging import StagingRing, StagingSlot
-from gnnrepro.features.store import InMemoryFeatureStore
+from gnnrepro.features.factory import open_feature_store
+from gnnrepro.features.store import FeatureStore
 from gnnrepro.pipeline.shard import ShardPlan
 from gnnrepro.pipeline.workers import Task, WorkerPool, unpack
 from gnnrepro.profiling import Span
@@ -73,6 +74,19 @@ def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: i
         if rows >= num_nodes:
             return max(num_nodes, 1)
     return rows
+
+
+def _feature_store(store: str | FeatureStore, dataset: Dataset, share: bool) -> FeatureStore:
+    """`store` itself, or the store of kind `store` (memory | disk | mmap | lmdb) of `dataset`."""
+    if isinstance(store, FeatureStore):
+        if (store.num_nodes, store.dim) != tuple(dataset.features.shape):
+            raise ValueError(f"feature_store holds {store.num_nodes} x {store.dim} rows, but "
+                             f"the dataset has {tuple(dataset.features.shape)}")
+        return store
+    if not isinstance(store, str):
+        raise TypeError(f"feature_store must be a kind name or a FeatureStore, got "
+                        f"{type(store).__name__}")
+    return open_feature_store(store, dataset, share=share, pin=False)
 
 
 def _tensors(mb: MiniBatch) -> list[torch.Tensor]:
@@ -146,12 +160,15 @@ class Loader:
     torch thread count. With workers, the dataset's graph and features are moved into shared
     memory in place, once (the dataset's tensors then refer to the shared copy). `rank` and
     `world_size` select a data-parallel rank's share of every epoch (see the module doc).
+    `feature_store` is where rows come from: a kind (memory | disk | mmap | lmdb, opened with
+    default budgets by gnnrepro.features.open_feature_store) or a store built by the caller.
     """
 
     def __init__(self, dataset: Dataset, sampler: Any, device: str | torch.device,
                  batch_size: int, shuffle: bool = True, workers: int = 0, streams: int = 1,
                  prefetch: int = 2, seed: int = 0, drop_last: bool = False, *,
-                 worker_threads: int = 1, rank: int = 0, world_size: int = 1):
+                 worker_threads: int = 1, rank: int = 0, world_size: int = 1,
+                 feature_store: str | FeatureStore = "memory"):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
         if not callable(getattr(sampler, "sample", None)):
@@ -178,7 +195,7 @@ class Loader:
         if self.workers:
             dataset.graph.share_memory_()  # workers map the graph, never copy it
         # Unpinned: rows reach the GPU from the pinned staging slots, never from the table itself.
-        self.store = InMemoryFeatureStore(dataset.features, share=self.workers > 0, pin=False)
+        self.store = _feature_store(feature_store, dataset, share=self.workers > 0)
         graph = dataset.graph
         max_degree = int(graph.in_degrees().max()) if graph.num_nodes else 0
         rows = _max_input_rows(sampler, graph.num_nodes, max_degree, self.plan.max_batch_size)
