@@ -1,4 +1,4 @@
-"""Command line: `python -m gnnrepro bench {sampling,train,scaling} ...` (see --help)."""
+"""Command line: `python -m gnnrepro bench {sampling,train,scaling,storage} ...` (see --help)."""
 from __future__ import annotations
 
 import argparse
@@ -84,6 +84,27 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--device", default="cpu", help="cpu (gloo ranks) or cuda (NCCL, a GPU each)")
     c.add_argument("--timeout", type=float, default=120.0,
                    help="seconds before a collective waiting on a dead rank fails")
+    st = kinds.add_parser("storage", help="feature stores (memory, disk, mmap, lmdb) on data "
+                                          "larger than the memory they may use")
+    _add_common(st, 0.25, "torch threads of each store's process")
+    st.add_argument("--batch-size", type=int, default=1024)
+    st.add_argument("--batches", type=int, default=8, help="batches per measured epoch")
+    st.add_argument("--epochs", type=int, default=2, help="measured epochs of gathers")
+    st.add_argument("--stores", type=parse_names, default=parse_names("memory,disk,mmap,lmdb"))
+    st.add_argument("--memory-limit", type=int, default=None,
+                    help="bytes a capped store may use beyond the training process's own "
+                         "(default: 25%% of the feature file)")
+    st.add_argument("--budget-fraction", type=float, default=0.10,
+                    help="disk store's hot set + cache, as a fraction of the feature file")
+    st.add_argument("--hot-policy", default="degree", help="degree or pagerank")
+    st.add_argument("--engine", default="auto", help="auto, io_uring or pread")
+    st.add_argument("--queue-depth", type=int, default=32)
+    st.add_argument("--io-threads", type=int, default=16)
+    st.add_argument("--max-gap-bytes", type=int, default=None)
+    st.add_argument("--lookahead", type=int, default=2, help="batches read ahead (disk)")
+    st.add_argument("--no-train", action="store_true", help="skip the end-to-end epoch")
+    st.add_argument("--train-batches", type=int, default=20,
+                    help="batches of the end-to-end training epoch")
     return parser
 
 
@@ -119,6 +140,18 @@ def main(argv: list[str] | None = None) -> int:
                              streams=args.streams, prefetch=args.prefetch,
                              timeout_s=args.timeout, per_rank_batch=args.per_rank_batch)
         print(scaling.format_table(result))
+    elif args.command == "bench" and args.benchmark == "storage":
+        from gnnrepro.bench import storage
+        result = storage.run(dataset=args.dataset, scale=args.scale, root=args.root,
+                             fanouts=args.fanouts, batch_size=args.batch_size,
+                             batches=args.batches, epochs=args.epochs, stores=args.stores,
+                             memory_limit=args.memory_limit,
+                             budget_fraction=args.budget_fraction, hot_policy=args.hot_policy,
+                             engine=args.engine, io_threads=args.io_threads,
+                             queue_depth=args.queue_depth, max_gap_bytes=args.max_gap_bytes,
+                             lookahead=args.lookahead, threads=args.threads, seed=args.seed,
+                             train=not args.no_train, train_batches=args.train_batches)
+        print(storage.format_table(result))
     if args.out is not None:
         write_json_atomic(args.out, result)
         print(f"wrote {args.out}")
