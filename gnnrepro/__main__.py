@@ -105,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--no-train", action="store_true", help="skip the end-to-end epoch")
     st.add_argument("--train-batches", type=int, default=20,
                     help="batches of the end-to-end training epoch")
+    st.add_argument("--epoch-seconds", type=float, default=30.0,
+                    help="stop a store's measured gather epoch after this long")
     return parser
 
 
@@ -150,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                              engine=args.engine, io_threads=args.io_threads,
                              queue_depth=args.queue_depth, max_gap_bytes=args.max_gap_bytes,
                              lookahead=args.lookahead, threads=args.threads, seed=args.seed,
-                             train=not args.no_train, train_batches=args.train_batches)
+                             train=not args.no_train, train_batches=args.train_batches,
+                             epoch_seconds=args.epoch_seconds)
         print(storage.format_table(result))
     if args.out is not None:
         write_json_atomic(args.out, result)

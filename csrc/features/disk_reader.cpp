@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -27,13 +28,27 @@ std::string errno_text(int err) { return std::string(std::strerror(err)); }
 
 ReadJob::ReadJob(at::Tensor positions_, at::Tensor out_, std::vector<ReadRequest> requests_)
     : positions(std::move(positions_)), out(std::move(out_)), requests(std::move(requests_)),
-      remaining_(static_cast<int64_t>(requests.size())) {}
+      remaining_(static_cast<int64_t>(requests.size())) {
+  if (remaining_ == 0) {
+    finished_at_ = std::chrono::duration<double>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+}
 
 void ReadJob::finish_request(int64_t bytes, const std::string& error) {
   std::lock_guard<std::mutex> lock(mutex_);
   bytes_ += bytes;
   if (!error.empty() && error_.empty()) error_ = error;
-  if (--remaining_ == 0) cv_.notify_all();
+  if (--remaining_ == 0) {
+    finished_at_ = std::chrono::duration<double>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+    cv_.notify_all();
+  }
+}
+
+double ReadJob::finished_at() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_at_;
 }
 
 std::pair<int64_t, int64_t> ReadJob::wait() {
@@ -358,7 +373,9 @@ void register_disk_reader(pybind11::module_& m) {
       .def("wait", &ReadJob::wait, py::call_guard<py::gil_scoped_release>(),
            "Block until the read finished; raise its first I/O error. Returns (requests, "
            "bytes read).")
-      .def("done", &ReadJob::done, py::call_guard<py::gil_scoped_release>());
+      .def("done", &ReadJob::done, py::call_guard<py::gil_scoped_release>())
+      .def("finished_at", &ReadJob::finished_at, py::call_guard<py::gil_scoped_release>(),
+           "time.perf_counter() seconds when the read finished (0.0 while it runs).");
   py::class_<DiskReader>(m, "DiskReader", "O_DIRECT row reader (csrc/features/disk_reader.h).")
       .def(py::init<const std::string&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                     int64_t, int64_t, const std::string&, bool>(),

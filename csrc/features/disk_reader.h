@@ -43,6 +43,8 @@ class ReadJob {
   // Returns (requests, bytes read).
   std::pair<int64_t, int64_t> wait();
   bool done();
+  // CLOCK_MONOTONIC seconds (Python's time.perf_counter) when the last request finished.
+  double finished_at();
 
   // Called by the reader's I/O threads.
   void finish_request(int64_t bytes, const std::string& error);
@@ -57,6 +59,7 @@ class ReadJob {
   std::condition_variable cv_;
   int64_t remaining_;
   int64_t bytes_ = 0;
+  double finished_at_ = 0.0;
   std::string error_;
 };
 

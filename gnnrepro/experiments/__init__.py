@@ -9,11 +9,13 @@ from gnnrepro.experiments.multi_gpu import scaling, scaling_table
 from gnnrepro.experiments.params import Params, from_namespace
 from gnnrepro.experiments.speedup import sampling_speedup, speedup_table
 from gnnrepro.experiments.stages import stage_breakdown, stage_table
+from gnnrepro.experiments.storage import storage, storage_table
 from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.sweeps import sensitivity, sensitivity_table
 from gnnrepro.experiments.tables import write_table
 
 __all__ = ["Params", "Store", "end_to_end", "end_to_end_table", "from_namespace",
            "param_hash", "sampling_speedup", "scaling", "scaling_table", "sensitivity",
-           "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table",
+           "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table", "storage",
+           "storage_table",
            "timeline_frame", "write_table"]

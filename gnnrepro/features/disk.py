@@ -68,12 +68,14 @@ class DiskStats:
 
 @dataclass
 class _Pending:
-    """A prefetched read: rows of `nodes` (sorted) land in buf[index[i]]."""
+    """A prefetched read: rows of `nodes` (sorted) land in buf[index[i]]; submitted at
+    `submitted` (time.perf_counter)."""
 
     nodes: torch.Tensor
     index: torch.Tensor
     buf: torch.Tensor
     job: object
+    submitted: float
 
 
 class DiskFeatureStore(FeatureStore):
@@ -142,6 +144,7 @@ class DiskFeatureStore(FeatureStore):
                                 self.dim, self.dtype)
         self.stats = DiskStats()
         self._pending: deque[_Pending] = deque()
+        self._read_spans: deque[tuple[float, float]] = deque(maxlen=4096)  # if nobody takes
 
     @property
     def num_nodes(self) -> int:
@@ -210,8 +213,25 @@ class DiskFeatureStore(FeatureStore):
         """
         ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
         need = self._not_in_memory(torch.unique(ids.long()), count=False)
+        submitted = time.perf_counter()
         buf, index, job = self._submit(need)
-        self._pending.append(_Pending(need, index, buf, job))
+        self._pending.append(_Pending(need, index, buf, job, submitted))
+
+    def discard_prefetched(self) -> None:
+        """Forget reads announced by prefetch() and not gathered yet (e.g. an abandoned
+        epoch's), after they finish: their buffers must not be reused while being written."""
+        while self._pending:
+            try:
+                self._pending.popleft().job.wait()
+            except RuntimeError:
+                pass  # nobody will use these rows
+
+    def take_read_spans(self) -> list[tuple[float, float]]:
+        """(submitted, finished) perf_counter times of the reads gathered since the last call:
+        when the device worked for the batches, for the stage timeline."""
+        spans = list(self._read_spans)
+        self._read_spans.clear()
+        return spans
 
     def _not_in_memory(self, uniq: torch.Tensor, count: bool) -> torch.Tensor:
         """Those of `uniq` that are neither hot nor cached."""
@@ -257,10 +277,11 @@ class DiskFeatureStore(FeatureStore):
         miss = torch.nonzero(todo).squeeze(1)
         if miss.numel():
             nodes = uniq[miss]
-            buf, index, job = self._submit(nodes)
             start = time.perf_counter()
+            buf, index, job = self._submit(nodes)
             self._wait(job, nodes)
             self.stats.read_wait_s += time.perf_counter() - start
+            self._read_spans.append((start, job.finished_at()))
             rows[miss] = buf[index]
             self.cache.insert(nodes, rows[miss])
         return _ops.ops.gather_rows(rows, inverse, out)
@@ -272,6 +293,7 @@ class DiskFeatureStore(FeatureStore):
         start = time.perf_counter()
         self._wait(p.job, p.nodes)
         self.stats.read_wait_s += time.perf_counter() - start
+        self._read_spans.append((p.submitted, p.job.finished_at()))
         self.cache.insert(p.nodes, p.buf[p.index])
         if p.nodes.numel() == 0:
             return
@@ -285,11 +307,7 @@ class DiskFeatureStore(FeatureStore):
 
     def close(self) -> None:
         """Wait for reads in flight, then close the file (idempotent)."""
-        while self._pending:
-            try:
-                self._pending.popleft().job.wait()
-            except RuntimeError:
-                pass  # nobody will use these rows
+        self.discard_prefetched()
         self.reader.close()
 
     def __getstate__(self) -> dict:

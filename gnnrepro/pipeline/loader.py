@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -295,6 +296,9 @@ class Loader:
 
     def _in_process(self, ids: torch.Tensor, epoch: int) -> Iterator[MiniBatch]:
         """workers=0: sample and gather each batch here, when it is asked for."""
+        if callable(getattr(self.store, "prefetch", None)):
+            yield from self._in_process_ahead(ids, epoch)
+            return
         for b in range(len(self)):
             start, stop = self.plan.bounds(b)
             yield self._handover(*self._local(b, ids[start:stop], self.plan.batch_id(epoch, b)))
@@ -343,6 +347,12 @@ class Loader:
         mb = self.sampler.sample(seeds, batch_id)
         sampled = time.perf_counter()
         self._work["sample"] += sampled - start
+        self._spans.append(Span(b, "sample", "loader", start, sampled))
+        return self._gather_local(b, mb)
+
+    def _gather_local(self, b: int, mb: MiniBatch) -> tuple[MiniBatch, torch.cuda.Event | None]:
+        """Gather sampled batch b's rows into a staging slot here and start its transfer."""
+        start = time.perf_counter()
         slot = self._ring.acquire()
         try:
             x = self.store.gather(mb.input_nodes, out=slot.buffer)
@@ -350,10 +360,35 @@ class Loader:
             slot.release()
             raise
         gathered = time.perf_counter()
-        self._work["extract"] += gathered - sampled
-        self._spans += [Span(b, "sample", "loader", start, sampled),
-                        Span(b, "extract", "loader", sampled, gathered)]
+        self._work["extract"] += gathered - start
+        self._spans.append(Span(b, "extract", "loader", start, gathered))
+        for begin, end in getattr(self.store, "take_read_spans", list)():
+            self._spans.append(Span(b, "extract", "disk", begin, end))  # the device's part
         return self._transfer(mb, x, slot, b)
+
+    def _in_process_ahead(self, ids: torch.Tensor, epoch: int) -> Iterator[MiniBatch]:
+        """workers=0 with a store that reads ahead (DiskFeatureStore.prefetch): batches are
+        sampled `prefetch` ahead of the one gathered and their input nodes announced, so the
+        store's reads for the next batches overlap this batch's gather and training step."""
+        self.store.discard_prefetched()
+        ahead: deque[tuple[int, MiniBatch]] = deque()
+        nxt = 0
+        for b in range(len(self)):
+            while nxt < len(self) and nxt <= b + self.prefetch:
+                start, stop = self.plan.bounds(nxt)
+                t0 = time.perf_counter()
+                mb = self.sampler.sample(ids[start:stop], self.plan.batch_id(epoch, nxt))
+                t1 = time.perf_counter()
+                self.store.prefetch(mb.input_nodes)
+                t2 = time.perf_counter()
+                self._work["sample"] += t1 - t0
+                self._work["extract"] += t2 - t1
+                self._spans += [Span(nxt, "sample", "loader", t0, t1),
+                                Span(nxt, "extract", "loader", t1, t2)]
+                ahead.append((nxt, mb))
+                nxt += 1
+            index, mb = ahead.popleft()
+            yield self._handover(*self._gather_local(index, mb))
 
     def _transfer(self, mb: MiniBatch, x: torch.Tensor, slot: StagingSlot,
                   b: int) -> tuple[MiniBatch, torch.cuda.Event | None]:
