@@ -33,7 +33,10 @@ def files(table: torch.Tensor, tmp_path_factory: pytest.TempPathFactory) -> dict
     d = tmp_path_factory.mktemp("features")
     order = torch.randperm(N, generator=torch.Generator().manual_seed(1))
     return {"plain": write_feature_file(d / "plain.gnnf", table).path,
-            "ordered": write_feature_file(d / "ordered.gnnf", table, order=order).path}
+            "ordered": write_feature_file(d / "ordered.gnnf", table, order=order).path,
+            "packed": write_feature_file(d / "packed.gnnf", table, pack_block=512).path,
+            "packed4k": write_feature_file(d / "packed4k.gnnf", table, order=order,
+                                           pack_block=4096).path}
 
 
 def batches(count: int, size: int, seed: int):
@@ -44,7 +47,7 @@ def batches(count: int, size: int, seed: int):
 
 
 @pytest.mark.parametrize("engine", ["pread", "auto"])
-@pytest.mark.parametrize("kind", ["plain", "ordered"])
+@pytest.mark.parametrize("kind", ["plain", "ordered", "packed", "packed4k"])
 def test_disk_store_rows_equal_in_memory_rows(files, table, engine: str, kind: str) -> None:
     store = DiskFeatureStore(files[kind], engine=engine, hot_ids=torch.arange(0, N, 17),
                              cache_bytes=300 * DIM * 4, threads=4, queue_depth=8)
@@ -100,7 +103,16 @@ def test_coalescing_reads_each_block_once(files) -> None:
     four_k = DiskFeatureStore(files["plain"], block_size=4096, threads=2)
     four_k.gather(torch.tensor([1]))
     assert four_k.stats.bytes_read == 4096
-    for s in (store, single, four_k):
+    packed = DiskFeatureStore(files["packed"], block_size=512, threads=2)
+    packed.gather(torch.tensor([1, 7]))  # a row per sector, never straddling one
+    assert packed.stats.requests == 2 and packed.stats.bytes_read == 1024
+    packed4k = DiskFeatureStore(files["packed4k"], block_size=4096, threads=2)
+    assert (packed4k.info.rows_per_unit, packed4k.info.unit_bytes) == (10, 4096)
+    packed4k.gather(packed4k.order[10:20])  # the rows of slots 10-19 fill the second block
+    assert packed4k.stats.requests == 1 and packed4k.stats.bytes_read == 4096
+    with pytest.raises(ValueError, match="block-packed"):
+        MmapFeatureStore(files["packed"])
+    for s in (store, single, four_k, packed, packed4k):
         s.close()
 
 

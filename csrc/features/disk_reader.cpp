@@ -68,15 +68,21 @@ bool ReadJob::done() {
 DiskReader::DiskReader(const std::string& path, int64_t data_offset, int64_t row_bytes,
                        int64_t num_rows, int64_t block_size, int64_t threads,
                        int64_t queue_depth, int64_t max_gap_bytes, int64_t max_request_bytes,
-                       const std::string& engine, bool direct)
+                       const std::string& engine, bool direct, int64_t rows_per_unit,
+                       int64_t unit_bytes)
     : path_(path), data_offset_(data_offset), row_bytes_(row_bytes), num_rows_(num_rows),
       block_(block_size), max_gap_(max_gap_bytes), max_request_(max_request_bytes),
-      threads_(threads), queue_depth_(queue_depth), direct_(direct) {
+      threads_(threads), queue_depth_(queue_depth), direct_(direct),
+      per_unit_(rows_per_unit), unit_bytes_(unit_bytes == 0 ? row_bytes : unit_bytes) {
   TORCH_CHECK(block_ >= 512 && block_ <= kMemAlign && (block_ & (block_ - 1)) == 0,
               "block_size must be a power of two in [512, 4096], got ", block_);
   TORCH_CHECK(row_bytes_ > 0 && row_bytes_ <= (int64_t{1} << 30), "row_bytes must be in "
               "[1, 2^30], got ", row_bytes_);
-  TORCH_CHECK(num_rows_ >= 0 && num_rows_ <= (int64_t{1} << 62) / row_bytes_,
+  TORCH_CHECK(per_unit_ >= 1 && per_unit_ <= (int64_t{1} << 20), "rows_per_unit must be in "
+              "[1, 2^20], got ", per_unit_);
+  TORCH_CHECK(unit_bytes_ >= per_unit_ * row_bytes_ && unit_bytes_ <= (int64_t{1} << 40),
+              "unit_bytes must hold rows_per_unit rows, got ", unit_bytes_);
+  TORCH_CHECK(num_rows_ >= 0 && num_rows_ / per_unit_ + 1 <= (int64_t{1} << 62) / unit_bytes_,
               "num_rows out of range: ", num_rows_);
   TORCH_CHECK(data_offset_ >= 0 && data_offset_ % block_ == 0 && data_offset_ <= (int64_t{1} << 60),
               "data_offset must be a multiple of block_size, got ", data_offset_);
@@ -101,7 +107,8 @@ DiskReader::DiskReader(const std::string& path, int64_t data_offset, int64_t row
     fd_ = -1;
     TORCH_CHECK(false, "cannot stat ", path, ": ", errno_text(err));
   }
-  const int64_t need = round_up(data_offset_ + num_rows_ * row_bytes_, block_);
+  const int64_t need =
+      round_up(num_rows_ == 0 ? data_offset_ : offset_of(num_rows_ - 1) + row_bytes_, block_);
   if (st.st_size < need) {
     ::close(fd_);
     fd_ = -1;
@@ -177,7 +184,7 @@ void DiskReader::close() {
 std::vector<ReadRequest> DiskReader::plan(const int64_t* pos, int64_t n) const {
   std::vector<ReadRequest> out;
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t off = data_offset_ + pos[i] * row_bytes_;
+    const int64_t off = offset_of(pos[i]);
     const int64_t b0 = off / block_ * block_;
     const int64_t b1 = round_up(off + row_bytes_, block_);
     if (!out.empty()) {
@@ -251,7 +258,7 @@ std::string DiskReader::copy_rows(const ReadJob& job, const ReadRequest& req,
   const int64_t* p = job.positions.const_data_ptr<int64_t>();
   auto* dst = static_cast<char*>(job.out.data_ptr());
   for (int64_t r = req.first_row; r < req.end_row; ++r) {
-    const int64_t at = data_offset_ + p[r] * row_bytes_ - req.offset;  // inside the request
+    const int64_t at = offset_of(p[r]) - req.offset;  // inside the request
     std::memcpy(dst + r * row_bytes_, buf + at, static_cast<size_t>(row_bytes_));
   }
   return "";
@@ -378,11 +385,12 @@ void register_disk_reader(pybind11::module_& m) {
            "time.perf_counter() seconds when the read finished (0.0 while it runs).");
   py::class_<DiskReader>(m, "DiskReader", "O_DIRECT row reader (csrc/features/disk_reader.h).")
       .def(py::init<const std::string&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                    int64_t, int64_t, const std::string&, bool>(),
+                    int64_t, int64_t, const std::string&, bool, int64_t, int64_t>(),
            py::arg("path"), py::arg("data_offset"), py::arg("row_bytes"), py::arg("num_rows"),
            py::arg("block_size"), py::arg("threads"), py::arg("queue_depth"),
            py::arg("max_gap_bytes"), py::arg("max_request_bytes"), py::arg("engine"),
-           py::arg("direct"), py::call_guard<py::gil_scoped_release>())
+           py::arg("direct"), py::arg("rows_per_unit") = 1, py::arg("unit_bytes") = 0,
+           py::call_guard<py::gil_scoped_release>())
       .def("submit", &DiskReader::submit, py::arg("positions"), py::arg("out"),
            py::call_guard<py::gil_scoped_release>())
       .def("close", &DiskReader::close, py::call_guard<py::gil_scoped_release>())

@@ -1,6 +1,8 @@
 // DiskReader: reads feature rows straight from a file with O_DIRECT, many requests in flight.
 //
-// Rows are fixed-size records at data_offset + position * row_bytes. A read takes sorted,
+// Rows are fixed-size records: row p at data_offset + (p / k) * unit_bytes + (p % k) * row_bytes,
+// k = rows_per_unit (a dense file: k = 1, unit_bytes = row_bytes; a block-packed one keeps k
+// whole rows in each unit of unit_bytes, so no row straddles a block). A read takes sorted,
 // distinct row positions and an output buffer; it turns them into block-aligned requests
 // (block = the device's logical block size, given by the caller), coalescing rows that share a
 // block or sit within max_gap_bytes of each other into one request of at most
@@ -68,7 +70,8 @@ class DiskReader {
   // engine: "auto" (io_uring if the kernel allows it, else pread), "io_uring" or "pread".
   DiskReader(const std::string& path, int64_t data_offset, int64_t row_bytes, int64_t num_rows,
              int64_t block_size, int64_t threads, int64_t queue_depth, int64_t max_gap_bytes,
-             int64_t max_request_bytes, const std::string& engine, bool direct);
+             int64_t max_request_bytes, const std::string& engine, bool direct,
+             int64_t rows_per_unit, int64_t unit_bytes);
   ~DiskReader();
   DiskReader(const DiskReader&) = delete;
   DiskReader& operator=(const DiskReader&) = delete;
@@ -85,6 +88,9 @@ class DiskReader {
 
  private:
   std::vector<ReadRequest> plan(const int64_t* pos, int64_t n) const;
+  int64_t offset_of(int64_t row) const {
+    return data_offset_ + (row / per_unit_) * unit_bytes_ + (row % per_unit_) * row_bytes_;
+  }
   // Take the next request of the oldest job (blocks while none; false once closed).
   bool take(std::shared_ptr<ReadJob>& job, size_t& index, bool wait);
   // Read `req` into `buf` (pread loop) and copy its rows out; returns "" or an error message.
@@ -98,6 +104,7 @@ class DiskReader {
   int fd_ = -1;
   int64_t data_offset_, row_bytes_, num_rows_, block_, max_gap_, max_request_, slot_bytes_;
   int64_t threads_, queue_depth_;
+  int64_t per_unit_, unit_bytes_;
   bool direct_;
   std::string engine_;
 

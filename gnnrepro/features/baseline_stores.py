@@ -32,6 +32,9 @@ class MmapFeatureStore(FeatureStore):
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.info = read_header(self.path)
+        if self.info.packed:
+            raise ValueError(f"{self.path} is block-packed: the mmap store reads dense feature "
+                             "files (like DGL's np.load(mmap_mode='r'))")
         if self.info.dtype not in _NP:
             raise TypeError(f"{self.path}: mmap store supports {list(_NP)}, not "
                             f"{self.info.dtype}")

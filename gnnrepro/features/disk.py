@@ -139,7 +139,8 @@ class DiskFeatureStore(FeatureStore):
         self.reader = _ops._C.DiskReader(
             str(self.path), self.info.data_offset, self.info.row_bytes, self.num_nodes,
             self.block_size, s["threads"], s["queue_depth"], self.max_gap_bytes,
-            s["max_request_bytes"], s["engine"], s["direct"])
+            s["max_request_bytes"], s["engine"], s["direct"], self.info.rows_per_unit,
+            self.info.unit_bytes)
         self.cache = ClockCache(self.cache_bytes // self.info.row_bytes, self.num_nodes,
                                 self.dim, self.dtype)
         self.stats = DiskStats()
@@ -213,6 +214,10 @@ class DiskFeatureStore(FeatureStore):
         """
         ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
         need = self._not_in_memory(torch.unique(ids.long()), count=False)
+        for p in self._pending if self.cache.capacity else ():  # on its way for an earlier
+            if need.numel() and p.nodes.numel():                 # batch, then cached
+                at = torch.searchsorted(p.nodes, need).clamp(max=p.nodes.numel() - 1)
+                need = need[p.nodes[at] != need]
         submitted = time.perf_counter()
         buf, index, job = self._submit(need)
         self._pending.append(_Pending(need, index, buf, job, submitted))

@@ -1,11 +1,15 @@
 """The on-disk feature file the disk-backed stores read: rows aligned for direct I/O.
 
-Layout: a 4 KiB header (magic, then JSON: dtype, num_nodes, dim, data_offset, order_offset),
-the rows at `data_offset` (4 KiB), one after another, padded to a multiple of 4 KiB, then -
+Layout: a 4 KiB header (magic, then JSON: dtype, num_nodes, dim, data_offset, order_offset,
+rows_per_unit, unit_bytes), the rows at `data_offset` (4 KiB), padded to a multiple of 4 KiB,
+then -
 optionally - `order`, int64 [num_nodes]: order[slot] is the node stored in row slot `slot`
 (rows read together can be stored near each other). Why 4 KiB: the largest logical block size
 of common devices, so an O_DIRECT read of any aligned block range stays inside the file on
-512-byte and 4 KiB devices alike. The dataset cache's `features.npy` is converted once
+512-byte and 4 KiB devices alike. Rows are dense (one after another) or block-packed: units
+of `unit_bytes` (a block) holding `rows_per_unit` whole rows each, so a row never straddles a
+block and reading one costs one block (400-byte rows on 512-byte sectors: 512 bytes per row
+instead of 896 on average, for a file 28% larger). The dataset cache's `features.npy` is converted once
 (`ensure_feature_file`); writes go to a temporary file renamed into place, after a disk-space
 check that fails with a clear error instead of a half-written file.
 """
@@ -46,6 +50,8 @@ class FeatureFile:
     dim: int
     data_offset: int
     order_offset: int | None
+    rows_per_unit: int = 1
+    unit_bytes: int = 0  # 0: dense (unit = one row)
 
     @property
     def row_bytes(self) -> int:
@@ -53,7 +59,18 @@ class FeatureFile:
 
     @property
     def data_bytes(self) -> int:
+        """Bytes of row data (what a dense table of the features holds)."""
         return self.num_nodes * self.row_bytes
+
+    @property
+    def packed(self) -> bool:
+        return self.unit_bytes not in (0, self.row_bytes)
+
+    @property
+    def span_bytes(self) -> int:
+        """Bytes the rows occupy in the file, padding included."""
+        units = -(-self.num_nodes // self.rows_per_unit)
+        return units * (self.unit_bytes or self.row_bytes) if self.packed else self.data_bytes
 
     def order(self) -> torch.Tensor | None:
         """order[slot] = node stored in row `slot`, or None when slot == node."""
@@ -83,13 +100,16 @@ def read_header(path: str | os.PathLike) -> FeatureFile:
         dtype = _DTYPES[meta["dtype"]]
         num_nodes, dim = int(meta["num_nodes"]), int(meta["dim"])
         data_offset, order_offset = int(meta["data_offset"]), meta.get("order_offset")
+        per_unit, unit = int(meta.get("rows_per_unit", 1)), int(meta.get("unit_bytes", 0))
     except (ValueError, KeyError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: unreadable feature-file header ({exc})") from exc
-    if num_nodes < 0 or dim < 1 or data_offset < ALIGN or data_offset % ALIGN:
+    row_bytes = dim * dtype.itemsize if dim > 0 else 0
+    if (num_nodes < 0 or dim < 1 or data_offset < ALIGN or data_offset % ALIGN or per_unit < 1
+            or (unit and unit < per_unit * row_bytes)):
         raise ValueError(f"{path}: header describes an invalid layout ({meta})")
     info = FeatureFile(path, dtype, num_nodes, dim, data_offset,
-                       None if order_offset is None else int(order_offset))
-    need = _round_up(data_offset + info.data_bytes, ALIGN)
+                       None if order_offset is None else int(order_offset), per_unit, unit)
+    need = _round_up(data_offset + info.span_bytes, ALIGN)
     if info.order_offset is not None:
         need = max(need, info.order_offset + 8 * num_nodes)
     if size < need:
@@ -99,11 +119,14 @@ def read_header(path: str | os.PathLike) -> FeatureFile:
 
 
 def write_feature_file(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
-                       order: torch.Tensor | None = None) -> FeatureFile:
+                       order: torch.Tensor | None = None,
+                       pack_block: int | None = None) -> FeatureFile:
     """Write `features` [num_nodes, dim] (array, tensor or memmap) as a feature file at `path`.
 
-    `order` (a permutation of the nodes) stores node order[s] in row slot s. Raises OSError
-    (ENOSPC) before writing anything when the file system lacks the room.
+    `order` (a permutation of the nodes) stores node order[s] in row slot s. `pack_block`
+    (e.g. the device's logical block size) packs whole rows into blocks of that size (see the
+    module doc); None writes them dense. Raises OSError (ENOSPC) before writing anything when
+    the file system lacks the room.
     """
     if isinstance(features, torch.Tensor):
         features = features.numpy()
@@ -122,7 +145,14 @@ def write_feature_file(path: str | os.PathLike, features: np.ndarray | torch.Ten
             raise ValueError(f"order must be a permutation of range({num_nodes})")
     path = Path(path)
     row_bytes = dim * features.dtype.itemsize
-    data_end = _round_up(ALIGN + num_nodes * row_bytes, ALIGN)
+    per_unit, unit = 1, 0
+    if pack_block is not None:
+        if pack_block < 512 or pack_block & (pack_block - 1):
+            raise ValueError(f"pack_block must be a power of two >= 512, got {pack_block}")
+        per_unit = max(1, pack_block // row_bytes)
+        unit = _round_up(per_unit * row_bytes, pack_block)
+    span = -(-num_nodes // per_unit) * unit if unit else num_nodes * row_bytes
+    data_end = _round_up(ALIGN + span, ALIGN)
     total = data_end + (8 * num_nodes if order is not None else 0)
     path.parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(path.parent).free
@@ -130,18 +160,19 @@ def write_feature_file(path: str | os.PathLike, features: np.ndarray | torch.Ten
         raise OSError(errno.ENOSPC, f"not enough disk space to write the feature file {path}: "
                                     f"it needs {total} bytes, {free} are free")
     meta = {"version": 1, "dtype": name, "num_nodes": num_nodes, "dim": dim,
-            "data_offset": ALIGN, "order_offset": data_end if order is not None else None}
+            "data_offset": ALIGN, "order_offset": data_end if order is not None else None,
+            "rows_per_unit": per_unit, "unit_bytes": unit}
     head = MAGIC + json.dumps(meta).encode()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(head.ljust(ALIGN, b"\0"))
-            step = max(1, _CHUNK_BYTES // row_bytes)
+            step = max(1, _CHUNK_BYTES // row_bytes) // per_unit * per_unit or per_unit
             for start in range(0, num_nodes, step):
                 stop = min(start + step, num_nodes)
                 rows = (features[order[start:stop].numpy()] if order is not None
                         else features[start:stop])
-                f.write(np.ascontiguousarray(rows).tobytes())
+                f.write(_units(np.ascontiguousarray(rows), per_unit, unit))
             f.write(b"\0" * (data_end - f.tell()))
             if order is not None:
                 f.write(order.numpy().tobytes())
@@ -160,23 +191,40 @@ def write_feature_file(path: str | os.PathLike, features: np.ndarray | torch.Ten
     return read_header(path)
 
 
+def _units(rows: np.ndarray, per_unit: int, unit: int) -> bytes:
+    """`rows` as file bytes: dense (unit 0), or `per_unit` rows per zero-padded unit."""
+    if not unit:
+        return rows.tobytes()
+    raw = rows.view(np.uint8).reshape(rows.shape[0], -1)
+    units = -(-raw.shape[0] // per_unit)
+    out = np.zeros((units, unit), dtype=np.uint8)
+    full = np.zeros((units * per_unit, raw.shape[1]), dtype=np.uint8)
+    full[: raw.shape[0]] = raw
+    out[:, : per_unit * raw.shape[1]] = full.reshape(units, -1)
+    return out.tobytes()
+
+
 def ensure_feature_file(npy_path: str | os.PathLike, path: str | os.PathLike | None = None,
-                        order: torch.Tensor | None = None) -> FeatureFile:
-    """The feature file converted from `npy_path` (default: `features.gnnf` beside it),
-    converting once; an existing file is reused when it holds the same shape and dtype."""
+                        order: torch.Tensor | None = None,
+                        pack_block: int | None = None) -> FeatureFile:
+    """The feature file converted from `npy_path` (default: `features.gnnf` beside it, or
+    `features.packed<block>.gnnf`), converting once; an existing file is reused when it holds
+    the same shape, dtype and layout."""
     npy_path = Path(npy_path)
-    path = npy_path.with_name("features.gnnf") if path is None else Path(path)
+    default = "features.gnnf" if pack_block is None else f"features.packed{pack_block}.gnnf"
+    path = npy_path.with_name(default) if path is None else Path(path)
     array = np.load(npy_path, mmap_mode="r")
     if path.exists():
         try:
             info = read_header(path)
             if (info.num_nodes, info.dim) == array.shape and \
                     info.dtype == _DTYPES.get(str(array.dtype)) and \
-                    (order is None) == (info.order_offset is None):
+                    (order is None) == (info.order_offset is None) and \
+                    info.packed == (pack_block is not None):
                 return info
         except ValueError:
             pass  # stale or corrupt: rewrite it
-    return write_feature_file(path, array, order)
+    return write_feature_file(path, array, order, pack_block)
 
 
 def block_size_of(path: str | os.PathLike) -> int:

@@ -51,8 +51,13 @@ class ClockCache:
         return _ops.ops.gather_rows(self.data, slots, out)
 
     def insert(self, ids: torch.Tensor, rows: torch.Tensor) -> None:
-        """Store rows[i] for ids[i] (distinct ids, none cached); beyond capacity, the first
-        `capacity` are kept."""
+        """Store rows[i] for ids[i] (distinct ids; those already cached are skipped); beyond
+        capacity, the first `capacity` are kept."""
+        if self.capacity == 0 or ids.numel() == 0:
+            return
+        fresh = self.slot_of[ids] < 0
+        if not bool(fresh.all()):
+            ids, rows = ids[fresh], rows[fresh]
         k = min(ids.numel(), self.capacity)
         if k == 0:
             return
