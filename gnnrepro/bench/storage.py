@@ -131,6 +131,7 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
         (Path(cgroup) / "cgroup.procs").write_text(str(os.getpid()))
     from gnnrepro.datasets import load_scaled
     from gnnrepro.features import open_feature_store
+    from gnnrepro.pipeline.loader import _max_input_rows
     from gnnrepro.sampling import FusedSampler
     from gnnrepro.train import build_model
     torch.set_num_threads(settings["threads"])
@@ -156,8 +157,13 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     drop_page_cache(Path(settings["npy"]))
     biggest = max(b.numel() for e in epochs for b in e)
     out = torch.ones((biggest, data.num_features), dtype=data.features.dtype)  # committed
-    # A store's transient buffers for one batch (unique rows, rows read): allowed on top.
-    working = 2 * out.numel() * out.element_size()
+    # Allowed on top, the same for every store: a store's transient buffers for one batch
+    # (unique rows, rows read) and the end-to-end Loader's staging slots (2 x prefetch).
+    sampler = FusedSampler(data.graph, fanouts, seed=seed)
+    slot_rows = _max_input_rows(sampler, data.num_nodes, int(data.graph.in_degrees().max()), bs)
+    prefetch = max(settings["lookahead"], 1)
+    working = (2 * out.numel() + 2 * prefetch * slot_rows * data.num_features) * \
+        out.element_size()
     cap: dict[str, Any] = {"mode": "none"}
     if cgroup and kind != "memory":
         kindv = settings["cgroup_kind"]
@@ -237,7 +243,7 @@ def _train(data: Any, store: Any, model: torch.nn.Module, optimizer: torch.optim
         store.reset_stats()
     part = dataclasses.replace(data, train_idx=data.train_idx[:settings["train_batches"] * bs])
     loader = Loader(part, FusedSampler(data.graph, settings["fanouts"], seed=seed), "cpu", bs,
-                    workers=0, prefetch=settings["lookahead"] or 1, seed=seed,
+                    workers=0, prefetch=max(settings["lookahead"], 1), seed=seed,
                     feature_store=store)
     model.train()
     done, waited = 0, 0.0

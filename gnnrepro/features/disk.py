@@ -123,7 +123,9 @@ class DiskFeatureStore(FeatureStore):
         if hot_ids is not None and hot_ids.numel():
             hot_ids = check_node_ids(hot_ids, self.num_nodes, "hot_ids", torch.device("cpu"))
             hot_ids = torch.unique(hot_ids.long())
-            self.hot = self._read_direct(hot_ids)
+            if self.position is not None:  # in file order: the rows land where they belong
+                hot_ids = hot_ids[torch.argsort(self.position[hot_ids])]
+            self.hot = self._read_in_file_order(hot_ids)
             self.hot_slot = torch.full((self.num_nodes,), -1, dtype=torch.int32)
             self.hot_slot[hot_ids] = torch.arange(hot_ids.numel(), dtype=torch.int32)
         if share:
@@ -201,10 +203,12 @@ class DiskFeatureStore(FeatureStore):
         self.stats.bytes_read += nbytes
         self.stats.rows_read += nodes.numel()
 
-    def _read_direct(self, nodes: torch.Tensor) -> torch.Tensor:
-        buf, index, job = self._submit(nodes)
-        self._wait(job, nodes)
-        return buf[index]
+    def _read_in_file_order(self, nodes: torch.Tensor) -> torch.Tensor:
+        """Rows of `nodes` (distinct, in file order), read into one new tensor."""
+        pos = nodes if self.position is None else self.position[nodes]
+        buf = torch.empty((nodes.numel(), self.dim), dtype=self.dtype)
+        self._wait(self.reader.submit(pos, buf.view(torch.uint8)), nodes)
+        return buf
 
     def prefetch(self, ids: torch.Tensor) -> None:
         """Start reading the rows of an upcoming gather(ids) now (not waiting for them).
@@ -287,8 +291,9 @@ class DiskFeatureStore(FeatureStore):
             self._wait(job, nodes)
             self.stats.read_wait_s += time.perf_counter() - start
             self._read_spans.append((start, job.finished_at()))
-            rows[miss] = buf[index]
-            self.cache.insert(nodes, rows[miss])
+            order = torch.empty_like(index).scatter_(0, index, torch.arange(index.numel()))
+            rows.index_copy_(0, miss[order], buf)  # buf row j holds nodes[order[j]]
+            self.cache.insert(nodes[order], buf)
         return _ops.ops.gather_rows(rows, inverse, out)
 
     def _take_prefetched(self, uniq: torch.Tensor, rows: torch.Tensor,
