@@ -12,8 +12,7 @@ import pytest
 import torch
 
 from gnnrepro import _ops
-from gnnrepro.features import (DiskFeatureStore, InMemoryFeatureStore, MmapFeatureStore,
-                               open_feature_store)
+from gnnrepro.features import DiskFeatureStore, MmapFeatureStore, open_feature_store
 from gnnrepro.features.feature_file import read_header, write_feature_file
 from gnnrepro.features.hot import hot_nodes
 from gnnrepro.features.row_cache import ClockCache

@@ -67,6 +67,26 @@ def _usage(cgroup: Path, kind: str) -> int:
                .read_text())
 
 
+def _peak_file(cgroup: Path, kind: str) -> Path:
+    return cgroup / ("memory.max_usage_in_bytes" if kind == "v1" else "memory.peak")
+
+
+def _reset_peak(cgroup: Path, kind: str) -> None:
+    """Restart the cgroup's peak-usage counter (v2 kernels before 6.12 cannot: then the peak
+    since the cgroup was made, which is all this child's life, is what counts)."""
+    try:
+        _peak_file(cgroup, kind).write_text("0")
+    except OSError:
+        pass
+
+
+def _peak(cgroup: Path, kind: str) -> int:
+    try:
+        return int(_peak_file(cgroup, kind).read_text())
+    except (OSError, ValueError):
+        return 0
+
+
 def drop_page_cache(path: Path) -> None:
     """Evict `path`'s (clean) pages from the page cache."""
     files = [p for p in path.rglob("*") if p.is_file()] if path.is_dir() else [path]
@@ -131,7 +151,6 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
         (Path(cgroup) / "cgroup.procs").write_text(str(os.getpid()))
     from gnnrepro.datasets import load_scaled
     from gnnrepro.features import open_feature_store
-    from gnnrepro.pipeline.loader import _max_input_rows
     from gnnrepro.sampling import FusedSampler
     from gnnrepro.train import build_model
     torch.set_num_threads(settings["threads"])
@@ -146,30 +165,30 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     device = torch.device("cpu")
     model = build_model(data, len(fanouts), settings["hidden"], 0.5, seed, device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
-    # Warm-up step on the dataset's own (mapped) features: allocator and autograd at their
-    # steady size before the baseline is taken.
-    warm = FusedSampler(data.graph, fanouts, seed=seed).sample(data.train_idx[:bs], 0)
-    loss = torch.nn.functional.cross_entropy(
-        model(warm.blocks, data.features[warm.input_nodes]), data.labels[warm.seeds])
-    loss.backward()
-    optimizer.zero_grad(set_to_none=True)
-    del warm, loss
-    drop_page_cache(Path(settings["npy"]))
     biggest = max(b.numel() for e in epochs for b in e)
     out = torch.ones((biggest, data.num_features), dtype=data.features.dtype)  # committed
+    # The baseline is the peak of one training step (activations and optimizer state at
+    # full size), on random inputs of a batch's shape: no feature page is read before the cap.
+    cgroup_path = Path(cgroup) if cgroup else None
+    if cgroup_path is not None:
+        _reset_peak(cgroup_path, settings["cgroup_kind"])
+    warm = FusedSampler(data.graph, fanouts, seed=seed).sample(data.train_idx[:bs], 0)
+    x = torch.randn(warm.input_nodes.numel(), data.num_features)
+    loss = torch.nn.functional.cross_entropy(model(warm.blocks, x), data.labels[warm.seeds])
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    del warm, loss, x
     # Allowed on top, the same for every store: a store's transient buffers for one batch
-    # (unique rows, rows read) and the end-to-end Loader's staging slots (2 x prefetch).
-    sampler = FusedSampler(data.graph, fanouts, seed=seed)
-    slot_rows = _max_input_rows(sampler, data.num_nodes, int(data.graph.in_degrees().max()), bs)
+    # (unique rows, rows read) and the rows the Loader's staging slots (2 x prefetch) hold.
     prefetch = max(settings["lookahead"], 1)
-    working = (2 * out.numel() + 2 * prefetch * slot_rows * data.num_features) * \
-        out.element_size()
+    working = (2 + 2 * prefetch) * out.numel() * out.element_size()
     cap: dict[str, Any] = {"mode": "none"}
-    if cgroup and kind != "memory":
+    if cgroup_path is not None and kind != "memory":
         kindv = settings["cgroup_kind"]
-        baseline = _usage(Path(cgroup), kindv)
+        baseline = max(_usage(cgroup_path, kindv), _peak(cgroup_path, kindv))
         limit = baseline + settings["memory_limit"] + working
-        _limit_file(Path(cgroup), kindv).write_text(str(limit))
+        _limit_file(cgroup_path, kindv).write_text(str(limit))
         cap = {"mode": f"cgroup-{kindv}", "baseline_bytes": baseline, "working_bytes": working,
                "limit_bytes": limit}
     budget = settings["budget_bytes"]
@@ -225,11 +244,8 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     # after epoch_seconds; its epoch time is then extrapolated from the batches it did).
     if settings["train"]:
         result["train"] = _train(data, store, model, optimizer, settings)
-    if cgroup and cap["mode"] != "none":
-        stat = Path(cgroup) / ("memory.max_usage_in_bytes" if settings["cgroup_kind"] == "v1"
-                               else "memory.peak")
-        if stat.exists():
-            result["cap"]["peak_bytes"] = int(stat.read_text())
+    if cgroup_path is not None and cap["mode"] != "none":
+        result["cap"]["peak_bytes"] = _peak(cgroup_path, settings["cgroup_kind"])
     return result
 
 
@@ -300,7 +316,6 @@ def run(*, dataset: str = "products-sim", scale: float = 0.25, root: str | None 
         timeout_s: float = 900.0) -> dict[str, Any]:
     """Run the stores side by side (see the module doc); returns the JSON-ready result."""
     from gnnrepro.datasets import load_scaled
-    from gnnrepro.datasets.cache import default_root, entry_dir
     from gnnrepro.env import environment
     from gnnrepro.features import InMemoryFeatureStore
     from gnnrepro.features.factory import feature_file_for
@@ -326,7 +341,6 @@ def run(*, dataset: str = "products-sim", scale: float = 0.25, root: str | None 
     digests = [[_digest(mem.gather(ids)) for ids in
                 _batches(data, fanouts, batch_size, batches, seed, e)] for e in range(epochs)]
     del mem
-    npy = entry_dir(default_root(), data.name, data.params) / "features.npy"
     settings = {"dataset": dataset, "scale": scale, "root": root, "fanouts": fanouts,
                 "batch_size": batch_size, "batches": batches, "epochs": epochs,
                 "memory_limit": memory_limit, "budget_bytes": int(file_bytes * budget_fraction),
@@ -335,8 +349,7 @@ def run(*, dataset: str = "products-sim", scale: float = 0.25, root: str | None 
                 "max_gap_bytes": max_gap_bytes, "lookahead": lookahead, "threads": threads,
                 "hidden": hidden, "seed": seed, "train": train, "train_batches": train_batches,
                 "epoch_seconds": epoch_seconds,
-                "digests": digests,
-                "npy": str(npy)}
+                "digests": digests}
     results: dict[str, Any] = {}
     for kind in stores:
         drop_page_cache(file)
@@ -366,7 +379,7 @@ def run(*, dataset: str = "products-sim", scale: float = 0.25, root: str | None 
         disk["mean_request_bytes"] = mean
     _summarise(results, ceiling, row_block, queue_depth)
     return {"benchmark": "storage", "env": environment(),
-            "params": {k: v for k, v in settings.items() if k not in ("digests", "npy")},
+            "params": {k: v for k, v in settings.items() if k != "digests"},
             "feature_file": {"path": str(file), "bytes": file_bytes,
                              "row_bytes": info.row_bytes, "block_size": block,
                              "disk_store_file": str(packed),

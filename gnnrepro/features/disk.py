@@ -218,10 +218,6 @@ class DiskFeatureStore(FeatureStore):
         """
         ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
         need = self._not_in_memory(torch.unique(ids.long()), count=False)
-        for p in self._pending if self.cache.capacity else ():  # on its way for an earlier
-            if need.numel() and p.nodes.numel():                 # batch, then cached
-                at = torch.searchsorted(p.nodes, need).clamp(max=p.nodes.numel() - 1)
-                need = need[p.nodes[at] != need]
         submitted = time.perf_counter()
         buf, index, job = self._submit(need)
         self._pending.append(_Pending(need, index, buf, job, submitted))
@@ -291,9 +287,9 @@ class DiskFeatureStore(FeatureStore):
             self._wait(job, nodes)
             self.stats.read_wait_s += time.perf_counter() - start
             self._read_spans.append((start, job.finished_at()))
-            order = torch.empty_like(index).scatter_(0, index, torch.arange(index.numel()))
-            rows.index_copy_(0, miss[order], buf)  # buf row j holds nodes[order[j]]
-            self.cache.insert(nodes[order], buf)
+            in_buf = torch.empty_like(index).scatter_(0, index, torch.arange(index.numel()))
+            rows.index_copy_(0, miss[in_buf], buf)  # buf row j holds node nodes[in_buf[j]]
+            self.cache.insert(nodes[in_buf], buf)
         return _ops.ops.gather_rows(rows, inverse, out)
 
     def _take_prefetched(self, uniq: torch.Tensor, rows: torch.Tensor,
@@ -304,7 +300,8 @@ class DiskFeatureStore(FeatureStore):
         self._wait(p.job, p.nodes)
         self.stats.read_wait_s += time.perf_counter() - start
         self._read_spans.append((p.submitted, p.job.finished_at()))
-        self.cache.insert(p.nodes, p.buf[p.index])
+        in_buf = torch.empty_like(p.index).scatter_(0, p.index, torch.arange(p.index.numel()))
+        self.cache.insert(p.nodes[in_buf], p.buf)  # buf row j holds node nodes[in_buf[j]]
         if p.nodes.numel() == 0:
             return
         want = torch.nonzero(todo).squeeze(1)
