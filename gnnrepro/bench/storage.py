@@ -36,6 +36,10 @@ __all__ = ["format_table", "run"]
 _CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 _CGROUP_V2 = Path("/sys/fs/cgroup")
 STORES = ("memory", "disk", "mmap", "lmdb")
+# The least a capped store gets beyond the baseline: a process's own fixed costs (an I/O
+# thread's malloc arena and stack, the reader's buffers) need a few MiB whatever the file's
+# size, so caps of tiny files (tests) would only measure those.
+_MIN_CAP = 8 << 20
 
 
 # ---- memory cap --------------------------------------------------------------------------
@@ -187,7 +191,7 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     if cgroup_path is not None and kind != "memory":
         kindv = settings["cgroup_kind"]
         baseline = max(_usage(cgroup_path, kindv), _peak(cgroup_path, kindv))
-        limit = baseline + settings["memory_limit"] + working
+        limit = baseline + max(settings["memory_limit"], _MIN_CAP) + working
         _limit_file(cgroup_path, kindv).write_text(str(limit))
         cap = {"mode": f"cgroup-{kindv}", "baseline_bytes": baseline, "working_bytes": working,
                "limit_bytes": limit}
