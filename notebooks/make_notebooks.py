@@ -111,9 +111,11 @@ plots.save(fig, params.figures_dir / "05_sensitivity")"""]),
         "needs): our disk store (O_DIRECT reads, block coalescing, a hot set and a CLOCK cache "
         "within a memory budget, reads of the next batches started early), the memory-mapped "
         "file DGL and GIDS's baseline read, LMDB, and the in-memory store (uncapped: the upper "
-        "bound). GIDS reports up to 392x over DGL's mmap loader end to end on a GPU with "
-        "terabyte-scale data; GraphBolt's disk features read a 4 KiB block per row. Their "
-        "values are their papers'; ours are measured on this machine's disk, on the CPU.",
+        "bound). Batches have at most 128 seeds and the two innermost fanouts, so that one "
+        "touches a small share of the table, as on data larger than memory. GIDS reports up "
+        "to 392x over DGL's mmap loader end to end on a GPU with terabyte-scale data; "
+        "GraphBolt's disk features read a 4 KiB block per row. Their values are their "
+        "papers'; ours are measured on this machine's disk, on the CPU.",
         ["""\
 data, meta = experiments.storage(params)
 table = experiments.storage_table(data)

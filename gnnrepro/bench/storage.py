@@ -2,9 +2,10 @@
 
 Each store (memory | disk | mmap | lmdb) runs in a child process of its own. Capped stores run
 in a memory cgroup (v1 or v2, created here; root or a delegated cgroup needed): the child
-first loads the graph, builds the model and trains one warm-up step, then caps itself at the
-memory it uses then plus `memory_limit` bytes, so page cache and the store's own buffers get
-exactly that much (default: 25% of the feature file). Without a writable cgroup the children
+first loads the graph (into memory), builds the model, trains one warm-up step on random
+inputs and commits the Loader's staging slots, then caps itself at its peak so far plus
+`memory_limit` bytes (at least 8 MiB), so page cache and the store's own buffers get exactly
+that much (default: 25% of the feature file). Without a writable cgroup the children
 run uncapped and the JSON says so. The file's page cache is dropped (fadvise) before each
 child, so no store inherits another's warm pages. `memory` (the whole table in RAM) runs
 uncapped: the upper bound.
@@ -183,23 +184,27 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     del warm, loss, x
-    # Allowed on top, the same for every store: a store's transient buffers for one batch
-    # (unique rows, rows read) and the rows the Loader's staging slots (2 x prefetch) hold.
+    # The end-to-end Loader's staging slots (2 x prefetch, each holding at most a batch) are
+    # the training process's too: reserved (committed) now, so they count in the baseline
+    # and no store's page cache can use them while gathers are measured; handed back just
+    # before the Loader fills them. A store's own buffers come out of its cap.
     prefetch = max(settings["lookahead"], 1)
-    working = (2 + 2 * prefetch) * out.numel() * out.element_size()
+    reserve = torch.ones(2 * prefetch * out.numel(), dtype=out.dtype)
     cap: dict[str, Any] = {"mode": "none"}
     if cgroup_path is not None and kind != "memory":
         kindv = settings["cgroup_kind"]
         baseline = max(_usage(cgroup_path, kindv), _peak(cgroup_path, kindv))
-        limit = baseline + max(settings["memory_limit"], _MIN_CAP) + working
+        limit = baseline + max(settings["memory_limit"], _MIN_CAP)
         _limit_file(cgroup_path, kindv).write_text(str(limit))
-        cap = {"mode": f"cgroup-{kindv}", "baseline_bytes": baseline, "working_bytes": working,
+        cap = {"mode": f"cgroup-{kindv}", "baseline_bytes": baseline,
+               "reserved_for_staging_bytes": reserve.numel() * reserve.element_size(),
                "limit_bytes": limit}
     budget = settings["budget_bytes"]
     hot_share = settings["hot_share"]
     options = {}
     if kind == "disk":
-        options = {"hot_bytes": int(budget * hot_share), "cache_bytes": int(budget * (1 - hot_share)),
+        options = {"hot_bytes": int(budget * hot_share),
+                   "cache_bytes": int(budget * (1 - hot_share)),
                    "hot_policy": settings["hot_policy"], "engine": settings["engine"],
                    "threads": settings["io_threads"], "queue_depth": settings["queue_depth"],
                    "max_gap_bytes": settings["max_gap_bytes"]}
@@ -246,6 +251,7 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     result["rows_identical"] = bool(identical)
     # End to end: one training epoch through the Loader with this store (a slow store stops
     # after epoch_seconds; its epoch time is then extrapolated from the batches it did).
+    del reserve
     if settings["train"]:
         result["train"] = _train(data, store, model, optimizer, settings)
     if cgroup_path is not None and cap["mode"] != "none":
