@@ -2,17 +2,16 @@
 
 Layout: a 4 KiB header (magic, then JSON: dtype, num_nodes, dim, data_offset, order_offset,
 rows_per_unit, unit_bytes), the rows at `data_offset` (4 KiB), padded to a multiple of 4 KiB,
-then -
-optionally - `order`, int64 [num_nodes]: order[slot] is the node stored in row slot `slot`
-(rows read together can be stored near each other). Why 4 KiB: the largest logical block size
-of common devices, so an O_DIRECT read of any aligned block range stays inside the file on
-512-byte and 4 KiB devices alike. Rows are dense (one after another) or block-packed: units
-of `unit_bytes` (a block) holding `rows_per_unit` whole rows each, so a row never straddles a
-block and reading one costs one block (400-byte rows on 512-byte sectors: 512 bytes per row
-instead of 896 on average, for a file 28% larger). The dataset cache's `features.npy` is
-converted once
-(`ensure_feature_file`); writes go to a temporary file renamed into place, after a disk-space
-check that fails with a clear error instead of a half-written file.
+then - optionally - `order`, int64 [num_nodes]: order[slot] is the node stored in row slot
+`slot` (rows read together can be stored near each other). Why 4 KiB: the largest logical
+block size of common devices, so an O_DIRECT read of any aligned block range stays inside the
+file on 512-byte and 4 KiB devices alike. Rows are dense (one after another) or block-packed:
+units of `unit_bytes` (a block) holding `rows_per_unit` whole rows each, so a row never
+straddles a block and reading one costs one block (400-byte rows on 512-byte sectors: 512
+bytes per row instead of 896 on average, for a file 28% larger). The dataset cache's
+`features.npy` is converted once (`ensure_feature_file`); writes go to a temporary file
+renamed into place, after a disk-space check that fails with a clear error instead of a
+half-written file.
 """
 from __future__ import annotations
 
