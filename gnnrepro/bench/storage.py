@@ -307,7 +307,11 @@ def _train(data: Any, store: Any, model: torch.nn.Module, optimizer: torch.optim
 def _run_child(settings: dict[str, Any], timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "gnnrepro.bench.storage", json.dumps(settings)]
     print(f"bench storage: {settings['store']} ...", file=sys.stderr, flush=True)
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=timeout, check=False)
+    # A fixed malloc mmap threshold: large buffers freed go back to the system at once (glibc's
+    # adaptive threshold would keep them in the heap, charged to the cap, after the first).
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=timeout, check=False,
+                          env=env)
     if done.returncode != 0:  # its traceback went to our stderr
         return {"store": settings["store"], "error": f"child exited with {done.returncode}"
                                                       " (-9: killed, e.g. out of memory)"}
