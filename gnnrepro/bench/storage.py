@@ -200,7 +200,8 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     cgroup_path = Path(cgroup) if cgroup else None
     if cgroup_path is not None:
         _reset_peak(cgroup_path, settings["cgroup_kind"])
-    warm = FusedSampler(data.graph, fanouts, seed=seed).sample(data.train_idx[:bs], 0)
+    # Twice a batch's seeds: the peak then covers the largest batch's activations too.
+    warm = FusedSampler(data.graph, fanouts, seed=seed).sample(data.train_idx[:2 * bs], 0)
     x = torch.randn(warm.input_nodes.numel(), data.num_features)
     loss = torch.nn.functional.cross_entropy(model(warm.blocks, x), data.labels[warm.seeds])
     loss.backward()
