@@ -120,7 +120,7 @@ def check_values(out_dir: Path, name: str) -> None:
         assert data["error"].isna().all(), data["error"].tolist()
         assert data["rows_identical"].all() and (data["rows_per_s"] > 0).all()
         assert (data.loc[data["store"] == "disk", "budget"].sort_values().tolist()
-                == [0.02, 0.10, 0.25])
+                == [0.02, 0.05, 0.10])
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

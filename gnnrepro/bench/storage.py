@@ -4,7 +4,7 @@ Each store (memory | disk | mmap | lmdb) runs in a child process of its own. Cap
 in a memory cgroup (v1 or v2, created here; root or a delegated cgroup needed): the child
 first loads the graph (into memory), builds the model, trains one warm-up step on random
 inputs and commits the Loader's staging slots, then caps itself at its peak so far plus
-`memory_limit` bytes (at least 8 MiB), so page cache and the store's own buffers get exactly
+`memory_limit` bytes (at least 16 MiB), so page cache and the store's own buffers get exactly
 that much (default: 25% of the feature file). Without a writable cgroup the children
 run uncapped and the JSON says so. The file's page cache is dropped (fadvise) before each
 child, so no store inherits another's warm pages. `memory` (the whole table in RAM) runs
@@ -40,7 +40,7 @@ STORES = ("memory", "disk", "mmap", "lmdb")
 # The least a capped store gets beyond the baseline: a process's own fixed costs (an I/O
 # thread's malloc arena and stack, the reader's buffers) need a few MiB whatever the file's
 # size, so caps of tiny files (tests) would only measure those.
-_MIN_CAP = 8 << 20
+_MIN_CAP = 16 << 20
 
 
 # ---- memory cap --------------------------------------------------------------------------
