@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -47,7 +47,6 @@ class DiskStats:
     requests: int = 0
     bytes_read: int = 0
     read_wait_s: float = 0.0  # time gather() spent blocked on the device
-    extra: dict = field(default_factory=dict)
 
     def hit_rate(self) -> float:
         """Share of distinct rows served from memory (hot set or cache), not read from disk."""
@@ -68,11 +67,11 @@ class DiskStats:
 
 @dataclass
 class _Pending:
-    """A prefetched read: rows of `nodes` (sorted) land in buf[index[i]]; submitted at
+    """A prefetched read: buf row j holds node nodes[perm[j]] (`nodes` sorted); submitted at
     `submitted` (time.perf_counter)."""
 
     nodes: torch.Tensor
-    index: torch.Tensor
+    perm: torch.Tensor
     buf: torch.Tensor
     job: object
     submitted: float
@@ -182,13 +181,13 @@ class DiskFeatureStore(FeatureStore):
     # ---- reading ------------------------------------------------------------------------
 
     def _submit(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, object]:
-        """Start reading rows of distinct `nodes`: (buffer, index into it per node, job)."""
+        """Start reading rows of distinct `nodes`: (buf, perm, job); buf row j will hold node
+        nodes[perm[j]] (rows are read in file order)."""
         pos = nodes if self.position is None else self.position[nodes]
         pos, perm = torch.sort(pos)
         buf = torch.empty((nodes.numel(), self.dim), dtype=self.dtype)
         job = self.reader.submit(pos, buf.view(torch.uint8))
-        index = torch.empty_like(perm).scatter_(0, perm, torch.arange(perm.numel()))
-        return buf, index, job
+        return buf, perm, job
 
     def _wait(self, job: object, nodes: torch.Tensor) -> None:
         """Wait for `job` (reading `nodes`), counting its requests; OSError on failure."""
@@ -217,10 +216,10 @@ class DiskFeatureStore(FeatureStore):
         oldest announced read (rows are matched by node id, so a mismatch costs only reads).
         """
         ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
-        need = self._not_in_memory(torch.unique(ids.long()), count=False)
+        need = self._not_in_memory(torch.unique(ids.long()))
         submitted = time.perf_counter()
-        buf, index, job = self._submit(need)
-        self._pending.append(_Pending(need, index, buf, job, submitted))
+        buf, perm, job = self._submit(need)
+        self._pending.append(_Pending(need, perm, buf, job, submitted))
 
     def discard_prefetched(self) -> None:
         """Forget reads announced by prefetch() and not gathered yet (e.g. an abandoned
@@ -238,14 +237,11 @@ class DiskFeatureStore(FeatureStore):
         self._read_spans.clear()
         return spans
 
-    def _not_in_memory(self, uniq: torch.Tensor, count: bool) -> torch.Tensor:
+    def _not_in_memory(self, uniq: torch.Tensor) -> torch.Tensor:
         """Those of `uniq` that are neither hot nor cached."""
         keep = torch.ones(uniq.numel(), dtype=torch.bool)
         if self.hot_slot.numel():
-            hot = self.hot_slot[uniq] >= 0
-            keep &= ~hot
-            if count:
-                self.stats.hot_hits += int(hot.sum())
+            keep &= self.hot_slot[uniq] < 0
         if self.cache.capacity:
             slots = self.cache.slot_of[uniq]
             keep &= slots < 0
@@ -283,13 +279,12 @@ class DiskFeatureStore(FeatureStore):
         if miss.numel():
             nodes = uniq[miss]
             start = time.perf_counter()
-            buf, index, job = self._submit(nodes)
+            buf, perm, job = self._submit(nodes)
             self._wait(job, nodes)
             self.stats.read_wait_s += time.perf_counter() - start
             self._read_spans.append((start, job.finished_at()))
-            in_buf = torch.empty_like(index).scatter_(0, index, torch.arange(index.numel()))
-            rows.index_copy_(0, miss[in_buf], buf)  # buf row j holds node nodes[in_buf[j]]
-            self.cache.insert(nodes[in_buf], buf)
+            rows.index_copy_(0, miss[perm], buf)
+            self.cache.insert(nodes[perm], buf)
         return _ops.ops.gather_rows(rows, inverse, out)
 
     def _take_prefetched(self, uniq: torch.Tensor, rows: torch.Tensor,
@@ -300,15 +295,15 @@ class DiskFeatureStore(FeatureStore):
         self._wait(p.job, p.nodes)
         self.stats.read_wait_s += time.perf_counter() - start
         self._read_spans.append((p.submitted, p.job.finished_at()))
-        in_buf = torch.empty_like(p.index).scatter_(0, p.index, torch.arange(p.index.numel()))
-        self.cache.insert(p.nodes[in_buf], p.buf)  # buf row j holds node nodes[in_buf[j]]
+        self.cache.insert(p.nodes[p.perm], p.buf)
         if p.nodes.numel() == 0:
             return
         want = torch.nonzero(todo).squeeze(1)
         at = torch.searchsorted(p.nodes, uniq[want]).clamp(max=p.nodes.numel() - 1)
         found = p.nodes[at] == uniq[want]
         got = want[found]
-        rows[got] = p.buf[p.index[at[found]]]
+        row_of = torch.empty_like(p.perm).scatter_(0, p.perm, torch.arange(p.perm.numel()))
+        rows[got] = p.buf[row_of[at[found]]]
         todo[got] = False
         self.stats.prefetch_hits += got.numel()
 
