@@ -4,6 +4,8 @@
 // files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
 #include <torch/extension.h>
 
+#include "features/disk_reader.h"
+
 TORCH_LIBRARY(gnnrepro, m) {
   // Fake-tensor (Meta) kernels of these ops live in Python: data-dependent output sizes need
   // torch.library's dynamic sizes. Torch imports that module when it needs them.
@@ -56,4 +58,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return false;
 #endif
   }, "Whether the CUDA kernels were compiled into this build.");
+  gnnrepro::register_disk_reader(m);  // DiskReader, ReadJob: the O_DIRECT feature reader
 }

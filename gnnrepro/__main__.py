@@ -1,5 +1,5 @@
-"""Command line: `python -m gnnrepro bench {sampling,end-to-end,loader,scaling,partitioned}
-...` and `python -m gnnrepro partition ...` (see --help).
+"""Command line: `python -m gnnrepro bench {sampling,end-to-end,loader,scaling,partitioned,
+storage} ...` and `python -m gnnrepro partition ...` (see --help).
 
 Every training setting is an option declared once in gnnrepro.config (defaults, checks, help);
 the options below the settings are each benchmark's own.
@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
-from gnnrepro.bench import end_to_end, loader, partitioned, sampling_speed, scaling
+from gnnrepro.bench import end_to_end, loader, partitioned, sampling_speed, scaling, storage
 from gnnrepro.checks import check_int
-from gnnrepro.config import PIPELINES, TrainConfig, add_options, list_of
+from gnnrepro.config import (FEATURE_STORES, PIPELINES, TrainConfig, add_options, list_of,
+                             resolve_threads)
 from gnnrepro.datasets import load_scaled
 from gnnrepro.partition import partition_dataset
 
@@ -134,7 +135,34 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--digest-batches", type=_arg_type(_count(0), "digest_batches"), default=2,
                    help="batches per rank checked against the single-machine sampler")
     d.add_argument("--skip-dgl", action="store_true", help="do not run DGL's DistDGL beside")
-    for sub in (s, t, ld, c, d):
+    st = kinds.add_parser("storage", help="feature stores (memory, disk, mmap, lmdb) on data "
+                                          "larger than the memory they may use")
+    add_options(st, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=0.25)
+    st.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=8,
+                    help="batches per measured epoch")
+    st.add_argument("--epochs", type=_arg_type(_count(1), "epochs"), default=2,
+                    help="measured epochs of gathers")
+    st.add_argument("--stores", type=_names(FEATURE_STORES), default=list(FEATURE_STORES),
+                    help=f"comma-separated subset of {','.join(FEATURE_STORES)}")
+    st.add_argument("--memory-limit", type=_arg_type(_count(1), "memory_limit"), default=None,
+                    help="bytes a capped store may use beyond the training process's own "
+                         "(default: 25%% of the feature file)")
+    st.add_argument("--budget-fraction", type=float, default=0.10,
+                    help="disk store's hot set + cache, as a fraction of the feature file")
+    st.add_argument("--hot-policy", choices=("degree", "pagerank"), default="degree")
+    st.add_argument("--engine", choices=("auto", "io_uring", "pread"), default="auto")
+    st.add_argument("--queue-depth", type=_arg_type(_count(1), "queue_depth"), default=32)
+    st.add_argument("--io-threads", type=_arg_type(_count(1), "io_threads"), default=16)
+    st.add_argument("--max-gap-bytes", type=_arg_type(_count(0), "max_gap_bytes"),
+                    default=None)
+    st.add_argument("--lookahead", type=_arg_type(_count(0), "lookahead"), default=2,
+                    help="batches read ahead (disk)")
+    st.add_argument("--no-train", action="store_true", help="skip the end-to-end epoch")
+    st.add_argument("--train-batches", type=_arg_type(_count(1), "train_batches"), default=20,
+                    help="batches of the end-to-end training epoch")
+    st.add_argument("--epoch-seconds", type=float, default=30.0,
+                    help="stop a store's measured gather epoch after this long")
+    for sub in (s, t, ld, c, d, st):
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
 
     p = commands.add_parser("partition", help="METIS partitions with 1-hop halos and a "
@@ -182,6 +210,18 @@ def main(argv: list[str] | None = None) -> int:
                                      digest_batches=args.digest_batches,
                                      dgl_baseline=not args.skip_dgl)
         print(partitioned.format_table(result))
+    elif args.benchmark == "storage":
+        result = storage.run(**data, fanouts=args.fanouts, batch_size=args.batch_size,
+                             batches=args.batches, epochs=args.epochs, stores=args.stores,
+                             memory_limit=args.memory_limit,
+                             budget_fraction=args.budget_fraction, hot_policy=args.hot_policy,
+                             engine=args.engine, io_threads=args.io_threads,
+                             queue_depth=args.queue_depth, max_gap_bytes=args.max_gap_bytes,
+                             lookahead=args.lookahead, threads=resolve_threads(args.threads),
+                             seed=args.seed, train=not args.no_train,
+                             train_batches=args.train_batches,
+                             epoch_seconds=args.epoch_seconds)
+        print(storage.format_table(result))
     else:
         result = scaling.measure(_config(args), **data, ranks=args.ranks,
                                  pipelines=args.pipelines, per_rank_batch=args.per_rank_batch)

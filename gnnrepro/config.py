@@ -24,8 +24,9 @@ import torch
 
 from gnnrepro.checks import check_int, check_positive_float
 from gnnrepro.datasets import KNOWN_DATASETS
+from gnnrepro.features.factory import FEATURE_STORES
 
-__all__ = ["FEATURE_SOURCES", "PIPELINES", "SAMPLER_DEVICES", "SETTINGS",
+__all__ = ["FEATURE_SOURCES", "FEATURE_STORES", "PIPELINES", "SAMPLER_DEVICES", "SETTINGS",
            "Setting", "TrainConfig", "add_options", "check_placement", "resolve_device",
            "resolve_threads", "validate"]
 
@@ -185,6 +186,10 @@ _SETTINGS = [
        "how feature rows reach the GPU: pinned (gathered on the CPU into pinned slots, copied "
        "on side streams), uva (the GPU gathers from pinned host memory), device (features in "
        "GPU memory)"),
+    _s("feature_store", "memory", _choice(FEATURE_STORES), "str",
+       "where feature rows are read from: memory (one shared in-memory copy), disk (O_DIRECT "
+       "reads of an aligned feature file, for features larger than memory), mmap (the file "
+       "memory-mapped), lmdb"),
     _s("pipeline", "fused+pinned", _choice(PIPELINES), "str",
        f"training pipeline: {', '.join(PIPELINES)}"),
     _s("threads", None, _optional(_int(1)), "Optional[int]",
@@ -295,6 +300,7 @@ class TrainConfig:
     device: str = _field("device")
     sampler_device: str = _field("sampler_device")
     feature_source: str = _field("feature_source")
+    feature_store: str = _field("feature_store")
     threads: int | None = _field("threads")
     workers: int = _field("workers")
     streams: int = _field("streams")

@@ -22,7 +22,7 @@ from matplotlib.patches import Patch
 from gnnrepro.atomic import write_atomic
 
 __all__ = ["STYLE", "end_to_end_bars", "save", "scaling_lines", "sensitivity_bars",
-           "speedup_bars", "stage_bars", "timeline"]
+           "speedup_bars", "stage_bars", "storage_lines", "timeline"]
 
 _OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442",
               "#000000", "#999999"]
@@ -326,6 +326,46 @@ def partitioned_lines(data: pd.DataFrame) -> Figure:
                                                          missing["machines"],
                                                          missing["reason"])),
                  va="top", fontsize=7.5, color="#444444", wrap=True)
+STORE_COLORS = {"memory": "#009E73", "disk": "#0072B2", "mmap": "#D55E00", "lmdb": "#CC79A7"}
+
+
+def storage_lines(data: pd.DataFrame, budget: float, ceiling_rows_per_s: float | None,
+                  gids_speedup: float) -> Figure:
+    """Left: rows/s per store (the disk store per memory budget, the others as lines) and the
+    device's ceiling at one request per row. Right: end-to-end epoch time per store, the
+    disk store's at `budget`, with its speedup over mmap beside GIDS's (06_storage)."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.6))
+    ok = data[data["error"].isna()] if "error" in data else data
+    disk = ok[ok["store"] == "disk"].sort_values("budget")
+    left.plot(disk["budget"] * 100, disk["rows_per_s"] / 1e6, marker="o",
+              color=STORE_COLORS["disk"], label="disk (hot + cache budget)")
+    for name in ("memory", "mmap", "lmdb"):
+        row = ok[ok["store"] == name]
+        if len(row):
+            left.axhline(float(row["rows_per_s"].iloc[0]) / 1e6, color=STORE_COLORS[name],
+                         linestyle=":" if name == "memory" else "-", label=name)
+    if ceiling_rows_per_s:
+        left.axhline(ceiling_rows_per_s / 1e6, **PAPER,
+                     label="device: 1 random read per row (fio)")
+    left.set_yscale("log")
+    left.set_xlabel("hot set + cache (% of the feature file)")
+    left.set_ylabel("M rows/s (log)")
+    left.set_title("Gather throughput, memory capped")
+    left.legend(loc="best")
+    bars = ok[(ok["store"] != "disk") | (ok["budget"] == budget)].dropna(subset=["epoch_s"])
+    if len(bars):
+        b = right.bar(bars["store"], bars["epoch_s"], 0.6,
+                      color=[STORE_COLORS.get(x) for x in bars["store"]])
+        right.bar_label(b, fmt="%.1f", fontsize=8, padding=1)
+        right.margins(y=0.15)
+        speedup = bars.loc[bars["store"] == "disk", "speedup_vs_mmap"]
+        if len(speedup) and pd.notna(speedup.iloc[0]):
+            right.set_title(f"Epoch time (disk: {float(speedup.iloc[0]):.1f}x mmap's rows/s; "
+                            f"GIDS: {gids_speedup:.0f}x)", fontsize=9)
+    else:
+        _note(right, "no end-to-end epoch was run")
+    right.set_ylabel("epoch time (s)")
+    right.set_xlabel("feature store")
     return fig
 
 

@@ -22,7 +22,7 @@ nbformat = pytest.importorskip("nbformat")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = ["01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling",
-             "05_sensitivity", "07_partitioned"]
+             "05_sensitivity", "06_storage", "07_partitioned"]
 NEEDS_DGL = {"01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling"}
 FIGURES = {"03_end_to_end": ["03_end_to_end", "03_end_to_end_timeline", "03_pipeline_alone"]}
 
@@ -119,6 +119,13 @@ def check_values(out_dir: Path, name: str) -> None:
         assert (ran["epoch_s"] > 0).all() and (ran["seeds_per_s"] > 0).all()
         check_accuracy(ran["test_acc"])
         assert (data.loc[data["axis"] == "streams", "status"] == "not run").all()
+    elif name == "06_storage":
+        data = stored_data(out_dir, name)
+        assert set(data["store"]) == {"memory", "disk", "mmap", "lmdb"}
+        assert data["error"].isna().all(), data["error"].tolist()
+        assert data["rows_identical"].all() and (data["rows_per_s"] > 0).all()
+        assert (data.loc[data["store"] == "disk", "budget"].sort_values().tolist()
+                == [0.02, 0.05, 0.10])
     elif name == "07_partitioned":
         data = stored_data(out_dir, name)
         ours = data[data["system"] == "ours"].set_index("machines")

@@ -13,11 +13,12 @@ from gnnrepro.experiments.sampling_speedup import sampling_speedup, speedup_tabl
 from gnnrepro.experiments.scaling import scaling, scaling_table
 from gnnrepro.experiments.sensitivity import sensitivity, sensitivity_table
 from gnnrepro.experiments.stage_breakdown import stage_breakdown, stage_table
+from gnnrepro.experiments.storage import storage, storage_table
 from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.tables import write_table
 
 __all__ = ["Params", "Store", "end_to_end", "end_to_end_table", "from_namespace",
            "param_hash", "partitioned", "partitioned_table", "pipeline_alone",
            "pipeline_alone_table", "sampling_speedup", "scaling", "scaling_table", "sensitivity",
-           "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table",
-           "timeline_frame", "write_table"]
+           "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table", "storage",
+           "storage_table", "timeline_frame", "write_table"]

@@ -20,8 +20,8 @@ __all__ = ["LADDER", "LADDER_KEY", "end_to_end_run", "ladder", "loader_run", "sa
 LADDER = ("dgl", "fused", "fused+pinned")
 #: The parameters the shared training run of 01 and 03 (`ladder`) depends on.
 LADDER_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
-              "sampler_device", "feature_source", "threads", "workers", "streams", "seed",
-              "timeline_batches", "train_repeats")
+              "sampler_device", "feature_source", "feature_store", "threads", "workers",
+              "streams", "seed", "timeline_batches", "train_repeats")
 
 
 def train_config(params: Params, **overrides: Any) -> TrainConfig:
@@ -30,7 +30,8 @@ def train_config(params: Params, **overrides: Any) -> TrainConfig:
     settings = {"fanouts": tuple(params.fanouts), "batch_size": params.batch_size,
                 "epochs": params.epochs, "device": params.device,
                 "sampler_device": params.sampler_device,
-                "feature_source": params.feature_source, "threads": params.threads,
+                "feature_source": params.feature_source,
+                "feature_store": params.feature_store, "threads": params.threads,
                 "workers": params.workers, "streams": params.streams, "seed": params.seed}
     return TrainConfig(**(settings | overrides))
 

@@ -102,6 +102,7 @@ class Params:
     device: str = _setting("device")
     sampler_device: str = _setting("sampler_device")
     feature_source: str = _setting("feature_source")
+    feature_store: str = _setting("feature_store")
     gpus: list[int] = _param(
         [1, 2, 4, 8], list_of(_int(1), nonempty=True, unique=True),
         "world sizes (GPUs, or CPU processes on the cpu device) for 04_scaling; "

@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,11 +38,12 @@ from gnnrepro.checks import check_bool, check_device, check_int, check_positive_
 from gnnrepro.config import SETTINGS, check_placement, validate
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.device_rows import DeviceRows
+from gnnrepro.features.factory import open_feature_store
 from gnnrepro.features.staging import StagingRing, StagingSlot
-from gnnrepro.features.store import InMemoryFeatureStore
+from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
 from gnnrepro.pipeline.shard import ShardPlan
-from gnnrepro.pipeline.workers import Task, WorkerPool, unpack
 from gnnrepro.pipeline.spans import Span
+from gnnrepro.pipeline.workers import Task, WorkerPool, unpack
 from gnnrepro.sampling.block import MiniBatch
 
 __all__ = ["Loader", "epoch_order"]
@@ -75,6 +77,19 @@ def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: i
         if rows >= num_nodes:
             return max(num_nodes, 1)
     return rows
+
+
+def _feature_store(store: str | FeatureStore, dataset: Dataset, share: bool) -> FeatureStore:
+    """`store` itself, or the store of kind `store` (memory | disk | mmap | lmdb) of `dataset`."""
+    if isinstance(store, FeatureStore):
+        if (store.num_nodes, store.dim) != tuple(dataset.features.shape):
+            raise ValueError(f"feature_store holds {store.num_nodes} x {store.dim} rows, but "
+                             f"the dataset has {tuple(dataset.features.shape)}")
+        return store
+    if not isinstance(store, str):
+        raise TypeError(f"feature_store must be a kind name or a FeatureStore, got "
+                        f"{type(store).__name__}")
+    return open_feature_store(store, dataset, share=share, pin=False)
 
 
 def _tensors(mb: MiniBatch) -> list[torch.Tensor]:
@@ -159,6 +174,8 @@ class Loader:
     `feature_source` says how rows reach a GPU (gnnrepro.config.FEATURE_SOURCES). With workers, the dataset's graph and features are moved into shared
     memory in place, once (the dataset's tensors then refer to the shared copy). `rank` and
     `world_size` select a data-parallel rank's share of every epoch (see the module doc).
+    `feature_store` is where rows come from: a kind (memory | disk | mmap | lmdb, opened with
+    default budgets by gnnrepro.features.open_feature_store) or a store built by the caller.
     """
 
     def __init__(self, dataset: Dataset, sampler: Any, device: str | torch.device,
@@ -166,6 +183,7 @@ class Loader:
                  prefetch: int = 2, seed: int = 0, drop_last: bool = False, *,
                  worker_threads: int = 1, rank: int = 0, world_size: int = 1,
                  feature_source: str = SETTINGS["feature_source"].default,
+                 feature_store: str | FeatureStore = SETTINGS["feature_store"].default,
                  timeout_s: float = SETTINGS["timeout_s"].default):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
@@ -201,8 +219,13 @@ class Loader:
         if self.workers:
             dataset.graph.share_memory_()  # workers map the graph, never copy it
         # Unpinned: with feature_source 'pinned' rows reach the GPU from the pinned staging
-        # slots, never from the table itself; 'uva' and 'device' gather on the GPU instead.
-        self.store = InMemoryFeatureStore(dataset.features, share=self.workers > 0, pin=False)
+        # slots, never from the table itself; 'uva' and 'device' gather on the GPU instead,
+        # from the in-memory table.
+        self.store = _feature_store(feature_store, dataset, share=self.workers > 0)
+        if self.feature_source != "pinned" and not isinstance(self.store, InMemoryFeatureStore):
+            raise ValueError(f"feature_source={self.feature_source!r} gathers on the GPU from "
+                             f"the in-memory table: feature_store must be 'memory', got "
+                             f"{type(self.store).__name__}")
         self._device_rows = (DeviceRows(self.store, self.feature_source, self.device)
                              if self.feature_source != "pinned" else None)
         graph = dataset.graph
@@ -308,6 +331,9 @@ class Loader:
         where = getattr(self.sampler, "device", torch.device("cpu"))
         if where.type == "cuda":  # a GPU sampler takes its seeds on the GPU
             ids = ids.to(where)
+        if callable(getattr(self.store, "prefetch", None)):
+            yield from self._in_process_ahead(ids, epoch)
+            return
         for b in range(len(self)):
             start, stop = self.plan.bounds(b)
             yield self._handover(*self._local(b, ids[start:stop], self.plan.batch_id(epoch, b)))
@@ -366,6 +392,11 @@ class Loader:
         self._spans.append(Span(b, "sample", "loader", start, sampled))
         if self._ring is None:
             return self._on_device(mb, b)
+        return self._gather_local(b, mb)
+
+    def _gather_local(self, b: int, mb: MiniBatch) -> tuple[MiniBatch, torch.cuda.Event | None]:
+        """Gather sampled batch b's rows into a staging slot here and start its transfer."""
+        start = time.perf_counter()
         slot = self._ring.acquire()
         try:
             x = self.store.gather(mb.input_nodes.cpu(), out=slot.buffer)
@@ -373,9 +404,35 @@ class Loader:
             slot.release()
             raise
         gathered = time.perf_counter()
-        self._work["extract"] += gathered - sampled
-        self._spans.append(Span(b, "extract", "loader", sampled, gathered))
+        self._work["extract"] += gathered - start
+        self._spans.append(Span(b, "extract", "loader", start, gathered))
+        for begin, end in getattr(self.store, "take_read_spans", list)():
+            self._spans.append(Span(b, "extract", "disk", begin, end))  # the device's part
         return self._transfer(mb, x, slot, b)
+
+    def _in_process_ahead(self, ids: torch.Tensor, epoch: int) -> Iterator[MiniBatch]:
+        """workers=0 with a store that reads ahead (DiskFeatureStore.prefetch): batches are
+        sampled `prefetch` ahead of the one gathered and their input nodes announced, so the
+        store's reads for the next batches overlap this batch's gather and training step."""
+        self.store.discard_prefetched()
+        ahead: deque[tuple[int, MiniBatch]] = deque()
+        nxt = 0
+        for b in range(len(self)):
+            while nxt < len(self) and nxt <= b + self.prefetch:
+                start, stop = self.plan.bounds(nxt)
+                t0 = time.perf_counter()
+                mb = self.sampler.sample(ids[start:stop], self.plan.batch_id(epoch, nxt))
+                t1 = time.perf_counter()
+                self.store.prefetch(mb.input_nodes)
+                t2 = time.perf_counter()
+                self._work["sample"] += t1 - t0
+                self._work["extract"] += t2 - t1
+                self._spans += [Span(nxt, "sample", "loader", t0, t1),
+                                Span(nxt, "extract", "loader", t1, t2)]
+                ahead.append((nxt, mb))
+                nxt += 1
+            index, mb = ahead.popleft()
+            yield self._handover(*self._gather_local(index, mb))
 
     def _on_device(self, mb: MiniBatch,
                    b: int) -> tuple[MiniBatch, torch.cuda.Event | None]:

@@ -65,6 +65,9 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     fanouts = list(config.fanouts)
     ranks = {"rank": rank, "world_size": world_size, "seed": config.seed}
     if config.pipeline == "dgl":
+        if config.feature_store != "memory":
+            raise ValueError("pipeline='dgl' slices the features itself, from memory: "
+                             f"feature_store must be 'memory', got {config.feature_store!r}")
         return DGLLoader(dataset, fanouts, device, config.batch_size, **ranks)
     serial = config.pipeline in ("reference", "fused")
     workers = 0 if serial else config.workers
@@ -80,7 +83,8 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     return Loader(dataset, sampler, device, config.batch_size, workers=workers,
                   streams=1 if serial else config.streams,
                   prefetch=1 if serial else config.prefetch,
-                  feature_source=config.feature_source, timeout_s=config.timeout_s, **ranks)
+                  feature_source=config.feature_source, feature_store=config.feature_store,
+                  timeout_s=config.timeout_s, **ranks)
 
 
 def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_size: int = 1,

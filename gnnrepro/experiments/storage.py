@@ -1,0 +1,107 @@
+"""06_storage: feature stores on data larger than memory (issue 14; GIDS, seeds/001; GraphBolt's
+disk features, seeds/003) - throughput vs memory budget against the device ceiling, and one
+training epoch end to end.
+
+One `bench storage` run with every store (memory | disk | mmap | lmdb) at the default budget,
+and disk-only runs at the other budgets; each capped store may use MEMORY_FRACTION of the
+feature file beyond what the training process needs (a memory cgroup, see bench.storage).
+The storage settings are constants here until the config module takes them as parameters.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from gnnrepro.experiments import paper
+from gnnrepro.experiments.params import Params
+from gnnrepro.experiments.store import Store
+
+__all__ = ["NAME", "storage", "storage_table"]
+
+NAME = "06_storage"
+#: The disk store's hot set + cache, as fractions of the feature file; the first is the run
+#: with every store in it.
+BUDGETS = (0.10, 0.02, 0.05)
+#: Page cache + store memory a capped store may use, as a fraction of the feature file.
+MEMORY_FRACTION = 0.25
+#: Measured batches per epoch, epochs of gathers, batches of the end-to-end epoch, and the
+#: longest a store's measured epoch may take (slow baselines report the batches they did).
+BATCHES, EPOCHS, TRAIN_BATCHES, EPOCH_SECONDS = 6, 2, 3, 20.0
+#: Batches for data larger than memory touch a small share of it (a batch of 1024 with
+#: fanouts 15,10,5 reads ~80% of products-sim at scale 0.05, and would need more memory than
+#: the cap): at most this many seeds, and the two innermost fanouts.
+MAX_BATCH_SIZE = 128
+#: Batches read ahead by the disk store: one (each batch read ahead is held in memory, and at
+#: the default scale a batch is ~6% of the file, so more would not fit the cap).
+LOOKAHEAD = 1
+_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "threads", "seed")
+
+
+def _bench(params: Params, store: Store, stores: list[str], budget: float,
+           ceiling: bool) -> dict:
+    import gnnrepro.bench.storage as storage_bench
+    kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
+              "fanouts": list(params.fanouts)[-2:],
+              "batch_size": min(params.batch_size, MAX_BATCH_SIZE),
+              "batches": BATCHES, "epochs": EPOCHS, "stores": stores,
+              "budget_fraction": budget, "threads": params.threads, "seed": params.seed,
+              "train_batches": TRAIN_BATCHES, "epoch_seconds": EPOCH_SECONDS,
+              "ceiling_seconds": 1.0, "ceiling": ceiling, "memory_fraction": MEMORY_FRACTION,
+              "lookahead": LOOKAHEAD}
+    return store.memo("storage", kwargs, lambda: storage_bench.run(**kwargs), params.force)
+
+
+def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Tidy rows per (store, budget): rows_per_s, speedup_vs_mmap, bytes_read_per_byte_used,
+    hit rate of the last epoch, fraction of the device's row ceiling, epoch_s end to end and
+    its ratio to the in-memory store, rows_identical and the memory cap's mode."""
+    results = Store(params.results_dir)
+
+    def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
+        rows = []
+        runs = [(BUDGETS[0], _bench(params, results, ["memory", "disk", "mmap", "lmdb"],
+                                    BUDGETS[0], True))]  # the device ceiling: measured once
+        runs += [(b, _bench(params, results, ["disk"], b, False)) for b in BUDGETS[1:]]
+        for budget, result in runs:
+            for name, r in result["stores"].items():
+                if "error" in r:
+                    rows.append({"store": name, "budget": budget, "error": r["error"]})
+                    continue
+                fraction = r.get("fraction_of_device_ceiling") or {}
+                train = r.get("train", {})
+                rows.append({
+                    "store": name, "budget": budget if name == "disk" else math.nan,
+                    "rows_per_s": r["rows_per_s"], "speedup_vs_mmap": r["speedup_vs_mmap"],
+                    "bytes_read_per_byte_used": r.get("bytes_read_per_byte_used"),
+                    "hit_rate": r["hit_rate"][-1], "ceiling_fraction": fraction.get("rows"),
+                    "epoch_s": train.get("epoch_s"), "vs_memory": train.get("vs_memory"),
+                    "rows_identical": r["rows_identical"], "cap": r["cap"]["mode"],
+                    "error": None})
+        first = runs[0][1]
+        ceiling = {k: v for k, v in first["device_ceiling"].items() if v}
+        meta = {"feature_file": first["feature_file"], "device_ceiling": ceiling,
+                "memory_fraction": MEMORY_FRACTION, "budgets": list(BUDGETS),
+                "paper": {"gids_speedup_vs_mmap": paper.GIDS_SPEEDUP_VS_MMAP,
+                          "graphbolt_read_amplification": paper.GRAPHBOLT_READ_AMPLIFICATION}}
+        return pd.DataFrame(rows), meta
+
+    return results.cached(NAME, params.key(_KEY), compute, params.force)
+
+
+def storage_table(data: pd.DataFrame) -> pd.DataFrame:
+    """One row per (store, budget): throughput, its ratio to mmap, read amplification, hit
+    rate, end-to-end epoch and its ratio to the in-memory store."""
+    return pd.DataFrame({
+        "store": data["store"],
+        "budget (of file)": data["budget"],
+        "M rows/s": data["rows_per_s"] / 1e6,
+        "x mmap": data["speedup_vs_mmap"],
+        "bytes read / used": data["bytes_read_per_byte_used"],
+        "hit rate": data["hit_rate"],
+        "epoch (s)": data["epoch_s"],
+        "x in-memory epoch": data["vs_memory"],
+        "rows identical": data["rows_identical"],
+        "memory cap": data["cap"],
+    })

@@ -1,0 +1,176 @@
+"""The stores a disk-backed store is measured against: a memory-mapped file, and LMDB.
+
+* MmapFeatureStore: the feature file mapped and indexed - what DGL (np.load(mmap_mode="r"))
+  and GIDS's baseline do. Every row read is a page fault into the page cache, which the OS
+  evicts under memory pressure; 4 KiB pages (plus read-ahead) per 400-byte row.
+* LmdbFeatureStore: rows in an LMDB database (the DGL memory note, seeds/003), `rows_per_key`
+  consecutive rows per value, keys big-endian so the B-tree keeps them in row order.
+Both follow InMemoryFeatureStore's gather(ids, out) contract.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from gnnrepro import _ops
+from gnnrepro.checks import check_int, check_node_ids
+from gnnrepro.features.feature_file import read_header
+from gnnrepro.features.store import FeatureStore, check_out
+
+__all__ = ["LmdbFeatureStore", "MmapFeatureStore", "write_lmdb"]
+
+_NP = {torch.float32: np.float32, torch.float16: np.float16, torch.float64: np.float64}
+
+
+class MmapFeatureStore(FeatureStore):
+    """Rows of the feature file at `path`, memory-mapped read-only and gathered from the map."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.info = read_header(self.path)
+        if self.info.packed:
+            raise ValueError(f"{self.path} is block-packed: the mmap store reads dense feature "
+                             "files (like DGL's np.load(mmap_mode='r'))")
+        if self.info.dtype not in _NP:
+            raise TypeError(f"{self.path}: mmap store supports {list(_NP)}, not "
+                            f"{self.info.dtype}")
+        order = self.info.order()
+        self.position = None if order is None else torch.empty_like(order).scatter_(
+            0, order, torch.arange(order.numel()))
+        array = np.memmap(self.path, dtype=_NP[self.info.dtype], mode="r",
+                          offset=self.info.data_offset, shape=(self.info.num_nodes,
+                                                               self.info.dim))
+        with warnings.catch_warnings():  # read-only map: gather only ever reads it
+            warnings.simplefilter("ignore", UserWarning)
+            self.table = torch.from_numpy(array) if array.size else torch.empty(0, self.info.dim)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.info.num_nodes
+
+    @property
+    def dim(self) -> int:
+        return self.info.dim
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.info.dtype
+
+    def nbytes(self) -> int:
+        return self.info.data_bytes
+
+    def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows `ids` (a page fault per row not yet in the page cache)."""
+        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
+        if out is None:
+            out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
+        else:
+            out = check_out(out, ids.numel(), self.dim, self.dtype)
+        if self.position is not None:
+            ids = self.position[ids.long()]
+        _ops.ops.gather_rows(self.table, ids, out)
+        return out[: ids.numel()]
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["path"])
+
+
+def write_lmdb(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
+               rows_per_key: int = 1) -> Path:
+    """Write `features` into a new LMDB database directory `path`, `rows_per_key` rows a value."""
+    import lmdb
+    if isinstance(features, torch.Tensor):
+        features = features.numpy()
+    check_int("rows_per_key", rows_per_key, 1)
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    n, dim = features.shape
+    map_size = int(features.nbytes * 1.6) + (64 << 20)
+    env = lmdb.open(str(path), map_size=map_size, subdir=True, lock=False, sync=False)
+    try:
+        with env.begin(write=True) as txn:
+            txn.put(b"__meta__", f"{n},{dim},{features.dtype},{rows_per_key}".encode())
+            for start in range(0, n, rows_per_key):
+                txn.put(start.to_bytes(8, "big"),
+                        np.ascontiguousarray(features[start:start + rows_per_key]).tobytes())
+        env.sync(True)
+    finally:
+        env.close()
+    return path
+
+
+class LmdbFeatureStore(FeatureStore):
+    """Rows from the LMDB database at `path` (written by write_lmdb): one get per key.
+
+    `position[node]` is the row the database stores node `node` at (None: the same row), so a
+    database written from a feature file's rows keeps that file's row order.
+    """
+
+    def __init__(self, path: str | os.PathLike, position: torch.Tensor | None = None):
+        import lmdb
+        self.path = Path(path)
+        self.position = position
+        self._env = lmdb.open(str(self.path), readonly=True, lock=False, readahead=False,
+                              subdir=True)
+        with self._env.begin() as txn:
+            meta = txn.get(b"__meta__")
+        if meta is None:
+            raise ValueError(f"{self.path} is not a feature database (no __meta__ key)")
+        n, dim, dtype, per = meta.decode().split(",")
+        self._num_nodes, self._dim, self._per = int(n), int(dim), int(per)
+        self._np_dtype = np.dtype(dtype)
+        self._dtype = torch.from_numpy(np.empty(0, self._np_dtype)).dtype
+
+    @property
+    def num_nodes(self) -> int:
+        return self._num_nodes
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    def nbytes(self) -> int:
+        return self._num_nodes * self._dim * self._np_dtype.itemsize
+
+    def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows `ids`: one LMDB get per distinct key, in key order."""
+        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
+        if out is None:
+            out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
+        else:
+            out = check_out(out, ids.numel(), self.dim, self.dtype)
+        if ids.numel() == 0:
+            return out[:0]
+        ids64 = (ids.long() if self.position is None else self.position[ids.long()]).numpy()
+        keys, key_of = np.unique(ids64 // self._per, return_inverse=True)
+        chunks = np.empty((keys.size, self._per, self._dim), dtype=self._np_dtype)
+        with self._env.begin(buffers=True) as txn:
+            for i, k in enumerate(keys.tolist()):
+                value = txn.get((k * self._per).to_bytes(8, "big"))
+                if value is None:
+                    raise KeyError(f"{self.path}: no row block for node {k * self._per}")
+                block = np.frombuffer(value, dtype=self._np_dtype).reshape(-1, self._dim)
+                chunks[i, :block.shape[0]] = block
+        rows = torch.from_numpy(chunks[key_of, ids64 % self._per])
+        out[: ids.numel()] = rows
+        return out[: ids.numel()]
+
+    def close(self) -> None:
+        self._env.close()
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "position": self.position}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["path"], state["position"])

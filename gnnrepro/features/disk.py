@@ -1,0 +1,333 @@
+"""DiskFeatureStore: features larger than memory, read from a feature file with direct I/O.
+
+The CPU counterpart of GIDS (seeds/001): rows come from three places, in this order -
+* a hot set kept in memory (shared between processes; page-locked with CUDA), chosen by the
+  caller (`hot_nodes`: in-degree or reverse PageRank) within a byte budget;
+* a CLOCK cache of recently read rows within a second byte budget (one per process);
+* the file, through gnnrepro._C.DiskReader: O_DIRECT (no page cache, so the memory used is
+  exactly the two budgets), requests aligned to the device's logical block size, rows that
+  share or sit near a block coalesced into one request, many requests in flight (io_uring, or
+  a pread thread pool).
+`prefetch(ids)` starts the reads of an upcoming batch at once (GIDS's window buffering); its
+requests share the reader's queue with the current batch's, so the device stays busy across
+batches (the storage access accumulator). Every row returned is the row of the id asked for: a
+failed or short read raises OSError naming the file and the nodes, never zeros.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from gnnrepro import _ops
+from gnnrepro.checks import check_int, check_node_ids
+from gnnrepro.features.feature_file import block_size_of, read_header
+from gnnrepro.features.row_cache import ClockCache
+from gnnrepro.features.store import FeatureStore, check_out
+from gnnrepro.pinning import pin_in_place
+
+__all__ = ["DiskFeatureStore", "DiskStats"]
+
+ENGINES = ("auto", "io_uring", "pread")
+
+
+@dataclass
+class DiskStats:
+    """Counters since the last reset: where rows came from and what the device was asked."""
+
+    rows: int = 0            # rows asked for (repeats included)
+    unique: int = 0          # distinct rows asked for
+    hot_hits: int = 0
+    cache_hits: int = 0
+    prefetch_hits: int = 0
+    rows_read: int = 0       # rows read from the file (prefetched ones included)
+    requests: int = 0
+    bytes_read: int = 0
+    read_wait_s: float = 0.0  # time gather() spent blocked on the device
+
+    def hit_rate(self) -> float:
+        """Share of distinct rows served from memory (hot set or cache), not read from disk."""
+        return (self.hot_hits + self.cache_hits) / max(self.unique, 1)
+
+    def bytes_read_per_byte_used(self, row_bytes: int) -> float:
+        """Device bytes read per byte of row data actually used (read amplification)."""
+        return self.bytes_read / max(self.rows_read * row_bytes, 1)
+
+    def to_dict(self, row_bytes: int) -> dict:
+        return {"rows": self.rows, "unique": self.unique, "hot_hits": self.hot_hits,
+                "cache_hits": self.cache_hits, "prefetch_hits": self.prefetch_hits,
+                "rows_read": self.rows_read, "requests": self.requests,
+                "bytes_read": self.bytes_read, "read_wait_s": self.read_wait_s,
+                "hit_rate": self.hit_rate(),
+                "bytes_read_per_byte_used": self.bytes_read_per_byte_used(row_bytes)}
+
+
+@dataclass
+class _Pending:
+    """A prefetched read: buf row j holds node nodes[perm[j]] (`nodes` sorted); submitted at
+    `submitted` (time.perf_counter)."""
+
+    nodes: torch.Tensor
+    perm: torch.Tensor
+    buf: torch.Tensor
+    job: object
+    submitted: float
+
+
+class DiskFeatureStore(FeatureStore):
+    """Rows of the feature file at `path`, gathered like InMemoryFeatureStore's (same contract).
+
+    `hot_ids`: nodes whose rows are held in memory (e.g. `hot_nodes(graph, rows)`).
+    `cache_bytes`: size of the CLOCK cache of other rows (0: none).
+    `engine`: "auto" | "io_uring" | "pread"; `threads` pread threads, `queue_depth` io_uring
+    requests in flight. `block_size`: alignment (default: the device's logical block size).
+    `max_gap_bytes`: rows this close are read in one request (default one block);
+    `max_request_bytes`: the largest request. `direct=False` reads through the page cache
+    (for file systems without O_DIRECT, e.g. tmpfs).
+    Pickling (to worker processes) shares the hot set and reopens the file; caches are per
+    process.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, hot_ids: torch.Tensor | None = None,
+                 cache_bytes: int = 0, engine: str = "auto", threads: int = 16,
+                 queue_depth: int = 32, block_size: int | None = None,
+                 max_gap_bytes: int | None = None, max_request_bytes: int = 128 << 10,
+                 direct: bool = True, share: bool = True, pin: bool = False):
+        self.path = Path(path)
+        self.info = read_header(self.path)
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        check_int("cache_bytes", cache_bytes, 0)
+        check_int("threads", threads, 1)
+        check_int("queue_depth", queue_depth, 1)
+        check_int("max_request_bytes", max_request_bytes, 512)
+        self.block_size = block_size_of(self.path) if block_size is None else \
+            check_int("block_size", block_size, 512)
+        self.max_gap_bytes = self.block_size if max_gap_bytes is None else \
+            check_int("max_gap_bytes", max_gap_bytes, 0)
+        self.settings = {"engine": engine, "threads": threads, "queue_depth": queue_depth,
+                         "max_request_bytes": max_request_bytes, "direct": direct}
+        self.cache_bytes = cache_bytes
+        order = self.info.order()
+        self.order = order  # order[slot] = node (None: identity)
+        self.position = None if order is None else torch.empty_like(order).scatter_(
+            0, order, torch.arange(order.numel()))
+        self.hot_slot = torch.empty(0, dtype=torch.int32)
+        self.hot = torch.empty((0, self.dim), dtype=self.dtype)
+        self.pinned = False
+        self._open()
+        if hot_ids is not None and hot_ids.numel():
+            hot_ids = check_node_ids(hot_ids, self.num_nodes, "hot_ids", torch.device("cpu"))
+            hot_ids = torch.unique(hot_ids.long())
+            if self.position is not None:  # in file order: the rows land where they belong
+                hot_ids = hot_ids[torch.argsort(self.position[hot_ids])]
+            self.hot = self._read_in_file_order(hot_ids)
+            self.hot_slot = torch.full((self.num_nodes,), -1, dtype=torch.int32)
+            self.hot_slot[hot_ids] = torch.arange(hot_ids.numel(), dtype=torch.int32)
+        if share:
+            self.hot.share_memory_()
+            self.hot_slot.share_memory_()
+            if self.position is not None:
+                self.position.share_memory_()
+        if pin:
+            self.pinned = pin_in_place(self.hot)
+
+    def _open(self) -> None:
+        s = self.settings
+        self.reader = _ops._C.DiskReader(
+            str(self.path), self.info.data_offset, self.info.row_bytes, self.num_nodes,
+            self.block_size, s["threads"], s["queue_depth"], self.max_gap_bytes,
+            s["max_request_bytes"], s["engine"], s["direct"], self.info.rows_per_unit,
+            self.info.unit_bytes)
+        self.cache = ClockCache(self.cache_bytes // self.info.row_bytes, self.num_nodes,
+                                self.dim, self.dtype)
+        self.stats = DiskStats()
+        self._pending: deque[_Pending] = deque()
+        self._read_spans: deque[tuple[float, float]] = deque(maxlen=4096)  # if nobody takes
+
+    @property
+    def num_nodes(self) -> int:
+        return self.info.num_nodes
+
+    @property
+    def dim(self) -> int:
+        return self.info.dim
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.info.dtype
+
+    @property
+    def engine(self) -> str:
+        """"io_uring" or "pread": what the reader really uses."""
+        return self.reader.engine
+
+    def nbytes(self) -> int:
+        return self.info.data_bytes
+
+    def memory_bytes(self) -> int:
+        """Bytes of rows held in memory: the hot set plus this process's cache."""
+        return self.hot.numel() * self.hot.element_size() + self.cache.nbytes() + \
+            self.hot_slot.numel() * 4
+
+    def reset_stats(self) -> DiskStats:
+        """Return the counters so far and start new ones (e.g. once per epoch)."""
+        stats, self.stats = self.stats, DiskStats()
+        return stats
+
+    # ---- reading ------------------------------------------------------------------------
+
+    def _submit(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, object]:
+        """Start reading rows of distinct `nodes`: (buf, perm, job); buf row j will hold node
+        nodes[perm[j]] (rows are read in file order)."""
+        pos = nodes if self.position is None else self.position[nodes]
+        pos, perm = torch.sort(pos)
+        buf = torch.empty((nodes.numel(), self.dim), dtype=self.dtype)
+        job = self.reader.submit(pos, buf.view(torch.uint8))
+        return buf, perm, job
+
+    def _wait(self, job: object, nodes: torch.Tensor) -> None:
+        """Wait for `job` (reading `nodes`), counting its requests; OSError on failure."""
+        try:
+            requests, nbytes = job.wait()
+        except RuntimeError as exc:
+            shown = nodes[:8].tolist()
+            more = f" and {nodes.numel() - 8} more" if nodes.numel() > 8 else ""
+            raise OSError(f"DiskFeatureStore: could not read the rows of nodes {shown}{more}: "
+                          f"{exc}") from exc
+        self.stats.requests += requests
+        self.stats.bytes_read += nbytes
+        self.stats.rows_read += nodes.numel()
+
+    def _read_in_file_order(self, nodes: torch.Tensor) -> torch.Tensor:
+        """Rows of `nodes` (distinct, in file order), read into one new tensor."""
+        pos = nodes if self.position is None else self.position[nodes]
+        buf = torch.empty((nodes.numel(), self.dim), dtype=self.dtype)
+        self._wait(self.reader.submit(pos, buf.view(torch.uint8)), nodes)
+        return buf
+
+    def prefetch(self, ids: torch.Tensor) -> None:
+        """Start reading the rows of an upcoming gather(ids) now (not waiting for them).
+
+        Announce batches in the order they will be gathered: each gather() consumes the
+        oldest announced read (rows are matched by node id, so a mismatch costs only reads).
+        """
+        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
+        need = self._not_in_memory(torch.unique(ids.long()))
+        submitted = time.perf_counter()
+        buf, perm, job = self._submit(need)
+        self._pending.append(_Pending(need, perm, buf, job, submitted))
+
+    def discard_prefetched(self) -> None:
+        """Forget reads announced by prefetch() and not gathered yet (e.g. an abandoned
+        epoch's), after they finish: their buffers must not be reused while being written."""
+        while self._pending:
+            try:
+                self._pending.popleft().job.wait()
+            except RuntimeError:
+                pass  # nobody will use these rows
+
+    def take_read_spans(self) -> list[tuple[float, float]]:
+        """(submitted, finished) perf_counter times of the reads gathered since the last call:
+        when the device worked for the batches, for the stage timeline."""
+        spans = list(self._read_spans)
+        self._read_spans.clear()
+        return spans
+
+    def _not_in_memory(self, uniq: torch.Tensor) -> torch.Tensor:
+        """Those of `uniq` that are neither hot nor cached."""
+        keep = torch.ones(uniq.numel(), dtype=torch.bool)
+        if self.hot_slot.numel():
+            keep &= self.hot_slot[uniq] < 0
+        if self.cache.capacity:
+            slots = self.cache.slot_of[uniq]
+            keep &= slots < 0
+        return uniq[keep]
+
+    def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows `ids` (int32/int64, repeats allowed) into out[:len(ids)] (allocated if None)."""
+        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
+        if out is None:
+            out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
+        else:
+            out = check_out(out, ids.numel(), self.dim, self.dtype)
+        n = ids.numel()
+        self.stats.rows += n
+        if n == 0:
+            return out[:0]
+        uniq, inverse = torch.unique(ids.long(), return_inverse=True)
+        self.stats.unique += uniq.numel()
+        rows = torch.empty((uniq.numel(), self.dim), dtype=self.dtype)
+        todo = torch.ones(uniq.numel(), dtype=torch.bool)
+        if self.hot_slot.numel():
+            slot = self.hot_slot[uniq]
+            hit = torch.nonzero(slot >= 0).squeeze(1)
+            rows[hit] = self.hot[slot[hit].long()]
+            todo[hit] = False
+            self.stats.hot_hits += hit.numel()
+        hit, slots = self.cache.lookup(uniq)
+        if hit.numel():
+            rows[hit] = self.cache.data[slots]
+            todo[hit] = False
+            self.stats.cache_hits += hit.numel()
+        if self._pending:
+            self._take_prefetched(uniq, rows, todo)
+        miss = torch.nonzero(todo).squeeze(1)
+        if miss.numel():
+            nodes = uniq[miss]
+            start = time.perf_counter()
+            buf, perm, job = self._submit(nodes)
+            self._wait(job, nodes)
+            self.stats.read_wait_s += time.perf_counter() - start
+            self._read_spans.append((start, job.finished_at()))
+            rows.index_copy_(0, miss[perm], buf)
+            self.cache.insert(nodes[perm], buf)
+        _ops.ops.gather_rows(rows, inverse, out)
+        return out[: inverse.numel()]
+
+    def _take_prefetched(self, uniq: torch.Tensor, rows: torch.Tensor,
+                         todo: torch.Tensor) -> None:
+        """Fill rows of `uniq` still to do from the oldest prefetched read (waiting for it)."""
+        p = self._pending.popleft()
+        start = time.perf_counter()
+        self._wait(p.job, p.nodes)
+        self.stats.read_wait_s += time.perf_counter() - start
+        self._read_spans.append((p.submitted, p.job.finished_at()))
+        self.cache.insert(p.nodes[p.perm], p.buf)
+        if p.nodes.numel() == 0:
+            return
+        want = torch.nonzero(todo).squeeze(1)
+        at = torch.searchsorted(p.nodes, uniq[want]).clamp(max=p.nodes.numel() - 1)
+        found = p.nodes[at] == uniq[want]
+        got = want[found]
+        row_of = torch.empty_like(p.perm).scatter_(0, p.perm, torch.arange(p.perm.numel()))
+        rows[got] = p.buf[row_of[at[found]]]
+        todo[got] = False
+        self.stats.prefetch_hits += got.numel()
+
+    def close(self) -> None:
+        """Wait for reads in flight, then close the file (idempotent)."""
+        self.discard_prefetched()
+        self.reader.close()
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "settings": self.settings, "block_size": self.block_size,
+                "max_gap_bytes": self.max_gap_bytes, "cache_bytes": self.cache_bytes,
+                "hot": self.hot, "hot_slot": self.hot_slot, "order": self.order,
+                "position": self.position}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.info = read_header(self.path)
+        self.pinned = False  # page-locking does not travel to another process
+        self._open()
+
+    def __repr__(self) -> str:
+        return (f"DiskFeatureStore({str(self.path)!r}, num_nodes={self.num_nodes}, "
+                f"dim={self.dim}, hot={self.hot.shape[0]}, cache_rows={self.cache.capacity}, "
+                f"engine={self.engine}, block_size={self.block_size})")
+
