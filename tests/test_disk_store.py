@@ -247,7 +247,8 @@ def test_open_close_a_thousand_times_leaks_nothing(files) -> None:
     cycle(50)  # warm up allocator and caches
     fds, threads, rss = proc.num_fds(), proc.num_threads(), proc.memory_info().rss
     cycle(1000)
-    assert proc.num_fds() == fds and proc.num_threads() == threads
+    # No more descriptors or threads than before (threads of earlier tests may end meanwhile).
+    assert proc.num_fds() <= fds and proc.num_threads() <= threads
     assert proc.memory_info().rss - rss < 32 << 20
     header = read_header(files["plain"])
     assert (header.num_nodes, header.dim) == (N, DIM)
