@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                                      dgl_baseline=not args.skip_dgl)
         print(partitioned.format_table(result))
     elif args.benchmark == "storage":
-        result = storage.run(**data, fanouts=args.fanouts, batch_size=args.batch_size,
+        result = storage.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
                              batches=args.batches, epochs=args.epochs, stores=args.stores,
                              memory_limit=args.memory_limit,
                              budget_fraction=args.budget_fraction, hot_policy=args.hot_policy,

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["format_table", "run"]
+__all__ = ["format_table", "measure"]
 
 _CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 _CGROUP_V2 = Path("/sys/fs/cgroup")
@@ -342,16 +342,16 @@ def _run_child(settings: dict[str, Any], timeout: float) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run(*, dataset: str = "products-sim", scale: float = 0.25, root: str | None = None,
-        fanouts: list[int] | None = None, batch_size: int = 1024, batches: int = 8,
-        epochs: int = 2, stores: list[str] | None = None, memory_limit: int | None = None,
-        budget_fraction: float = 0.10, hot_share: float = 0.5, hot_policy: str = "degree",
-        engine: str = "auto", io_threads: int = 16, queue_depth: int = 32,
-        max_gap_bytes: int | None = None, lookahead: int = 2, threads: int = 2,
-        hidden: int = 256, seed: int = 0, train: bool = True, train_batches: int = 20,
-        epoch_seconds: float = 30.0, memory_fraction: float = 0.25,
-        ceiling_seconds: float = 2.0, ceiling: bool = True,
-        timeout_s: float = 900.0) -> dict[str, Any]:
+def measure(*, dataset: str = "products-sim", scale: float = 0.25, root: str | None = None,
+            fanouts: list[int] | None = None, batch_size: int = 1024, batches: int = 8,
+            epochs: int = 2, stores: list[str] | None = None, memory_limit: int | None = None,
+            budget_fraction: float = 0.10, hot_share: float = 0.5, hot_policy: str = "degree",
+            engine: str = "auto", io_threads: int = 16, queue_depth: int = 32,
+            max_gap_bytes: int | None = None, lookahead: int = 2, threads: int = 2,
+            hidden: int = 256, seed: int = 0, train: bool = True, train_batches: int = 20,
+            epoch_seconds: float = 30.0, memory_fraction: float = 0.25,
+            ceiling_seconds: float = 2.0, ceiling: bool = True,
+            timeout_s: float = 900.0) -> dict[str, Any]:
     """Run the stores side by side (see the module doc); returns the JSON-ready result."""
     from gnnrepro.datasets import load_scaled
     from gnnrepro.env import environment

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from gnnrepro.bench import storage as storage_bench
+from gnnrepro.config import resolve_threads
 from gnnrepro.experiments import paper
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
@@ -41,16 +43,15 @@ _KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "threads", "seed")
 
 def _bench(params: Params, store: Store, stores: list[str], budget: float,
            ceiling: bool) -> dict:
-    import gnnrepro.bench.storage as storage_bench
     kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
               "fanouts": list(params.fanouts)[-2:],
               "batch_size": min(params.batch_size, MAX_BATCH_SIZE),
               "batches": BATCHES, "epochs": EPOCHS, "stores": stores,
-              "budget_fraction": budget, "threads": params.threads, "seed": params.seed,
+              "budget_fraction": budget, "threads": resolve_threads(params.threads), "seed": params.seed,
               "train_batches": TRAIN_BATCHES, "epoch_seconds": EPOCH_SECONDS,
               "ceiling_seconds": 1.0, "ceiling": ceiling, "memory_fraction": MEMORY_FRACTION,
               "lookahead": LOOKAHEAD}
-    return store.memo("storage", kwargs, lambda: storage_bench.run(**kwargs), params.force)
+    return store.memo("storage", kwargs, lambda: storage_bench.measure(**kwargs), params.force)
 
 
 def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
