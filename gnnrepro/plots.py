@@ -21,8 +21,9 @@ from matplotlib.patches import Patch
 
 from gnnrepro.atomic import write_atomic
 
-__all__ = ["STYLE", "end_to_end_bars", "save", "scaling_lines", "sensitivity_bars",
-           "speedup_bars", "stage_bars", "storage_lines", "timeline"]
+__all__ = ["STYLE", "end_to_end_bars", "partitioned_lines", "pipeline_alone_bars", "save",
+           "scaling_lines", "sensitivity_bars", "speedup_bars", "stage_bars", "storage_lines",
+           "timeline"]
 
 _OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442",
               "#000000", "#999999"]
@@ -326,6 +327,9 @@ def partitioned_lines(data: pd.DataFrame) -> Figure:
                                                          missing["machines"],
                                                          missing["reason"])),
                  va="top", fontsize=7.5, color="#444444", wrap=True)
+    return fig
+
+
 STORE_COLORS = {"memory": "#009E73", "disk": "#0072B2", "mmap": "#D55E00", "lmdb": "#CC79A7"}
 
 
