@@ -17,9 +17,9 @@ import numpy as np
 import torch
 
 from gnnrepro import _ops
-from gnnrepro.checks import check_int, check_node_ids
+from gnnrepro.checks import check_int
 from gnnrepro.features.feature_file import read_header
-from gnnrepro.features.store import FeatureStore, check_out
+from gnnrepro.features.store import FeatureStore
 
 __all__ = ["LmdbFeatureStore", "MmapFeatureStore", "write_lmdb"]
 
@@ -65,11 +65,7 @@ class MmapFeatureStore(FeatureStore):
 
     def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Rows `ids` (a page fault per row not yet in the page cache)."""
-        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
-        if out is None:
-            out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
-        else:
-            out = check_out(out, ids.numel(), self.dim, self.dtype)
+        ids, out = self.gather_args(ids, out)
         if self.position is not None:
             ids = self.position[ids.long()]
         _ops.ops.gather_rows(self.table, ids, out)
@@ -145,11 +141,7 @@ class LmdbFeatureStore(FeatureStore):
 
     def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Rows `ids`: one LMDB get per distinct key, in key order."""
-        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
-        if out is None:
-            out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
-        else:
-            out = check_out(out, ids.numel(), self.dim, self.dtype)
+        ids, out = self.gather_args(ids, out)
         if ids.numel() == 0:
             return out[:0]
         ids64 = (ids.long() if self.position is None else self.position[ids.long()]).numpy()

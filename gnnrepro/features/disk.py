@@ -27,7 +27,7 @@ from gnnrepro import _ops
 from gnnrepro.checks import check_int, check_node_ids
 from gnnrepro.features.feature_file import block_size_of, read_header
 from gnnrepro.features.row_cache import ClockCache
-from gnnrepro.features.store import FeatureStore, check_out
+from gnnrepro.features.store import FeatureStore
 from gnnrepro.pinning import pin_in_place
 
 __all__ = ["DiskFeatureStore", "DiskStats"]
@@ -250,11 +250,7 @@ class DiskFeatureStore(FeatureStore):
 
     def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Rows `ids` (int32/int64, repeats allowed) into out[:len(ids)] (allocated if None)."""
-        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
-        if out is None:
-            out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
-        else:
-            out = check_out(out, ids.numel(), self.dim, self.dtype)
+        ids, out = self.gather_args(ids, out)
         n = ids.numel()
         self.stats.rows += n
         if n == 0:

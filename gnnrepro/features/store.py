@@ -56,6 +56,15 @@ class FeatureStore(abc.ABC):
     def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Rows `ids` as a [len(ids), dim] tensor, written into `out[:len(ids)]` when given."""
 
+    def gather_args(self, ids: object,
+                    out: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """`gather`'s arguments checked, the same for every store: ids as CPU node ids of
+        this table, and `out` checked or (None) allocated for len(ids) rows."""
+        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
+        if out is None:
+            return ids, torch.empty((ids.numel(), self.dim), dtype=self.dtype)
+        return ids, check_out(out, ids.numel(), self.dim, self.dtype)
+
 
 
 class InMemoryFeatureStore(FeatureStore):
@@ -129,11 +138,7 @@ class InMemoryFeatureStore(FeatureStore):
         With `out` (e.g. a pinned staging buffer with room for at least len(ids) rows) nothing
         is allocated and the result is the view `out[:len(ids)]`.
         """
-        ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
-        if out is None:
-            out = torch.empty((ids.numel(), self.dim), dtype=self.dtype)
-        else:
-            out = check_out(out, ids.numel(), self.dim, self.dtype)
+        ids, out = self.gather_args(ids, out)
         _ops.ops.gather_rows(self.features, ids, out)
         return out[: ids.numel()]
 
