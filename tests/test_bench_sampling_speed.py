@@ -28,6 +28,10 @@ def test_bench_sampling_writes_side_by_side_json(tmp_path, capsys):
     fused = result["samplers"]["fused"]
     assert result["speedup_vs_dgl_fused"] == pytest.approx(
         result["samplers"]["dgl-fused"]["ms_per_batch"] / fused["ms_per_batch"])
+    rounds = result["speedup_vs_dgl_fused_rounds"]
+    assert len(rounds) == 2 and len(fused["ms_round_medians"]) == 2
+    assert rounds[0] == pytest.approx(
+        result["samplers"]["dgl-fused"]["ms_round_medians"][0] / fused["ms_round_medians"][0])
     assert result["params"]["fanouts"] == [4, 3] and result["params"]["batches"] == 4
     assert result["env"]["versions"]["torch"] and result["env"]["torch_threads"] == 1
     assert "fused speedup vs dgl fused" in capsys.readouterr().out
@@ -54,3 +58,11 @@ def test_williams_orders_balance_who_follows_whom(n):
     assert all(sorted(order) == list(range(n)) for order in orders)
     follows = Counter((order[i], order[i + 1]) for order in orders for i in range(n - 1))
     assert len(follows) == n * (n - 1) and len(set(follows.values())) <= 1
+
+
+def test_round_medians_split_the_timings_by_round():
+    from gnnrepro.bench.timing import round_medians
+    assert round_medians([0.001, 0.003, 0.002, 0.010, 0.030, 0.020], 2) == pytest.approx(
+        [2.0, 20.0])
+    with pytest.raises(ValueError, match="repeats"):
+        round_medians([0.001, 0.002, 0.003], 2)

@@ -154,3 +154,32 @@ def test_node_map_sharing_memory_with_an_input_is_rejected():
     indptr = torch.arange(9)
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         ops.sample_fused(indptr, indices, torch.tensor([0, 1]), [2], False, 0, 0, indices)
+
+
+def test_error_deep_in_the_widest_layer_is_the_same_on_any_thread_count_and_cleans_the_map():
+    """A bad neighbour id met by any thread of the op's team, many chunks into the outer layer,
+    is reported at the same (smallest) position on 1..8 threads, and the map is left all -1
+    and serves the next call."""
+    graph = random_graph(5000, 150_000, power_law=True, seed=3, index_dtype=torch.int64)
+    bad = graph.indices.clone()
+    bad[100_000::997] = graph.num_nodes + 5
+    seeds = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(1))[:1500]
+    node_map = _fresh_map(graph.num_nodes)
+    before = torch.get_num_threads()
+    messages = []
+    try:
+        for threads in (1, 2, 8):
+            torch.set_num_threads(threads)
+            with pytest.raises(RuntimeError, match="indices holds node id 5005") as err:
+                ops.sample_fused(graph.indptr, bad, seeds, [10, 10, 5], False, 2, 4, node_map)
+            messages.append(str(err.value).splitlines()[0])
+            assert bool((node_map == -1).all())
+    finally:
+        torch.set_num_threads(before)
+    assert len(set(messages)) == 1
+    flat = ops.sample_fused(graph.indptr, graph.indices, seeds, [10, 10, 5], False, 2, 4,
+                            node_map)
+    expected = FusedSampler(graph, [10, 10, 5], seed=2).sample(seeds, batch_id=4)
+    for i, block in enumerate(expected.blocks):
+        assert torch.equal(flat[3 * i + 1], block.indices)
+        assert torch.equal(flat[3 * i + 2], block.src_nodes)

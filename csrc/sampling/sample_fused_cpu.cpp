@@ -17,19 +17,21 @@
 #include <cstring>
 #include <vector>
 
-#include "../common/ordered_pipeline.h"
 #include "../common/picks.h"
 #include "../common/relabel.h"
 #include "../common/rng.h"
+#include "../common/step_team.h"
 #include "sample_args.h"
 #include "sample_errors.h"
 
 namespace gnnrepro {
 namespace {
 
-constexpr int64_t kGrain = 256;
-// Destinations per chunk of the overlapped sample/relabel pipeline (~15k edges at fanout 15).
+// Destinations per item of the overlapped sample/relabel step (~15k edges at fanout 15), of the
+// counting step, and input nodes per item of the final map clearing.
 constexpr int64_t kChunk = 1024;
+constexpr int64_t kCountChunk = 4096;
+constexpr int64_t kClearChunk = 16384;
 // How many items ahead the loops prefetch the random cache lines they will touch.
 constexpr int64_t kPrefetchAhead = 16;
 constexpr int64_t kRelabelPrefetchAhead = 32;
@@ -77,13 +79,18 @@ void atomic_min(std::atomic<int64_t>& target, int64_t value) {
 
 constexpr int64_t kNoError = std::numeric_limits<int64_t>::max();
 
-// The calling thread's scratch with room for `size` int64 values, kept across calls so that
-// steady-state batches allocate and page-fault nothing but their outputs (a fresh buffer per
-// call cost ~650 page faults and 15-20% a batch). Per thread, so no lock: one op call at a time
-// uses it, and it is not an op argument (which torch.compile would see resized). Growing keeps
-// the contents but moves them: take pointers again after every call.
-int64_t* thread_scratch(int64_t size) {
+// The calling thread's scratch, kept across calls so that steady-state batches allocate and
+// page-fault nothing but their outputs (a fresh buffer per call cost ~650 page faults and 15-20%
+// a batch). Per calling thread, so no lock: one op call at a time uses it (its team's plans grow
+// it, one at a time), and it is not an op argument (which torch.compile would see resized).
+std::vector<int64_t>& thread_scratch() {
   thread_local std::vector<int64_t> scratch;
+  return scratch;
+}
+
+// `scratch` with room for `size` int64 values. Growing keeps the contents but moves them: take
+// pointers again after every call.
+int64_t* grow(std::vector<int64_t>& scratch, int64_t size) {
   if (static_cast<int64_t>(scratch.size()) < size) scratch.resize(size + size / 4);
   return scratch.data();
 }
@@ -146,31 +153,156 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     if (detail.duplicate_node >= 0) raise_sample_error(kDuplicateSeed, detail, num_nodes);
   }
 
-  for (int64_t layer = num_layers - 1; layer >= 0; --layer) {
-    const int64_t fanout = fanouts[layer];
-    const int64_t* d = dst.data_ptr<int64_t>();
-    at::Tensor block_indptr = at::empty({num_dst + 1}, long_opts);
-    int64_t* bp = block_indptr.data_ptr<int64_t>();
-    // Scratch layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
-    int64_t* start = thread_scratch(2 * num_dst);
-    int64_t* degree = start + num_dst;
+  // The layers run as steps of one thread team (step_team.h): per layer, outward from the
+  // seeds, (1) counting and (2)+(3) sampling with the ordered relabel; then clearing the map.
+  // Step 2k counts layer num_layers-1-k, step 2k+1 samples it, step 2L clears. Each `plan(s)`
+  // runs serially once step s-1 is complete: it checks what that step found and sets up step s.
+  std::vector<int64_t>& scratch = thread_scratch();  // this (calling) thread's; plans grow it
+  int64_t layer = num_layers;
+  at::Tensor block_indptr, block_indices;
+  int64_t *bp = nullptr, *bi = nullptr, *start = nullptr, *degree = nullptr, *src = nullptr;
+  const int64_t* d = nullptr;
+  int64_t fanout = 0, next = 0;
+  bool map_ok = true;
+  std::atomic<int64_t> bad_indptr{kNoError}, bad_index{kNoError};
 
-    // (1) Degrees and pick counts; indptr is read once per destination.
-    std::atomic<int64_t> bad_indptr{kNoError};
-    at::parallel_for(0, num_dst, kGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        if (i + kPrefetchAhead < end) __builtin_prefetch(ip + d[i + kPrefetchAhead]);
-        const int64_t v = d[i];
-        int64_t lo = ip[v], hi = ip[v + 1];
-        if (!(0 <= lo && lo <= hi && hi <= num_edges)) {
-          atomic_min(bad_indptr, v);
-          lo = hi = 0;
-        }
-        start[i] = lo;
-        degree[i] = hi - lo;
-        bp[i + 1] = pick_count(hi - lo, fanout, replace);
+  // (1) Degrees and pick counts of destinations [begin, end); indptr is read once per
+  // destination.
+  const auto count_range = [&](int64_t begin, int64_t end) {
+    // Locals, not the captured variables: those share cache lines with ones other threads
+    // write, and a store through an int64_t* could alias them, forcing reloads.
+    const int64_t* dst_ids = d;
+    int64_t *starts = start, *degrees = degree, *counts = bp + 1;
+    const int64_t layer_fanout = fanout;
+    for (int64_t i = begin; i < end; ++i) {
+      if (i + kPrefetchAhead < end) __builtin_prefetch(ip + dst_ids[i + kPrefetchAhead]);
+      const int64_t v = dst_ids[i];
+      int64_t lo = ip[v], hi = ip[v + 1];
+      if (!(0 <= lo && lo <= hi && hi <= num_edges)) {
+        atomic_min(bad_indptr, v);
+        lo = hi = 0;
       }
-    });
+      starts[i] = lo;
+      degrees[i] = hi - lo;
+      counts[i] = pick_count(hi - lo, layer_fanout, replace);
+    }
+  };
+
+  // (2) Sample a chunk: first the picked positions (random numbers only, sequential writes),
+  // then a gather of the neighbour ids with prefetching, so the random reads of `indices`
+  // (mostly one cache line per pick: frontiers favour hubs) overlap.
+  const auto sample_chunk = [&](int64_t chunk) {
+    const int64_t* offsets = bp;  // locals: see count_range
+    const int64_t* dst_ids = d;
+    const int64_t *starts = start, *degrees = degree;
+    int64_t* picks = bi;
+    const int64_t layer_fanout = fanout;
+    const uint64_t layer_id = static_cast<uint64_t>(layer);
+    const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
+    thread_local std::vector<uint64_t> bitmap;  // all zero between destinations
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t count = offsets[i + 1] - offsets[i];
+      if (count == 0) continue;
+      const uint64_t key = node_key(static_cast<uint64_t>(seed), static_cast<uint64_t>(batch_id),
+                                    layer_id, static_cast<uint64_t>(dst_ids[i]));
+      pick_positions(starts[i], degrees[i], count, layer_fanout, replace, key,
+                     picks + offsets[i], bitmap);
+    }
+    const int64_t e_end = offsets[end];
+    for (int64_t e = offsets[begin]; e < e_end; ++e) {
+      if (e + kGatherPrefetchAhead < e_end) {
+        __builtin_prefetch(ix + picks[e + kGatherPrefetchAhead]);
+      }
+      const int64_t u = ix[picks[e]];
+      if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(num_nodes)) {
+        atomic_min(bad_index, picks[e]);
+        picks[e] = -1;  // skipped by the relabel; the error is raised after the layer
+        continue;
+      }
+      picks[e] = u;
+    }
+  };
+
+  // (3) Relabel a chunk in place: destinations keep ids 0..num_dst-1 (the previous layer
+  // mapped them so), new sources take the next ids in first-occurrence order; chunks come in
+  // order, so the result does not depend on threads. Branch-free (a new node is as likely as
+  // a seen one), with the map entries prefetched. An entry the op did not write (relabel.h)
+  // can only come from a map that was not all -1 on entry: it is reported, never used.
+  const auto relabel_chunk = [&](int64_t chunk) {
+    int64_t* ids = bi;  // locals: see count_range
+    int64_t* sources = src;
+    int64_t fresh_id = next;
+    bool all_ok = map_ok;
+    const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
+    const int64_t e_end = bp[end];
+    for (int64_t e = bp[begin]; e < e_end; ++e) {
+      if (e + kRelabelPrefetchAhead < e_end && ids[e + kRelabelPrefetchAhead] >= 0) {
+        __builtin_prefetch(map + ids[e + kRelabelPrefetchAhead]);
+      }
+      const int64_t u = ids[e];
+      if (u < 0) {  // a bad index (raised below)
+        ids[e] = 0;
+        continue;
+      }
+      const int64_t m = map[u];
+      const bool fresh = m == kUnmapped;
+      const bool ok = map_entry_ok(m, u, fresh_id, sources);
+      all_ok &= ok;
+      const int64_t id = fresh || !ok ? fresh_id : m;  // a dirty entry never becomes an id
+      map[u] = static_cast<int32_t>(id);
+      sources[fresh_id] = u;  // kept only if u is new: fresh_id advances past it
+      fresh_id += fresh || !ok;
+      ids[e] = id;
+    }
+    next = fresh_id;
+    map_ok = all_ok;
+  };
+
+  // Ends the layer just sampled: its errors, its source list (the next layer's destinations).
+  const auto finish_layer = [&]() {
+    if (bad_index.load() != kNoError) {
+      detail.bad_index_pos = bad_index.load();
+      detail.bad_index_value = static_cast<int64_t>(ix[detail.bad_index_pos]);
+      raise_sample_error(kBadIndex, detail, num_nodes);
+    }
+    if (!map_ok) raise_sample_error(kDirtyMap, detail, num_nodes);
+    at::Tensor src_nodes = at::empty({next}, long_opts);
+    if (next) std::memcpy(src_nodes.data_ptr<int64_t>(), src, next * sizeof(int64_t));
+    out[3 * layer] = block_indptr;
+    out[3 * layer + 1] = block_indices;
+    out[3 * layer + 2] = src_nodes;
+    dst = src_nodes;
+    num_dst = next;
+  };
+
+  const auto plan = [&](int64_t step) -> TeamStep {
+    if (step % 2 == 0 && step > 0) finish_layer();
+    if (step == 2 * num_layers) {
+      // Every node the map holds is an input node (each layer's sources include its
+      // destinations): clearing just those restores the all -1 invariant.
+      const int64_t* input_nodes = dst.data_ptr<int64_t>();
+      const int64_t n = num_dst;
+      return {(n + kClearChunk - 1) / kClearChunk, [=](int64_t c) {
+                const int64_t end = std::min(n, (c + 1) * kClearChunk);
+                for (int64_t i = c * kClearChunk; i < end; ++i) map[input_nodes[i]] = kUnmapped;
+              }};
+    }
+    if (step == 2 * num_layers + 1) return {};  // the final tail: nothing left to do
+    if (step % 2 == 0) {  // count the next layer outward
+      --layer;
+      fanout = fanouts[layer];
+      d = dst.data_ptr<int64_t>();
+      block_indptr = at::empty({num_dst + 1}, long_opts);
+      bp = block_indptr.data_ptr<int64_t>();
+      // Scratch layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
+      start = grow(scratch, 2 * num_dst);
+      degree = start + num_dst;
+      bad_indptr.store(kNoError);
+      return {(num_dst + kCountChunk - 1) / kCountChunk, [&](int64_t c) {
+                count_range(c * kCountChunk, std::min(num_dst, (c + 1) * kCountChunk));
+              }};
+    }
+    // Sample the layer just counted.
     if (bad_indptr.load() != kNoError) {
       detail.bad_indptr_node = bad_indptr.load();
       raise_sample_error(kBadIndptr, detail, num_nodes);
@@ -185,97 +317,19 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     }
     const int64_t block_edges = bp[num_dst];
     // src: the layer's sources in order of their local ids (at most num_dst + block_edges).
-    start = thread_scratch(3 * num_dst + block_edges);
+    start = grow(scratch, 3 * num_dst + block_edges);
     degree = start + num_dst;
-    int64_t* src = degree + num_dst;
-
-    // (2) + (3), overlapped chunk by chunk (ordered_pipeline): threads sample chunks of
-    // destinations while one thread at a time relabels the sampled chunks in order.
-    at::Tensor block_indices = at::empty({block_edges}, long_opts);
-    int64_t* bi = block_indices.data_ptr<int64_t>();
+    src = degree + num_dst;
+    block_indices = at::empty({block_edges}, long_opts);
+    bi = block_indices.data_ptr<int64_t>();
     if (num_dst) std::memcpy(src, d, num_dst * sizeof(int64_t));  // empty tensors hold null
-    int64_t next = num_dst;
-    bool map_ok = true;
-    std::atomic<int64_t> bad_index{kNoError};
+    next = num_dst;
+    map_ok = true;
+    bad_index.store(kNoError);
+    return {(num_dst + kChunk - 1) / kChunk, sample_chunk, relabel_chunk};
+  };
 
-    // (2) Sample a chunk: first the picked positions (random numbers only, sequential writes),
-    // then a gather of the neighbour ids with prefetching, so the random reads of `indices`
-    // (mostly one cache line per pick: frontiers favour hubs) overlap.
-    const auto sample_chunk = [&](int64_t chunk) {
-      const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
-      std::vector<uint64_t> bitmap;
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t count = bp[i + 1] - bp[i];
-        if (count == 0) continue;
-        const uint64_t key = node_key(static_cast<uint64_t>(seed), static_cast<uint64_t>(batch_id),
-                                      static_cast<uint64_t>(layer), static_cast<uint64_t>(d[i]));
-        pick_positions(start[i], degree[i], count, fanout, replace, key, bi + bp[i], bitmap);
-      }
-      const int64_t e_end = bp[end];
-      for (int64_t e = bp[begin]; e < e_end; ++e) {
-        if (e + kGatherPrefetchAhead < e_end) __builtin_prefetch(ix + bi[e + kGatherPrefetchAhead]);
-        const int64_t u = ix[bi[e]];
-        if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(num_nodes)) {
-          atomic_min(bad_index, bi[e]);
-          bi[e] = -1;  // skipped by the relabel; the error is raised after the layer
-          continue;
-        }
-        bi[e] = u;
-      }
-    };
-
-    // (3) Relabel a chunk in place: destinations keep ids 0..num_dst-1 (the previous layer
-    // mapped them so), new sources take the next ids in first-occurrence order; chunks come in
-    // order, so the result does not depend on threads. Branch-free (a new node is as likely as
-    // a seen one), with the map entries prefetched. An entry the op did not write (relabel.h)
-    // can only come from a map that was not all -1 on entry: it is reported, never used.
-    const auto relabel_chunk = [&](int64_t chunk) {
-      const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
-      const int64_t e_end = bp[end];
-      for (int64_t e = bp[begin]; e < e_end; ++e) {
-        if (e + kRelabelPrefetchAhead < e_end && bi[e + kRelabelPrefetchAhead] >= 0) {
-          __builtin_prefetch(map + bi[e + kRelabelPrefetchAhead]);
-        }
-        const int64_t u = bi[e];
-        if (u < 0) {  // a bad index (raised below)
-          bi[e] = 0;
-          continue;
-        }
-        const int64_t m = map[u];
-        const bool fresh = m == kUnmapped;
-        const bool ok = map_entry_ok(m, u, next, src);
-        map_ok &= ok;
-        const int64_t id = fresh || !ok ? next : m;  // a dirty entry never becomes an id
-        map[u] = static_cast<int32_t>(id);
-        src[next] = u;  // kept only if u is new: next advances past it
-        next += fresh || !ok;
-        bi[e] = id;
-      }
-    };
-
-    ordered_pipeline((num_dst + kChunk - 1) / kChunk, sample_chunk, relabel_chunk);
-    if (bad_index.load() != kNoError) {
-      detail.bad_index_pos = bad_index.load();
-      detail.bad_index_value = static_cast<int64_t>(ix[detail.bad_index_pos]);
-      raise_sample_error(kBadIndex, detail, num_nodes);
-    }
-    if (!map_ok) raise_sample_error(kDirtyMap, detail, num_nodes);
-    at::Tensor src_nodes = at::empty({next}, long_opts);
-    if (next) std::memcpy(src_nodes.data_ptr<int64_t>(), src, next * sizeof(int64_t));
-
-    out[3 * layer] = block_indptr;
-    out[3 * layer + 1] = block_indices;
-    out[3 * layer + 2] = src_nodes;
-    dst = src_nodes;
-    num_dst = next;
-  }
-
-  // Every node the map holds is an input node (each layer's sources include its destinations):
-  // clearing just those restores the all -1 invariant.
-  const int64_t* input_nodes = dst.data_ptr<int64_t>();
-  at::parallel_for(0, num_dst, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) map[input_nodes[i]] = kUnmapped;
-  });
+  run_steps(2 * num_layers + 1, at::get_num_threads(), plan);
   guard.done();
   return out;
 }

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from gnnrepro.bench.timing import summarize, time_interleaved
+from gnnrepro.bench.timing import round_medians, summarize, time_interleaved
 from gnnrepro.config import SETTINGS, check_placement, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
@@ -131,10 +131,17 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
             "edges_per_s": edges / (stats["ms_median"] / 1e3),
             "input_nodes": input_nodes,
         }
+    rounds = {name: round_medians(secs, repeats) for name, secs in seconds.items()}
+    for name, medians in rounds.items():
+        result["samplers"][name]["ms_round_medians"] = medians
     ours = result["samplers"].get("fused", {}).get("ms_per_batch")
     for base in ("dgl_fused", "dgl_unfused"):
         other = result["samplers"].get(base.replace("_", "-"), {}).get("ms_per_batch")
         result[f"speedup_vs_{base}"] = other / ours if ours and other else None
+        if ours and other:  # the same ratio in each round: its spread shows how stable it is
+            result[f"speedup_vs_{base}_rounds"] = [
+                theirs / mine for theirs, mine in zip(rounds[base.replace("_", "-")],
+                                                      rounds["fused"])]
     result["env"] = environment()
     return result
 
@@ -148,5 +155,8 @@ def format_table(result: dict) -> str:
                      f"{r['edges_per_s'] / 1e6:9.2f} {r['input_nodes']:12.0f}")
     for key in ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused"):
         if result.get(key):
-            lines.append(f"fused {key.replace('_', ' ')}: {result[key]:.2f}x")
+            per_round = result.get(f"{key}_rounds") or []
+            spread = (f" (rounds: {min(per_round):.2f}x-{max(per_round):.2f}x)"
+                      if per_round else "")
+            lines.append(f"fused {key.replace('_', ' ')}: {result[key]:.2f}x{spread}")
     return "\n".join(lines)

@@ -94,6 +94,16 @@ def time_interleaved(contenders: dict[str, Callable[[Any], Any]], inputs: Sequen
     return seconds
 
 
+def round_medians(seconds: Sequence[float], repeats: int) -> list[float]:
+    """Median milliseconds of each round of `time_interleaved`'s timings of one contender (its
+    list holds `repeats` rounds of equal length, in order)."""
+    if repeats < 1 or len(seconds) % repeats:
+        raise ValueError(f"seconds must hold `repeats` rounds of equal length; got "
+                         f"{len(seconds)} timings for repeats={repeats}")
+    n = len(seconds) // repeats
+    return [statistics.median(seconds[r * n:(r + 1) * n]) * 1e3 for r in range(repeats)]
+
+
 def summarize(seconds: list[float]) -> dict[str, float]:
     """Median and spread in milliseconds."""
     ms = sorted(s * 1e3 for s in seconds)
