@@ -48,6 +48,14 @@ TORCH_LIBRARY(gnnrepro, m) {
   // raises on the CPU; on the GPU the kernel is stream-ordered with no host sync, so it cannot
   // raise: such a row is never read and its out row is zero-filled (callers check ids first).
   m.def("gather_rows(Tensor src, Tensor index, Tensor(a!) out) -> ()");
+
+  // ---- Model (csrc/models) ----
+  // relu_dropout: relu(h) with each element kept with probability 1 - p and scaled by
+  // 1 / (1 - p), else 0; the keep decisions are a function of (seed, element index) only
+  // (common/dropout_mask.h). relu_dropout_backward: grad / (1 - p) where out > 0, else 0.
+  // CPU kernels only: gnnrepro.models.dropout uses torch's ops for other devices.
+  m.def("relu_dropout(Tensor h, float p, int seed) -> Tensor");
+  m.def("relu_dropout_backward(Tensor grad, Tensor out, float p) -> Tensor");
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

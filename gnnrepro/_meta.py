@@ -27,3 +27,14 @@ def _sample_fused_fake(indptr: torch.Tensor, indices: torch.Tensor, seeds: torch
 @torch.library.register_fake("gnnrepro::gather_rows")
 def _gather_rows_fake(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> None:
     return None
+
+
+@torch.library.register_fake("gnnrepro::relu_dropout")
+def _relu_dropout_fake(h: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    return torch.empty_like(h, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("gnnrepro::relu_dropout_backward")
+def _relu_dropout_backward_fake(grad: torch.Tensor, out: torch.Tensor,
+                                p: float) -> torch.Tensor:
+    return torch.empty_like(grad, memory_format=torch.contiguous_format)

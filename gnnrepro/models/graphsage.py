@@ -19,9 +19,10 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from gnnrepro.models.dropout import ReluDropout
 from gnnrepro.sampling.block import Block
 
-__all__ = ["GraphSAGE", "SAGEConv", "check_dropout"]
+__all__ = ["GraphSAGE", "SAGEConv"]
 
 
 def _check_dims(**dims: int) -> None:
@@ -30,14 +31,6 @@ def _check_dims(**dims: int) -> None:
             raise TypeError(f"{name} must be an int, got {type(value).__name__}")
         if value < 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
-
-
-def check_dropout(dropout: float) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
-        raise TypeError(f"dropout must be a float, got {type(dropout).__name__}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
-    return float(dropout)
 
 
 class SAGEConv(nn.Module):
@@ -62,7 +55,8 @@ class SAGEConv(nn.Module):
 
 
 class GraphSAGE(nn.Module):
-    """`num_layers` SAGEConv layers with ReLU and dropout between them (none after the last).
+    """`num_layers` SAGEConv layers with ReLU and dropout between them (none after the last;
+    one fused op on the CPU: gnnrepro.models.dropout).
 
     `forward(blocks, x)` takes the mini-batch's blocks, input layer first, and the input nodes'
     features x [blocks[0].num_src, in_dim]; it returns logits [blocks[-1].num_dst, out_dim].
@@ -74,7 +68,7 @@ class GraphSAGE(nn.Module):
         _check_dims(in_dim=in_dim, hidden=hidden, out_dim=out_dim, num_layers=num_layers)
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.layers = nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
-        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.relu_dropout = ReluDropout(dropout)
 
     @property
     def num_layers(self) -> int:
@@ -91,5 +85,5 @@ class GraphSAGE(nn.Module):
         for i, (layer, block) in enumerate(zip(self.layers, blocks)):
             h = layer(block, h)
             if i < self.num_layers - 1:
-                h = self.dropout(torch.relu(h))
+                h = self.relu_dropout(h)
         return h

@@ -4,7 +4,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gnnrepro.models.graphsage import _check_dims, check_dropout
+from gnnrepro.models.dropout import ReluDropout
+from gnnrepro.models.graphsage import _check_dims
 
 __all__ = ["MLP"]
 
@@ -18,12 +19,12 @@ class MLP(nn.Module):
         _check_dims(in_dim=in_dim, hidden=hidden, out_dim=out_dim, num_layers=num_layers)
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:]))
-        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.relu_dropout = ReluDropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x
         for i, layer in enumerate(self.layers):
             h = layer(h)
             if i < len(self.layers) - 1:
-                h = self.dropout(torch.relu(h))
+                h = self.relu_dropout(h)
         return h
