@@ -4,6 +4,7 @@
 // files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
 #include <torch/extension.h>
 
+#include "common/local_threads.h"
 #include "features/disk_reader.h"
 
 TORCH_LIBRARY(gnnrepro, m) {
@@ -59,4 +60,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #endif
   }, "Whether the CUDA kernels were compiled into this build.");
   gnnrepro::register_disk_reader(m);  // DiskReader, ReadJob: the O_DIRECT feature reader
+  gnnrepro::register_local_threads(m);  // set_local_num_threads: one thread's OpenMP count
 }

@@ -27,7 +27,7 @@ from gnnrepro.features.store import FeatureStore
 from gnnrepro.sampling.block import Block, MiniBatch
 from gnnrepro.supervisor import Supervisor
 
-__all__ = ["Task", "Result", "WorkerPool", "pack", "unpack"]
+__all__ = ["Result", "Task", "WorkerPool", "pack", "unpack"]
 
 # forkserver: workers fork from a clean server process that has imported torch but never run an
 # OpenMP region (fork after OpenMP can deadlock), and start much faster than spawn because the
@@ -55,14 +55,15 @@ class Task(NamedTuple):
 
 
 class Result(NamedTuple):
-    """A worker's answer: the packed MiniBatch (features are already in the staging slot) and
-    when it started, finished sampling and finished gathering (time.perf_counter, which is
-    CLOCK_MONOTONIC on Linux and so comparable across processes), so the trainer can report
-    the work it hid and draw it on a timeline."""
+    """A worker's answer: the MiniBatch (features are already in the staging slot; a worker
+    process sends it packed and `WorkerPool.receive` unpacks it) and when it started,
+    finished sampling and finished gathering (time.perf_counter, which is CLOCK_MONOTONIC on
+    Linux and so comparable across processes), so the trainer can report the work it hid and
+    draw it on a timeline."""
 
     index: int
     worker: int
-    packed: tuple
+    batch: Any
     start: float
     sampled: float
     gathered: float
@@ -161,7 +162,7 @@ class WorkerPool:
         out = []
         for wid, result in self._supervisor.receive(timeout):
             self._owed[wid] -= 1
-            out.append(result)
+            out.append(result._replace(batch=unpack(result.batch)))
         self._supervisor.check_silence((w for w, n in enumerate(self._owed) if n),
                                        self.timeout_s)
         return out
