@@ -16,6 +16,7 @@ import torch
 
 import gnnrepro
 from gnnrepro import _ops
+from gnnrepro.config import TrainConfig
 from gnnrepro.features.store import InMemoryFeatureStore
 from gnnrepro.pipeline import Loader
 from gnnrepro.pipeline.thread_workers import set_local_num_threads
@@ -161,6 +162,12 @@ def test_stores_and_samplers_threads_cannot_share_are_refused(dataset) -> None:
     unsafe.thread_use = None
     with pytest.raises(ValueError, match="worker_kind"):
         Loader(dataset, unsafe, "cpu", BATCH, workers=1)
+
+
+def test_worker_kind_is_a_checked_setting() -> None:
+    assert TrainConfig().worker_kind == "thread"
+    with pytest.raises(ValueError, match="worker_kind must be one of thread, process"):
+        TrainConfig(worker_kind="fiber")
 
 
 def test_a_script_without_a_main_guard_trains_with_thread_workers(tmp_path) -> None:

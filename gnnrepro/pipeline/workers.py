@@ -1,7 +1,9 @@
 """Sampling worker processes for the Loader: sample a batch, gather its features, report back.
 
-Why processes: sampling and gathering hold the GIL in places and compete with the training
-loop; W processes run them in parallel. Nothing large is copied: the graph, the feature table
+The paper's design, kept as worker_kind='process' (the default is threads,
+gnnrepro.pipeline.thread_workers, which share this module's Task and Result). Why processes:
+a process has its own interpreter, so nothing it runs competes with the training loop for the
+GIL; W processes run in parallel. Nothing large is copied: the graph, the feature table
 and the staging buffers are in shared memory and mapped by every worker. A worker receives a
 small task (batch index, batch id, a range of the epoch's shuffled ids, staging slot), writes
 the gathered rows straight into that slot and sends back only the blocks, pickled by value
