@@ -178,10 +178,11 @@ class Loader:
     worker thread's own, leaving the process's as it is). `feature_source` says how rows
     reach a GPU (gnnrepro.config.FEATURE_SOURCES). With worker processes, the dataset's graph
     and features are moved into shared memory in place, once (the dataset's tensors then
-    refer to the shared copy). `rank` and
-    `world_size` select a data-parallel rank's share of every epoch (see the module doc).
-    `feature_store` is where rows come from: a kind (memory | disk | mmap | lmdb, opened with
-    default budgets by gnnrepro.features.open_feature_store) or a store built by the caller.
+    refer to the shared copy). `rank` and `world_size` select a data-parallel rank's share of
+    every epoch (see the module doc). `feature_store` is where rows come from: a kind (memory
+    | disk | mmap | lmdb, opened with default budgets by gnnrepro.features.open_feature_store)
+    or a store built by the caller. Worker threads refuse (ValueError naming worker_kind) a
+    sampler or store whose `thread_use` is None (FeatureStore.thread_use).
     """
 
     def __init__(self, dataset: Dataset, sampler: Any, device: str | torch.device,

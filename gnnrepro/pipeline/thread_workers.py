@@ -10,6 +10,8 @@ Result carries the MiniBatch itself.
 Each thread samples with its own copy.copy of the sampler (FusedSampler's node map and lock are
 per object: one shared sampler would serialize the threads on its lock; the copies share the
 graph's tensors) and gathers with the store itself or its own copy (FeatureStore.thread_use).
+A sampler or store whose `thread_use` is None cannot be used from threads (the DGL samplers:
+dgl.seed is process-wide); the Loader refuses it with worker_kind='thread'.
 Each sets its intra-op thread count for itself alone (gnnrepro._C.set_local_num_threads):
 torch.set_num_threads would also change torch's process-wide default and MKL's global count,
 and so the trainer's matmuls.
@@ -20,7 +22,9 @@ reports nothing for `timeout_s` is reported as hung. `shutdown` asks every threa
 (before its next task, and before gathering a batch it has sampled) and joins it. A thread
 inside a C++ call (a sample, a gather, a disk read) cannot be interrupted: one that has not
 stopped within _JOIN_S is left behind with a warning, as a daemon thread that ends when the call
-returns (its result is dropped; it never starts a gather after the stop).
+returns, its result dropped. It never starts a gather after the stop, but one stuck inside a
+gather (a hung disk read) writes the staging slot it was given when the read returns, after
+the Loader may have handed that slot to another batch.
 """
 from __future__ import annotations
 
