@@ -4,6 +4,7 @@
 // files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
 #include <torch/extension.h>
 
+#include "common/local_threads.h"
 #include "features/disk_reader.h"
 
 TORCH_LIBRARY(gnnrepro, m) {
@@ -20,12 +21,12 @@ TORCH_LIBRARY(gnnrepro, m) {
   // be functionalized). It is never resized; the op's other scratch is no argument: a buffer
   // per calling thread on the CPU, kept across calls (no page faults in steady state), and the
   // caching allocator's, per call, on the GPU. The map's memory is the op's during a call: one
-  // call at a time per map (FusedSampler owns one per process and serializes its calls), and it
+  // call at a time per map (each FusedSampler object owns one and serializes its calls), and it
   // must not share memory with an input. Its contract, the same for the CPU and the CUDA kernel:
   //   - all -1 on entry, and all -1 on exit, also after an error (an error resets every entry);
   //   - the op reads the entry of every seed and of every sampled neighbour. Before the op maps a
   //     node its entry must be -1; any other value (stale content: the map belongs to one op
-  //     call at a time; FusedSampler owns one per process and serializes its calls) raises
+  //     call at a time; each FusedSampler object owns one and serializes its calls) raises
   //     RuntimeError "node_map must be all -1 on entry", and never becomes a local id or an
   //     out-of-bounds access. Entries the op does not read are not checked and left as they are.
   // Bad input raises in this order, whichever kernel runs and whatever else is wrong
@@ -67,4 +68,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #endif
   }, "Whether the CUDA kernels were compiled into this build.");
   gnnrepro::register_disk_reader(m);  // DiskReader, ReadJob: the O_DIRECT feature reader
+  gnnrepro::register_local_threads(m);  // set_local_num_threads: one thread's OpenMP count
 }

@@ -27,8 +27,8 @@ from gnnrepro.datasets import KNOWN_DATASETS
 from gnnrepro.features.factory import FEATURE_STORES
 
 __all__ = ["FEATURE_SOURCES", "FEATURE_STORES", "PIPELINES", "SAMPLER_DEVICES", "SETTINGS",
-           "Setting", "TrainConfig", "add_options", "check_placement", "resolve_device",
-           "resolve_threads", "validate"]
+           "WORKER_KINDS", "Setting", "TrainConfig", "add_options", "check_placement",
+           "resolve_device", "resolve_threads", "validate"]
 
 Check = Callable[[str, Any], Any]
 
@@ -39,6 +39,10 @@ SAMPLER_DEVICES = ("cpu", "cuda", "uva")
 #: How feature rows reach the GPU: gathered on the CPU into pinned slots and copied on side
 #: streams (the paper's method), gathered by the GPU from pinned host memory, or GPU-resident.
 FEATURE_SOURCES = ("pinned", "uva", "device")
+#: What a Loader's sampling workers are: threads of the training process (no second
+#: interpreter, batches handed over in memory; the C++ ops release the GIL), or the paper's
+#: worker processes (gnnrepro.pipeline.workers).
+WORKER_KINDS = ("thread", "process")
 
 
 # ---- checks: (name, value) -> value, or a TypeError / ValueError naming `name` ----
@@ -196,7 +200,11 @@ _SETTINGS = [
        "torch threads per process (per rank); None: this machine's cores divided by the "
        "ranks"),
     _s("workers", 1, _int(0), "int",
-       "sampling worker processes per loader of fused+pinned (0: in the trainer)"),
+       "sampling workers per loader of fused+pinned (0: in the trainer)"),
+    _s("worker_kind", "thread", _choice(WORKER_KINDS), "str",
+       "what the sampling workers are: thread (threads of the training process, batches "
+       "handed over in memory) or process (the paper's worker processes, batches sent "
+       "through pipes; a script needs an if __name__ guard)"),
     _s("streams", 2, _int(1), "int", "CUDA streams for host-to-device copies (fused+pinned)"),
     _s("prefetch", 2, _int(1), "int", "batches prepared ahead (fused+pinned)"),
     _s("seed", 0, _int(0), "int", "random seed (batches, model initialisation)"),
@@ -303,6 +311,7 @@ class TrainConfig:
     feature_store: str = _field("feature_store")
     threads: int | None = _field("threads")
     workers: int = _field("workers")
+    worker_kind: str = _field("worker_kind")
     streams: int = _field("streams")
     prefetch: int = _field("prefetch")
     seed: int = _field("seed")

@@ -138,10 +138,13 @@ def test_loader_uses_a_disk_store_unchanged(dataset, tmp_path) -> None:
     # timeline as the device's lane.
     assert store.stats.hot_hits and store.stats.rows_read and store.stats.prefetch_hits
     assert "disk" in lanes
-    # Worker processes receive the store pickled: the hot set shared, the file reopened.
-    with Loader(dataset, sampler, "cpu", 256, workers=1, feature_store=store) as loader:
-        for mb in loader:
-            assert torch.equal(mb.x, dataset.features[mb.input_nodes])
+    # Worker processes receive the store pickled: the hot set shared, the file reopened;
+    # worker threads each gather with a copy made the same way (the cache is not thread-safe).
+    for kind, workers in (("process", 1), ("thread", 2)):
+        with Loader(dataset, sampler, "cpu", 256, workers=workers, feature_store=store,
+                    worker_kind=kind) as loader:
+            for mb in loader:
+                assert torch.equal(mb.x, dataset.features[mb.input_nodes])
     with pytest.raises(ValueError, match="feature_store"):
         Loader(dataset, sampler, "cpu", 128, feature_store="tape")
 

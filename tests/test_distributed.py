@@ -140,7 +140,8 @@ def test_two_ranks_end_with_identical_parameters(two_ranks) -> None:
 
 
 def _ranks_of(parent: psutil.Process, world_size: int, timeout: float = 60.0) -> list:
-    """The rank processes, once each of them has started its sampling worker (training)."""
+    """The rank processes, once each of them has started its sampling worker process
+    (training)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         ranks = [p for p in parent.children() if "spawn_main" in " ".join(p.cmdline())]
@@ -159,8 +160,10 @@ def test_killed_rank_fails_the_run_promptly_and_leaves_no_process(dataset) -> No
         try:
             # collectives wait up to 300 s: failing within 30 s must come from the launcher
             # watching its ranks, not from the survivor's collective timing out
+            # worker processes: the ranks' process trees show when training has started,
+            # and every process of them must be gone afterwards
             launch(2, dataset, pipeline="fused+pinned", epochs=10_000, timeout_s=300,
-                   **SETTINGS)
+                   worker_kind="process", **SETTINGS)
         except Exception as exc:  # noqa: BLE001 - the test inspects it
             outcome["error"] = exc
 

@@ -69,6 +69,7 @@ def test_unknown_parameters_are_named_with_suggestions():
     ({"gpus": [1, 1]}, ValueError, "gpus has duplicates"),
     ({"dataset": "cora"}, ValueError, "dataset must be one of products-sim"),
     ({"sampler_device": "gpu"}, ValueError, "sampler_device must be one of cpu, cuda, uva"),
+    ({"worker_kind": "fiber"}, ValueError, "worker_kind must be one of thread, process"),
     ({"sweep_placements": ["cpu"]}, ValueError, "sweep_placements.0. must be"),
     ({"device": "tpu"}, ValueError, "device must be 'auto'"),
     ({"device": "cuda:x"}, ValueError, "device must be 'auto'"),

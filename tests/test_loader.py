@@ -1,5 +1,6 @@
 """Loader: epoch coverage, gathered rows and labels, independence from workers/streams, worker
-failures surfacing as clear errors, clean shutdown, argument checks."""
+failures surfacing as clear errors, clean shutdown, argument checks. Tests of worker processes
+say worker_kind="process"; the thread workers' own tests are in tests/test_thread_workers.py."""
 from __future__ import annotations
 
 import _thread
@@ -72,11 +73,13 @@ def same_batches(a: list, b: list) -> None:
         same_blocks(p, q)
 
 
-@pytest.mark.parametrize("workers", [0, 2])
-def test_epoch_covers_ids_with_right_features_and_labels(dataset, sampler, workers: int) -> None:
-    with Loader(dataset, sampler, "cpu", BATCH, workers=workers, prefetch=3) as loader:
+@pytest.mark.parametrize("workers,kind", [(0, "thread"), (2, "thread"), (2, "process")])
+def test_epoch_covers_ids_with_right_features_and_labels(dataset, sampler, workers: int,
+                                                         kind: str) -> None:
+    with Loader(dataset, sampler, "cpu", BATCH, workers=workers, prefetch=3,
+                worker_kind=kind) as loader:
         batches = epoch(loader)  # all kept: x must not alias a reused staging slot
-        if workers:  # workers map the graph and the features, never copy them
+        if workers and kind == "process":  # they map the graph and features, never copy them
             assert dataset.graph.indices.is_shared() and dataset.features.is_shared()
     n = dataset.train_idx.numel()
     assert len(loader) == len(batches) == -(-n // BATCH)
@@ -136,11 +139,12 @@ def test_batch_b_of_epoch_e_uses_batch_id_e_times_len_plus_b(dataset, sampler) -
 
 def test_batches_do_not_depend_on_workers_or_streams(dataset, sampler) -> None:
     runs = {}
-    for workers, streams in ((0, 1), (2, 1), (2, 2), (1, 2)):
+    for workers, streams, kind in ((0, 1, "thread"), (2, 1, "process"), (2, 2, "process"),
+                                   (1, 2, "process"), (2, 1, "thread"), (1, 2, "thread")):
         with Loader(dataset, sampler, "cpu", BATCH, workers=workers, streams=streams,
-                    prefetch=2, seed=7) as loader:
-            runs[workers, streams] = [epoch(loader), epoch(loader)]
-    reference = runs.pop((0, 1))
+                    prefetch=2, seed=7, worker_kind=kind) as loader:
+            runs[workers, streams, kind] = [epoch(loader), epoch(loader)]
+    reference = runs.pop((0, 1, "thread"))
     for run in runs.values():
         for e in range(2):
             same_batches(reference[e], run[e])
@@ -174,7 +178,7 @@ def test_unshuffled_epoch_keeps_training_order(dataset, sampler) -> None:
 
 
 def test_killed_worker_raises_and_leaves_no_process(dataset, sampler) -> None:
-    loader = Loader(dataset, sampler, "cpu", 16, workers=2, prefetch=2)
+    loader = Loader(dataset, sampler, "cpu", 16, workers=2, prefetch=2, worker_kind="process")
     it = iter(loader)
     next(it)
     pids = loader.worker_pids
@@ -192,7 +196,8 @@ def test_killed_worker_raises_and_leaves_no_process(dataset, sampler) -> None:
 
 
 def test_worker_exception_surfaces_with_its_message(dataset) -> None:
-    loader = Loader(dataset, RaisingSampler(dataset.graph, [10, 5]), "cpu", BATCH, workers=2)
+    loader = Loader(dataset, RaisingSampler(dataset.graph, [10, 5]), "cpu", BATCH, workers=2,
+                    worker_kind="process")
     with pytest.raises(RuntimeError, match=r"worker 1 .*batch 3.*ValueError: sampler exploded"):
         epoch(loader)
     assert_gone([p.pid for p in multiprocessing.active_children()])
@@ -206,7 +211,7 @@ def test_in_process_exception_propagates_unchanged(dataset) -> None:
 
 
 def test_break_close_gc_and_interrupt_stop_the_workers(dataset, sampler) -> None:
-    loader = Loader(dataset, sampler, "cpu", BATCH, workers=2)
+    loader = Loader(dataset, sampler, "cpu", BATCH, workers=2, worker_kind="process")
     for _ in loader:
         pids = loader.worker_pids
         break
@@ -215,14 +220,14 @@ def test_break_close_gc_and_interrupt_stop_the_workers(dataset, sampler) -> None
     with pytest.raises(RuntimeError, match="closed"):
         iter(loader)
 
-    loader = Loader(dataset, sampler, "cpu", BATCH, workers=2)
+    loader = Loader(dataset, sampler, "cpu", BATCH, workers=2, worker_kind="process")
     with pytest.raises(KeyboardInterrupt):
         for _ in loader:
             pids = loader.worker_pids
             raise KeyboardInterrupt
     assert_gone(pids)
 
-    loader = Loader(dataset, sampler, "cpu", BATCH, workers=2)
+    loader = Loader(dataset, sampler, "cpu", BATCH, workers=2, worker_kind="process")
     it = iter(loader)
     next(it)
     pids = loader.worker_pids
@@ -232,7 +237,8 @@ def test_break_close_gc_and_interrupt_stop_the_workers(dataset, sampler) -> None
 
 
 def test_interrupt_while_waiting_for_workers_stops_them(dataset) -> None:
-    loader = Loader(dataset, SleepySampler(dataset.graph, [5]), "cpu", BATCH, workers=2)
+    loader = Loader(dataset, SleepySampler(dataset.graph, [5]), "cpu", BATCH, workers=2,
+                    worker_kind="process")
     it = iter(loader)
     # A process started in the background by a non-interactive shell (as CI may be) inherits
     # SIGINT ignored, and interrupt_main() then does nothing: install Python's handler here.
@@ -269,6 +275,8 @@ def test_new_iter_supersedes_an_unfinished_one(dataset, sampler) -> None:
     ({"device": "meta"}, ValueError, "device"),
     ({"seed": -1}, ValueError, "seed"),
     ({"shuffle": 1}, TypeError, "shuffle"),
+    ({"worker_kind": "fiber"}, ValueError, "worker_kind"),
+    ({"worker_kind": 1}, TypeError, "worker_kind"),
 ])
 def test_bad_arguments(dataset, sampler, kwargs: dict, error: type, match: str) -> None:
     args = {"device": "cpu", "batch_size": BATCH, **kwargs}

@@ -146,6 +146,7 @@ def test_torchrun_ranks_with_workers_read_one_copy(tmp_path, dataset: Dataset) -
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
          "-m", "gnnrepro.distributed", "--scale", "0.003", "--fanouts", "4,3",
          "--batch-size", "64", "--hidden", "16", "--epochs", "1", "--workers", "1",
+         "--worker-kind", "process",  # threads could not copy the data: processes might
          "--out", str(out)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())

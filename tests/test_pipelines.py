@@ -89,6 +89,7 @@ def test_fused_pinned_trains_the_same_model_as_fused(dataset, fused_run) -> None
     assert pinned.losses == fused_run.losses
     assert (pinned.val_acc, pinned.test_acc) == (fused_run.val_acc, fused_run.test_acc)
     assert pinned.params["pipeline"] == "fused+pinned" and pinned.params["workers"] == 2
+    assert pinned.params["config"]["worker_kind"] == "thread"  # recorded with the settings
 
 
 def test_dgl_pipeline_learns_like_ours(dataset, fused_run) -> None:

@@ -100,9 +100,10 @@ def test_same_seed_same_run(result: TrainResult, dataset: datasets.Dataset,
 
 def test_workers_train_the_same_model(result: TrainResult, dataset: datasets.Dataset,
                                       sampler: FusedSampler) -> None:
-    """Worker processes change only speed: same losses and accuracies. The workers' sample and
-    extract work is measured where it runs; how much of it the trainer waited for cannot be
-    split between the two stages, so exposed_s is None and the wait is reported whole."""
+    """Workers (threads, the default kind) change only speed: same losses and accuracies.
+    The workers' sample and extract work is measured where it runs; how much of it the trainer
+    waited for cannot be split between the two stages, so exposed_s is None and the wait is
+    reported whole."""
     overlapped = train_with(dataset, sampler, workers=2, prefetch=3, eval_every=2)
     assert overlapped.losses == result.losses
     assert (overlapped.val_acc, overlapped.test_acc) == (result.val_acc, result.test_acc)

@@ -84,6 +84,8 @@ class _DGLSampler:
     """Shared construction, validation, seeding and conversion of the DGL baselines."""
 
     name = ""
+    #: Not in Loader worker threads: dgl.seed is process-wide, so threads would race on it.
+    thread_use = None
 
     def __init__(self, graph: CSCGraph, fanouts: list[int], replace: bool = False,
                  seed: int = 0):

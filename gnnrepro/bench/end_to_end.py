@@ -2,7 +2,7 @@
 
 Every pipeline trains the same model (same initial weights) for the same epochs on batches of
 the same size, each in a fresh process of its own: peak memory is then per pipeline, and no
-pipeline inherits another's warm caches, allocator state or worker processes. The dataset is
+pipeline inherits another's warm caches, allocator state or workers. The dataset is
 built (and cached) once before they start, so no pipeline pays for building it. With
 `repeats` > 1 the pipelines run that many rounds, round r in row r of a Williams design
 (bench.timing.williams_orders), so a slow spell of a shared machine does not land on one
@@ -11,11 +11,11 @@ pipeline only. The design balances (each pipeline follows each other equally oft
 take its first rows (2 rounds of 3 pipelines: two rotations).
 
 Reported per pipeline: epoch_s, the median epoch time over the epochs after the first (the
-first includes start-up: worker processes, DGL's first-call allocations, page faults) pooled
+first includes start-up: workers, DGL's first-call allocations, page faults) pooled
 over rounds; per-stage work and exposed seconds (median per epoch, same epochs); accuracy of
-the first round; peak RSS of the training process (sampling workers not included: the
-training process's getrusage; RUSAGE_CHILDREN would also count the pre-exec RSS of any
-subprocess it forks, such as the git call that records the commit).
+the first round; peak RSS of the training process (worker threads included, worker
+processes not: the training process's getrusage; RUSAGE_CHILDREN would also count the
+pre-exec RSS of any subprocess it forks, such as the git call that records the commit).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ most of an epoch and hides what the pipeline does; here nothing hides it.
 
 DGL's DataLoader (its NeighborSampler with its own feature slicing, iterated natively, as a
 DGL user's loop sees it) and our pipelines deliver the same number of batches of the same size
-in one process, each with its loader built once (worker processes started, caches warm) and one
+in one process, each with its loader built once (workers started, caches warm) and one
 untimed warm-up epoch; then `rounds` rounds, one epoch per pipeline per round, in Williams
 orders. Reported per pipeline: the median epoch time over rounds, batches/s and the spread.
 """

@@ -21,7 +21,7 @@ LADDER = ("dgl", "fused", "fused+pinned")
 #: The parameters the shared training run of 01 and 03 (`ladder`) depends on.
 LADDER_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
               "sampler_device", "feature_source", "feature_store", "threads", "workers",
-              "streams", "seed", "timeline_batches", "train_repeats")
+              "worker_kind", "streams", "seed", "timeline_batches", "train_repeats")
 
 
 def train_config(params: Params, **overrides: Any) -> TrainConfig:
@@ -32,7 +32,8 @@ def train_config(params: Params, **overrides: Any) -> TrainConfig:
                 "sampler_device": params.sampler_device,
                 "feature_source": params.feature_source,
                 "feature_store": params.feature_store, "threads": params.threads,
-                "workers": params.workers, "streams": params.streams, "seed": params.seed}
+                "workers": params.workers, "worker_kind": params.worker_kind,
+                "streams": params.streams, "seed": params.seed}
     return TrainConfig(**(settings | overrides))
 
 

@@ -109,6 +109,7 @@ class Params:
         "sizes this machine cannot run are listed as not run")
     threads: Optional[int] = _setting("threads")
     workers: int = _setting("workers")
+    worker_kind: str = _setting("worker_kind")
     streams: int = _setting("streams")
     seed: int = _setting("seed")
     train_repeats: int = _param(

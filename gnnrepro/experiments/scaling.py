@@ -18,7 +18,8 @@ __all__ = ["NAME", "scaling", "scaling_table"]
 NAME = "04_scaling"
 PIPELINES = ("dgl", "fused+pinned")
 _KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
-        "sampler_device", "feature_source", "gpus", "threads", "workers", "streams", "seed")
+        "sampler_device", "feature_source", "gpus", "threads", "workers", "worker_kind",
+        "streams", "seed")
 
 
 def _row(pipeline: str, world_size: int, reason: str | None = None,

@@ -24,8 +24,8 @@ AXES = {"batch_size": "sweep_batch_sizes", "fanouts": "sweep_fanouts",
 NO_STREAMS = "streams are CUDA streams; the device is cpu"
 NO_CUDA = "needs CUDA; the device is cpu"
 _KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
-        "sampler_device", "feature_source", "threads", "workers", "streams", "seed",
-        *AXES.values())
+        "sampler_device", "feature_source", "threads", "workers", "worker_kind", "streams",
+        "seed", *AXES.values())
 
 
 def _label(value: Any) -> str:
@@ -37,7 +37,7 @@ def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per sweep point: axis, value (text), is_base, the point's batch_size, fanouts,
     workers, streams, status ('run' or 'not run'), reason, epoch_s, seeds_per_s, test_acc and
     each stage's work (<stage>_s). The pipeline is fused+pinned (on the CPU: the fused sampler
-    with `workers` processes preparing batches ahead; streams only matter for host-to-device
+    with `workers` workers preparing batches ahead; streams only matter for host-to-device
     copies, so that axis is not run there, nor are the GPU placements). Each point is stored
     as it finishes, and the point equal to the base settings is measured once for all axes."""
     cuda = params.device.startswith("cuda")

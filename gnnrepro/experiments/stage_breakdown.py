@@ -19,7 +19,7 @@ NAME = "01_stage_breakdown"
 def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows (pipeline, stage, work_s, exposed_s, share_of_work, epoch_s, wait_s): per
     epoch, median over the epochs after the first. exposed_s is NaN where the pipeline cannot
-    split its wait between sample and extract (worker processes); wait_s is that wait."""
+    split its wait between sample and extract (workers); wait_s is that wait."""
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:

@@ -10,6 +10,7 @@ Both follow InMemoryFeatureStore's gather(ids, out) contract.
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from pathlib import Path
 
@@ -27,7 +28,10 @@ _NP = {torch.float32: np.float32, torch.float16: np.float16, torch.float64: np.f
 
 
 class MmapFeatureStore(FeatureStore):
-    """Rows of the feature file at `path`, memory-mapped read-only and gathered from the map."""
+    """Rows of the feature file at `path`, memory-mapped read-only and gathered from the map
+    (thread-safe: the map is only read)."""
+
+    thread_use = "share"
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -106,8 +110,12 @@ class LmdbFeatureStore(FeatureStore):
     """Rows from the LMDB database at `path` (written by write_lmdb): one get per key.
 
     `position[node]` is the row the database stores node `node` at (None: the same row), so a
-    database written from a feature file's rows keeps that file's row order.
+    database written from a feature file's rows keeps that file's row order. Thread-safe: one
+    read transaction at a time (the environment is opened with lock=False, which leaves
+    concurrent transactions to the caller).
     """
+
+    thread_use = "share"
 
     def __init__(self, path: str | os.PathLike, position: torch.Tensor | None = None):
         import lmdb
@@ -123,6 +131,7 @@ class LmdbFeatureStore(FeatureStore):
         self._num_nodes, self._dim, self._per = int(n), int(dim), int(per)
         self._np_dtype = np.dtype(dtype)
         self._dtype = torch.from_numpy(np.empty(0, self._np_dtype)).dtype
+        self._lock = threading.Lock()
 
     @property
     def num_nodes(self) -> int:
@@ -147,7 +156,7 @@ class LmdbFeatureStore(FeatureStore):
         ids64 = (ids.long() if self.position is None else self.position[ids.long()]).numpy()
         keys, key_of = np.unique(ids64 // self._per, return_inverse=True)
         chunks = np.empty((keys.size, self._per, self._dim), dtype=self._np_dtype)
-        with self._env.begin(buffers=True) as txn:
+        with self._lock, self._env.begin(buffers=True) as txn:
             for i, k in enumerate(keys.tolist()):
                 value = txn.get((k * self._per).to_bytes(8, "big"))
                 if value is None:

@@ -89,8 +89,12 @@ class DiskFeatureStore(FeatureStore):
     `max_request_bytes`: the largest request. `direct=False` reads through the page cache
     (for file systems without O_DIRECT, e.g. tmpfs).
     Pickling (to worker processes) shares the hot set and reopens the file; caches are per
-    process.
+    process. Not thread-safe (the CLOCK cache, the look-ahead queue and the counters are
+    unguarded): Loader worker threads each gather with their own copy.copy, made the same way
+    (shared hot set, own reader and cache).
     """
+
+    thread_use = "copy"
 
     def __init__(self, path: str | os.PathLike, *, hot_ids: torch.Tensor | None = None,
                  cache_bytes: int = 0, engine: str = "auto", threads: int = 16,

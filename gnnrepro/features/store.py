@@ -36,6 +36,12 @@ def check_out(out: object, rows: int, dim: int, dtype: torch.dtype) -> torch.Ten
 class FeatureStore(abc.ABC):
     """A [num_nodes, dim] feature table that mini-batches gather rows from."""
 
+    #: How a Loader's worker threads gather from this store (gnnrepro.pipeline.thread_workers):
+    #: "share" (gather is thread-safe: every thread calls this one store), "copy" (each thread
+    #: gathers with its own copy.copy of the store, as a worker process does with its
+    #: unpickled copy), or None (not from threads: the Loader refuses worker_kind='thread').
+    thread_use: str | None = None
+
     @property
     @abc.abstractmethod
     def num_nodes(self) -> int: ...
@@ -84,7 +90,10 @@ class InMemoryFeatureStore(FeatureStore):
     that fails (locked-memory limits, too little RAM) the table stays pageable with one warning.
     Pinning is per process: a store received by another process is not pinned there (workers
     that only gather on the CPU do not need it); call `pin_memory_()` where it is wanted.
+    Gathers into distinct outputs are thread-safe (the table is only read).
     """
+
+    thread_use = "share"
 
     def __init__(self, features: torch.Tensor, *, share: bool = True, pin: bool = True):
         if not isinstance(features, torch.Tensor):

@@ -1,8 +1,10 @@
 """Loader: mini-batches (blocks + input features + labels) on the training device, prepared ahead.
 
 Stages 1-2 of the pipeline (sample, extract) for batches b+1 .. b+P run while the model trains
-on batch b: W worker processes sample and gather features into shared (pinned) staging slots,
-and with CUDA the host-to-device copies run on S side streams, overlapped with compute.
+on batch b: W workers sample and gather features into (pinned) staging slots, and with CUDA the
+host-to-device copies run on S side streams, overlapped with compute. The workers are threads
+of this process by default (`worker_kind`, gnnrepro.pipeline.thread_workers) or the paper's
+worker processes, which map shared-memory slots (gnnrepro.pipeline.workers).
 
 Reproducibility: epoch e shuffles the training ids with a generator seeded by (seed, e), and
 batch b of epoch e is sampled with batch_id = e * len(loader) + b, so what each batch holds
@@ -43,7 +45,8 @@ from gnnrepro.features.staging import StagingRing, StagingSlot
 from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
 from gnnrepro.pipeline.shard import ShardPlan
 from gnnrepro.pipeline.spans import Span
-from gnnrepro.pipeline.workers import Task, WorkerPool, unpack
+from gnnrepro.pipeline.thread_workers import ThreadWorkerPool
+from gnnrepro.pipeline.workers import Task, WorkerPool
 from gnnrepro.sampling.block import MiniBatch
 
 __all__ = ["Loader", "epoch_order"]
@@ -152,7 +155,7 @@ class _Lease:
         self._leases.give_back()
 
 
-def _shutdown(live: list[WorkerPool]) -> None:
+def _shutdown(live: list[WorkerPool | ThreadWorkerPool]) -> None:
     """Stop the worker pools in `live` (also the Loader's finalizer, so it must not hold it)."""
     while live:
         live.pop().shutdown()
@@ -163,24 +166,29 @@ class Loader:
 
     Each `iter()` is one epoch: MiniBatch objects with `x` (float32 [num_input, F], the input
     nodes' features) and `y` (the seeds' labels), all on `device`, in batch order. `workers`
-    processes (0: sample in this process) prepare at most `prefetch` batches ahead; with CUDA
-    their host-to-device copies are spread round-robin over `streams` CUDA streams.
+    workers (0: sample in `next()`) prepare at most `prefetch` batches ahead; with CUDA their
+    host-to-device copies are spread round-robin over `streams` CUDA streams. `worker_kind`
+    (gnnrepro.config.WORKER_KINDS) makes them threads of this process or worker processes.
 
     Workers start at the first epoch and are reused by later ones; `close()`, garbage
     collection, or leaving an epoch early (break, an exception, KeyboardInterrupt) stops them
     (an early exit restarts them at the next epoch). A worker that dies, raises, or owes a
     batch and sends nothing for `timeout_s` seconds makes the iteration raise RuntimeError
-    naming it and the cause. `worker_threads` is each worker's torch thread count.
-    `feature_source` says how rows reach a GPU (gnnrepro.config.FEATURE_SOURCES). With workers, the dataset's graph and features are moved into shared
-    memory in place, once (the dataset's tensors then refer to the shared copy). `rank` and
-    `world_size` select a data-parallel rank's share of every epoch (see the module doc).
-    `feature_store` is where rows come from: a kind (memory | disk | mmap | lmdb, opened with
-    default budgets by gnnrepro.features.open_feature_store) or a store built by the caller.
+    naming it and the cause. `worker_threads` is each worker's intra-op thread count (a
+    worker thread's own, leaving the process's as it is). `feature_source` says how rows
+    reach a GPU (gnnrepro.config.FEATURE_SOURCES). With worker processes, the dataset's graph
+    and features are moved into shared memory in place, once (the dataset's tensors then
+    refer to the shared copy). `rank` and `world_size` select a data-parallel rank's share of
+    every epoch (see the module doc). `feature_store` is where rows come from: a kind (memory
+    | disk | mmap | lmdb, opened with default budgets by gnnrepro.features.open_feature_store)
+    or a store built by the caller. Worker threads refuse (ValueError naming worker_kind) a
+    sampler or store whose `thread_use` is None (FeatureStore.thread_use).
     """
 
     def __init__(self, dataset: Dataset, sampler: Any, device: str | torch.device,
                  batch_size: int, shuffle: bool = True, workers: int = 0, streams: int = 1,
                  prefetch: int = 2, seed: int = 0, drop_last: bool = False, *,
+                 worker_kind: str = SETTINGS["worker_kind"].default,
                  worker_threads: int = 1, rank: int = 0, world_size: int = 1,
                  feature_source: str = SETTINGS["feature_source"].default,
                  feature_store: str | FeatureStore = SETTINGS["feature_store"].default,
@@ -200,6 +208,7 @@ class Loader:
         self.device = check_device(device)
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.workers = check_int("workers", workers, 0)
+        self.worker_kind = validate("worker_kind", worker_kind)
         self.sampler_device = _sampler_device(sampler)
         self.feature_source = validate("feature_source", feature_source)
         check_placement(str(self.device), self.sampler_device, self.feature_source, workers)
@@ -216,12 +225,21 @@ class Loader:
         self.rank, self.world_size = self.plan.rank, self.plan.world_size
 
         cuda = self.device.type == "cuda"
-        if self.workers:
-            dataset.graph.share_memory_()  # workers map the graph, never copy it
+        threads = self.workers > 0 and self.worker_kind == "thread"
+        share = self.workers > 0 and self.worker_kind == "process"
+        if threads and getattr(sampler, "thread_use", "copy") != "copy":
+            raise ValueError(f"worker_kind='thread': {type(sampler).__name__} cannot sample in "
+                             f"worker threads; use worker_kind='process' or workers=0")
+        if share:
+            dataset.graph.share_memory_()  # worker processes map the graph, never copy it
         # Unpinned: with feature_source 'pinned' rows reach the GPU from the pinned staging
         # slots, never from the table itself; 'uva' and 'device' gather on the GPU instead,
         # from the in-memory table.
-        self.store = _feature_store(feature_store, dataset, share=self.workers > 0)
+        self.store = _feature_store(feature_store, dataset, share=share)
+        if threads and self.store.thread_use not in ("share", "copy"):
+            raise ValueError(f"worker_kind='thread': {type(self.store).__name__} cannot be "
+                             f"gathered from by worker threads; use worker_kind='process' or "
+                             f"workers=0")
         if self.feature_source != "pinned" and not isinstance(self.store, InMemoryFeatureStore):
             raise ValueError(f"feature_source={self.feature_source!r} gathers on the GPU from "
                              f"the in-memory table: feature_store must be 'memory', got "
@@ -236,12 +254,12 @@ class Loader:
         # (on the CPU; pinned slots are committed whole). No slots when the GPU gathers.
         slots = self.prefetch + (self.streams if cuda else self.prefetch)
         self._ring = (StagingRing(slots, rows, self.store.dim, self.store.dtype, pin=cuda,
-                                  share=self.workers > 0)
+                                  share=share)
                       if self._device_rows is None else None)
         self._leases = _Leases(self.prefetch)
         self._streams = ([torch.cuda.Stream(self.device) for _ in range(self.streams)]
                          if cuda else [])
-        self._pool: WorkerPool | None = None
+        self._pool: WorkerPool | ThreadWorkerPool | None = None
         self._pending: dict[int, StagingSlot] = {}  # batch index -> slot a worker fills
         self._epoch = 0
         self._generation = 0  # bumped by each iter() and close(): older iterators stop
@@ -249,7 +267,7 @@ class Loader:
         self._spans: list[Span] = []
         self._running = False
         self._closed = False
-        self._live: list[WorkerPool] = []
+        self._live: list[WorkerPool | ThreadWorkerPool] = []
         self._finalizer = weakref.finalize(self, _shutdown, self._live)
 
     def __len__(self) -> int:
@@ -275,7 +293,8 @@ class Loader:
 
     @property
     def worker_pids(self) -> list[int]:
-        """Process ids of the running workers (empty when none are running)."""
+        """Process ids of the running workers (empty when none are running); a worker thread's
+        is this process's own."""
         return list(self._pool.pids) if self._pool is not None else []
 
     def __iter__(self) -> Iterator[MiniBatch]:
@@ -288,7 +307,8 @@ class Loader:
         return self._run_epoch(epoch, self._generation)
 
     def close(self) -> None:
-        """Stop the workers (terminate + join); the Loader cannot be iterated afterwards."""
+        """Stop the workers (processes: terminate + join; threads: stop + join, see
+        gnnrepro.pipeline.thread_workers); the Loader cannot be iterated afterwards."""
         self._abort()
         self._generation += 1
         self._closed = True
@@ -342,8 +362,9 @@ class Loader:
         """Dispatch batch b to worker b % W, at most `prefetch` ahead; yield in order."""
         if self._pool is None:
             staging = self._ring.buffers if self._ring is not None else None
-            self._pool = WorkerPool(self.workers, self.sampler, self.store, staging,
-                                    self.worker_threads, self.timeout_s)
+            pool = ThreadWorkerPool if self.worker_kind == "thread" else WorkerPool
+            self._pool = pool(self.workers, self.sampler, self.store, staging,
+                              self.worker_threads, self.timeout_s)
             self._live.append(self._pool)
         pool, ring, plan = self._pool, self._ring, self.plan
         num_batches = len(self)
@@ -372,7 +393,7 @@ class Loader:
                                          result.sampled),
                                     Span(result.index, "extract", lane, result.sampled,
                                          result.gathered)]
-                    mb = unpack(result.packed)
+                    mb = result.batch
                     if slot is None:
                         ready[result.index] = self._on_device(mb, result.index)
                     else:
@@ -513,5 +534,6 @@ class Loader:
         ranks = (f", rank={self.rank}, world_size={self.world_size}"
                  if self.world_size > 1 else "")
         return (f"Loader(batches={len(self)}, batch_size={self.batch_size}, "
-                f"device={self.device}, workers={self.workers}, streams={self.streams}, "
+                f"device={self.device}, workers={self.workers}, "
+                f"worker_kind={self.worker_kind}, streams={self.streams}, "
                 f"prefetch={self.prefetch}, seed={self.seed}{ranks})")

@@ -1,7 +1,9 @@
 """Sampling worker processes for the Loader: sample a batch, gather its features, report back.
 
-Why processes: sampling and gathering hold the GIL in places and compete with the training
-loop; W processes run them in parallel. Nothing large is copied: the graph, the feature table
+The paper's design, kept as worker_kind='process' (the default is threads,
+gnnrepro.pipeline.thread_workers, which share this module's Task and Result). Why processes:
+a process has its own interpreter, so nothing it runs competes with the training loop for the
+GIL; W processes run in parallel. Nothing large is copied: the graph, the feature table
 and the staging buffers are in shared memory and mapped by every worker. A worker receives a
 small task (batch index, batch id, a range of the epoch's shuffled ids, staging slot), writes
 the gathered rows straight into that slot and sends back only the blocks, pickled by value
@@ -27,7 +29,7 @@ from gnnrepro.features.store import FeatureStore
 from gnnrepro.sampling.block import Block, MiniBatch
 from gnnrepro.supervisor import Supervisor
 
-__all__ = ["Task", "Result", "WorkerPool", "pack", "unpack"]
+__all__ = ["Result", "Task", "WorkerPool", "pack", "unpack"]
 
 # forkserver: workers fork from a clean server process that has imported torch but never run an
 # OpenMP region (fork after OpenMP can deadlock), and start much faster than spawn because the
@@ -55,14 +57,15 @@ class Task(NamedTuple):
 
 
 class Result(NamedTuple):
-    """A worker's answer: the packed MiniBatch (features are already in the staging slot) and
-    when it started, finished sampling and finished gathering (time.perf_counter, which is
-    CLOCK_MONOTONIC on Linux and so comparable across processes), so the trainer can report
-    the work it hid and draw it on a timeline."""
+    """A worker's answer: the MiniBatch (features are already in the staging slot; a worker
+    process sends it packed and `WorkerPool.receive` unpacks it) and when it started,
+    finished sampling and finished gathering (time.perf_counter, which is CLOCK_MONOTONIC on
+    Linux and so comparable across processes), so the trainer can report the work it hid and
+    draw it on a timeline."""
 
     index: int
     worker: int
-    packed: tuple
+    batch: Any
     start: float
     sampled: float
     gathered: float
@@ -161,7 +164,7 @@ class WorkerPool:
         out = []
         for wid, result in self._supervisor.receive(timeout):
             self._owed[wid] -= 1
-            out.append(result)
+            out.append(result._replace(batch=unpack(result.batch)))
         self._supervisor.check_silence((w for w, n in enumerate(self._owed) if n),
                                        self.timeout_s)
         return out

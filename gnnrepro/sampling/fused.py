@@ -46,7 +46,8 @@ class FusedSampler:
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict:
-        # The op's node map is per process: a worker builds its own instead of pickling it.
+        # The op's node map is per sampler object: a copy (a worker process's unpickled one, a
+        # worker thread's copy.copy) builds its own instead of sharing or pickling it.
         state = self.__dict__.copy()
         state["_node_map"] = None
         del state["_lock"]

@@ -2,11 +2,12 @@
 
 * "dgl": DGL 2.1's DataLoader + NeighborSampler with DGL's own feature slicing (the baseline).
 * "reference": our unfused torch sampler (sample to COO, then relabel), serial.
-* "fused": our fused sampler, serial: no worker processes, no side streams, nothing ahead.
-* "fused+pinned": the paper's full method: fused sampler, W worker processes sampling and
-  gathering into shared staging slots P batches ahead, and with CUDA those slots pinned and the
-  host-to-device copies on S side streams. On a CPU-only machine nothing is pinned or copied:
-  it is the fused sampler with W worker processes preparing P batches ahead.
+* "fused": our fused sampler, serial: no workers, no side streams, nothing ahead.
+* "fused+pinned": the paper's full method: fused sampler, W workers sampling and gathering
+  into staging slots P batches ahead, and with CUDA those slots pinned and the host-to-device
+  copies on S side streams. On a CPU-only machine nothing is pinned or copied: it is the fused
+  sampler with W workers preparing P batches ahead. The workers are threads of the training
+  process, or with worker_kind='process' the paper's worker processes.
 
 Placement (TrainConfig.sampler_device, .feature_source; gnnrepro.config) applies to the fused
 pipelines: where the sampler reads the graph and how rows reach the GPU. All four train the
@@ -56,8 +57,8 @@ def make_evaluator(dataset: Dataset, config: TrainConfig,
 
 def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                 world_size: int = 1) -> BatchSource:
-    """The batch source of `config.pipeline` on `config.device` (resolved); workers, streams
-    and prefetch apply to "fused+pinned" only (the serial pipelines have none), placement to
+    """The batch source of `config.pipeline` on `config.device` (resolved); workers (of
+    config.worker_kind), streams and prefetch apply to "fused+pinned" only (the serial pipelines have none), placement to
     the fused pipelines. `rank` and `world_size` select a data-parallel rank's share of each
     epoch ("dgl": DGL's own use_ddp=True split). Raises ValueError naming the setting for a
     placement this machine cannot run."""
@@ -81,6 +82,7 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
         graph, where = _sampler_graph_device(dataset, config.sampler_device, device)
         sampler = FusedSampler(graph, fanouts, seed=config.seed, device=where)
     return Loader(dataset, sampler, device, config.batch_size, workers=workers,
+                  worker_kind=config.worker_kind,
                   streams=1 if serial else config.streams,
                   prefetch=1 if serial else config.prefetch,
                   feature_source=config.feature_source, feature_store=config.feature_store,
