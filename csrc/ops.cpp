@@ -4,6 +4,8 @@
 // files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
 #include <torch/extension.h>
 
+#include "features/clock_cache.h"
+#include "features/disk_gather.h"
 #include "features/disk_reader.h"
 
 TORCH_LIBRARY(gnnrepro, m) {
@@ -59,4 +61,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 #endif
   }, "Whether the CUDA kernels were compiled into this build.");
   gnnrepro::register_disk_reader(m);  // DiskReader, ReadJob: the O_DIRECT feature reader
+  gnnrepro::register_clock_cache(m);  // ClockCache: the disk store's CLOCK row cache
+  gnnrepro::register_disk_gather(m);  // DiskGather: the disk store's gather, one call a batch
 }
