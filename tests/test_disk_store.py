@@ -6,6 +6,7 @@ import errno
 import os
 import pickle
 import shutil
+import threading
 
 import psutil
 import pytest
@@ -198,6 +199,34 @@ def test_a_batch_read_goes_ahead_of_announced_reads(files) -> None:
     small.wait()
     big.wait()
     assert small.finished_at() < big.finished_at()
+    store.close()
+
+
+def test_gathers_from_several_threads_at_once(files, table) -> None:
+    """The C++ plan releases the GIL and serialises calls on one store with its lock: threads
+    gathering and announcing at once all get their own rows."""
+    store = DiskFeatureStore(files["packed4k"], hot_ids=torch.arange(0, N, 13),
+                             cache_bytes=150 * DIM * 4, threads=2, queue_depth=8)
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for ids in batches(6, 300, seed=seed):
+                store.prefetch(ids)
+                assert torch.equal(store.gather(ids), table[ids])
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(40 + t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    c = store.cache
+    held = torch.nonzero(c.owner >= 0).squeeze(1)
+    assert torch.equal(c.slot_of[c.owner[held]].long(), held)
+    assert torch.equal(c.data[held], table[c.owner[held]])
     store.close()
 
 
