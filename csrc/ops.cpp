@@ -5,6 +5,8 @@
 #include <torch/extension.h>
 
 #include "common/local_threads.h"
+#include "features/clock_cache.h"
+#include "features/disk_gather.h"
 #include "features/disk_reader.h"
 
 TORCH_LIBRARY(gnnrepro, m) {
@@ -69,4 +71,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   }, "Whether the CUDA kernels were compiled into this build.");
   gnnrepro::register_disk_reader(m);  // DiskReader, ReadJob: the O_DIRECT feature reader
   gnnrepro::register_local_threads(m);  // set_local_num_threads: one thread's OpenMP count
+  gnnrepro::register_clock_cache(m);  // ClockCache: the disk store's CLOCK row cache
+  gnnrepro::register_disk_gather(m);  // DiskGather: the disk store's gather, one call a batch
 }

@@ -6,6 +6,7 @@ import errno
 import os
 import pickle
 import shutil
+import threading
 
 import psutil
 import pytest
@@ -88,6 +89,174 @@ def test_clock_cache_gives_a_second_chance() -> None:
     cache.lookup(torch.tensor([2]))  # 2 is used again: survives the next sweep
     cache.insert(torch.tensor([6, 7]), torch.tensor([[6.], [7.]]))
     assert sorted(cache.owner.tolist()) == [2, 5, 6, 7]
+
+
+class ReferenceClock:
+    """The CLOCK cache as it was in Python before it moved to C++ (gnnrepro/features/
+    row_cache.py at 144f475), kept as the reference its semantics are checked against."""
+
+    def __init__(self, capacity: int, num_nodes: int):
+        self.capacity, self.hand = capacity, 0
+        self.owner = torch.full((capacity,), -1, dtype=torch.int64)
+        self.ref = torch.zeros(capacity, dtype=torch.bool)
+        self.slot_of = torch.full((num_nodes,), -1, dtype=torch.int32)
+
+    def lookup(self, ids: torch.Tensor) -> None:
+        slots = self.slot_of[ids]
+        self.ref[slots[slots >= 0].long()] = True
+
+    def insert(self, ids: torch.Tensor) -> None:
+        ids = ids[self.slot_of[ids] < 0][: self.capacity]
+        if ids.numel() == 0:
+            return
+        victims = self._victims(ids.numel())
+        old = self.owner[victims]
+        self.slot_of[old[old >= 0]] = -1
+        self.owner[victims] = ids
+        self.slot_of[ids] = victims.to(torch.int32)
+        self.ref[victims] = True
+
+    def _victims(self, k: int) -> torch.Tensor:
+        c, taken, need = self.capacity, [], k
+        while need:
+            order = (torch.arange(c) + self.hand) % c
+            free = order[~self.ref[order]]
+            if free.numel() >= need:
+                pick = free[:need]
+                last = int(pick[-1])
+                self.ref[order[: (last - self.hand) % c + 1]] = False
+                self.hand = (last + 1) % c
+                taken.append(pick)
+                break
+            self.ref[:] = False
+            taken.append(free)
+            self.ref[free] = True
+            need -= free.numel()
+        return torch.cat(taken)
+
+
+@pytest.mark.parametrize("capacity", [1, 5, 64])
+def test_clock_cache_matches_the_python_reference(capacity: int) -> None:
+    """Randomised: the C++ CLOCK takes the same slots, bits and hand as the old Python one."""
+    gen = torch.Generator().manual_seed(capacity)
+    nodes = 200
+    cache, ref = ClockCache(capacity, nodes, 2, torch.float32), ReferenceClock(capacity, nodes)
+    for _ in range(300):
+        ids = torch.randperm(nodes, generator=gen)[: int(torch.randint(1, 90, (1,),
+                                                                        generator=gen))]
+        if bool(torch.rand(1, generator=gen) < 0.4):
+            cache.lookup(ids)
+            ref.lookup(ids)
+        else:
+            cache.insert(ids, ids.float()[:, None].repeat(1, 2))
+            ref.insert(ids)
+        assert torch.equal(cache.owner, ref.owner) and torch.equal(cache.ref, ref.ref)
+        assert torch.equal(cache.slot_of, ref.slot_of) and cache.hand == ref.hand
+        held = torch.nonzero(cache.owner >= 0).squeeze(1)
+        assert torch.equal(cache.data[held, 0], cache.owner[held].float())
+
+
+def test_clock_cache_skips_repeats_and_checks_its_arguments() -> None:
+    cache = ClockCache(4, 10, 1, torch.float32)
+    cache.insert(torch.tensor([3, 3, 5]), torch.tensor([[1.], [2.], [3.]]))
+    assert sorted(cache.owner.tolist()) == [-1, -1, 3, 5]
+    assert float(cache.data[cache.slot_of[3]]) == 1.0  # the first of a repeated id is kept
+    with pytest.raises(RuntimeError, match="outside"):
+        cache.insert(torch.tensor([10]), torch.tensor([[1.]]))
+    with pytest.raises(RuntimeError, match="outside"):
+        cache.lookup(torch.tensor([-1]))
+    with pytest.raises(TypeError, match="rows"):
+        cache.insert(torch.tensor([1]), torch.tensor([[1.]], dtype=torch.float64))
+    cache.slot_of[7] = 2  # a stale entry: slot 2 is not owned by node 7, so it is no hit
+    hit, _ = cache.lookup(torch.tensor([7]))
+    assert hit.numel() == 0
+
+
+def test_announced_batches_that_differ_from_the_gathered_ones(files, table) -> None:
+    """Announced reads consumed by other batches (a caller out of step): rows stay right."""
+    store = DiskFeatureStore(files["ordered"], hot_ids=torch.arange(0, N, 29),
+                             cache_bytes=200 * DIM * 4, threads=2, queue_depth=4)
+    got = list(batches(8, 500, seed=21))
+    for i, ids in enumerate(got):
+        store.prefetch(got[(i + 3) % len(got)])  # a later batch, not this one
+        if i % 4 == 3:
+            store.prefetch(torch.empty(0, dtype=torch.int64))
+        assert torch.equal(store.gather(ids), table[ids])
+    assert store.stats.prefetch_hits > 0 and store._plan.pending > 0
+    store.discard_prefetched()
+    assert store._plan.pending == 0
+    store.close()
+
+
+def test_a_batch_read_goes_ahead_of_announced_reads(files) -> None:
+    """An urgent read (the batch being gathered) is taken before reads queued earlier."""
+    store = DiskFeatureStore(files["plain"], engine="pread", threads=1, max_gap_bytes=0,
+                             block_size=512)
+    far = torch.arange(0, N, 3)  # ~1000 requests of one row each
+    big = store.reader.submit(far, torch.empty(far.numel(), DIM * 4, dtype=torch.uint8))
+    small = store.reader.submit(torch.tensor([1]), torch.empty(1, DIM * 4, dtype=torch.uint8),
+                                urgent=True)
+    small.wait()
+    big.wait()
+    assert small.finished_at() < big.finished_at()
+    store.close()
+
+
+def test_gathers_from_several_threads_at_once(files, table) -> None:
+    """The C++ plan releases the GIL and serialises calls on one store with its lock: threads
+    gathering and announcing at once all get their own rows."""
+    store = DiskFeatureStore(files["packed4k"], hot_ids=torch.arange(0, N, 13),
+                             cache_bytes=150 * DIM * 4, threads=2, queue_depth=8)
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for ids in batches(6, 300, seed=seed):
+                store.prefetch(ids)
+                assert torch.equal(store.gather(ids), table[ids])
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(40 + t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    c = store.cache
+    held = torch.nonzero(c.owner >= 0).squeeze(1)
+    assert torch.equal(c.slot_of[c.owner[held]].long(), held)
+    assert torch.equal(c.data[held], table[c.owner[held]])
+    store.close()
+
+
+def test_the_cpp_plan_checks_what_python_passes(files, table) -> None:
+    """gnnrepro._C.DiskGather called directly: bad ids, out or hot slots raise, never read
+    out of bounds."""
+    store = DiskFeatureStore(files["plain"], hot_ids=torch.arange(10), threads=2)
+    plan = store._plan
+    out = torch.empty(4, DIM)
+    with pytest.raises(RuntimeError, match="outside"):
+        plan.gather(torch.tensor([N]), out)
+    with pytest.raises(RuntimeError, match="outside"):
+        plan.prefetch(torch.tensor([-5]))
+    with pytest.raises(RuntimeError, match="ids must be"):
+        plan.gather(torch.tensor([1.0]), out)
+    with pytest.raises(RuntimeError, match="out must be"):
+        plan.gather(torch.tensor([1]), torch.empty(4, DIM, dtype=torch.float64))
+    with pytest.raises(RuntimeError, match="out must be"):
+        plan.gather(torch.tensor([1]), torch.empty(DIM, 4).t())
+    with pytest.raises(RuntimeError, match="out must be"):
+        plan.gather(torch.tensor([1]), torch.empty(4, DIM - 1))
+    with pytest.raises(RuntimeError, match="fewer than"):
+        plan.gather(torch.tensor([1, 2]), torch.empty(1, DIM))
+    store.hot_slot[20] = 10  # past the 10 hot rows
+    with pytest.raises(RuntimeError, match="outside the 10 hot rows"):
+        plan.gather(torch.tensor([20]), out)
+    store.hot_slot[20] = -1
+    ids = torch.tensor([20, 3, 20, 2999], dtype=torch.int32)
+    assert torch.equal(store.gather(ids, out), table[ids.long()])
+    store.close()
 
 
 def test_coalescing_reads_each_block_once(files) -> None:

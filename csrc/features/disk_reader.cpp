@@ -201,7 +201,8 @@ std::vector<ReadRequest> DiskReader::plan(const int64_t* pos, int64_t n) const {
   return out;
 }
 
-std::shared_ptr<ReadJob> DiskReader::submit(const at::Tensor& positions, const at::Tensor& out) {
+std::shared_ptr<ReadJob> DiskReader::submit(const at::Tensor& positions, const at::Tensor& out,
+                                            bool urgent) {
   TORCH_CHECK(positions.device().is_cpu() && positions.scalar_type() == at::kLong &&
                   positions.dim() == 1,
               "positions must be a 1-D int64 CPU tensor");
@@ -225,7 +226,11 @@ std::shared_ptr<ReadJob> DiskReader::submit(const at::Tensor& positions, const a
   {
     std::lock_guard<std::mutex> lock(mutex_);
     TORCH_CHECK(!closing_, path_, ": the reader is closed");
-    queue_.push_back(job);
+    if (urgent) {  // before the others; a job already started continues after it
+      queue_.push_front(job);
+    } else {
+      queue_.push_back(job);
+    }
   }
   cv_.notify_all();
   return job;
@@ -383,7 +388,8 @@ void register_disk_reader(pybind11::module_& m) {
       .def("done", &ReadJob::done, py::call_guard<py::gil_scoped_release>())
       .def("finished_at", &ReadJob::finished_at, py::call_guard<py::gil_scoped_release>(),
            "time.perf_counter() seconds when the read finished (0.0 while it runs).");
-  py::class_<DiskReader>(m, "DiskReader", "O_DIRECT row reader (csrc/features/disk_reader.h).")
+  py::class_<DiskReader, std::shared_ptr<DiskReader>>(
+      m, "DiskReader", "O_DIRECT row reader (csrc/features/disk_reader.h).")
       .def(py::init<const std::string&, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                     int64_t, int64_t, const std::string&, bool, int64_t, int64_t>(),
            py::arg("path"), py::arg("data_offset"), py::arg("row_bytes"), py::arg("num_rows"),
@@ -392,7 +398,7 @@ void register_disk_reader(pybind11::module_& m) {
            py::arg("direct"), py::arg("rows_per_unit") = 1, py::arg("unit_bytes") = 0,
            py::call_guard<py::gil_scoped_release>())
       .def("submit", &DiskReader::submit, py::arg("positions"), py::arg("out"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("urgent") = false, py::call_guard<py::gil_scoped_release>())
       .def("close", &DiskReader::close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("engine", &DiskReader::engine)
       .def_property_readonly("direct", &DiskReader::direct)

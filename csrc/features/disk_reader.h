@@ -77,14 +77,18 @@ class DiskReader {
   DiskReader& operator=(const DiskReader&) = delete;
 
   // Start reading rows `positions` (int64, strictly increasing, in [0, num_rows)) into
-  // `out` (uint8 [>= len(positions), row_bytes], contiguous CPU).
-  std::shared_ptr<ReadJob> submit(const at::Tensor& positions, const at::Tensor& out);
+  // `out` (uint8 [>= len(positions), row_bytes], contiguous CPU). An `urgent` read goes to the
+  // head of the queue (a batch being gathered), others to its tail (reads announced ahead).
+  std::shared_ptr<ReadJob> submit(const at::Tensor& positions, const at::Tensor& out,
+                                  bool urgent = false);
   // Fail queued jobs, wait for in-flight requests, stop the threads, close the file. Idempotent.
   void close();
 
   const std::string& engine() const { return engine_; }
   bool direct() const { return direct_; }
   int64_t block_size() const { return block_; }
+  int64_t num_rows() const { return num_rows_; }
+  int64_t row_bytes() const { return row_bytes_; }
 
  private:
   std::vector<ReadRequest> plan(const int64_t* pos, int64_t n) const;

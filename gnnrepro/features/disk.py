@@ -10,13 +10,16 @@ The CPU counterpart of GIDS (seeds/001): rows come from three places, in this or
   a pread thread pool).
 `prefetch(ids)` starts the reads of an upcoming batch at once (GIDS's window buffering); its
 requests share the reader's queue with the current batch's, so the device stays busy across
-batches (the storage access accumulator). Every row returned is the row of the id asked for: a
-failed or short read raises OSError naming the file and the nodes, never zeros.
+batches (the storage access accumulator). A batch's own reads go ahead of the announced ones,
+so gather() never waits for the next batches' reads. The per-batch plan (distinct ids, hot and
+cache lookups, announced and own reads, copies into `out`, cache inserts) is one C++ call,
+gnnrepro._C.DiskGather (csrc/features/disk_gather.h), with the GIL released. Every row
+returned is the row of the id asked for: a failed or short read raises OSError naming the file
+and the nodes, never zeros.
 """
 from __future__ import annotations
 
 import os
-import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +60,12 @@ class DiskStats:
         """Device bytes read per byte of row data actually used (read amplification)."""
         return self.bytes_read / max(self.rows_read * row_bytes, 1)
 
+    def add(self, counts: object) -> None:
+        """Add one gather's counts (a gnnrepro._C.GatherCounts) to these."""
+        for name in ("rows", "unique", "hot_hits", "cache_hits", "prefetch_hits", "rows_read",
+                     "requests", "bytes_read", "read_wait_s"):
+            setattr(self, name, getattr(self, name) + getattr(counts, name))
+
     def to_dict(self, row_bytes: int) -> dict:
         return {"rows": self.rows, "unique": self.unique, "hot_hits": self.hot_hits,
                 "cache_hits": self.cache_hits, "prefetch_hits": self.prefetch_hits,
@@ -64,18 +73,6 @@ class DiskStats:
                 "bytes_read": self.bytes_read, "read_wait_s": self.read_wait_s,
                 "hit_rate": self.hit_rate(),
                 "bytes_read_per_byte_used": self.bytes_read_per_byte_used(row_bytes)}
-
-
-@dataclass
-class _Pending:
-    """A prefetched read: buf row j holds node nodes[perm[j]] (`nodes` sorted); submitted at
-    `submitted` (time.perf_counter)."""
-
-    nodes: torch.Tensor
-    perm: torch.Tensor
-    buf: torch.Tensor
-    job: object
-    submitted: float
 
 
 class DiskFeatureStore(FeatureStore):
@@ -139,6 +136,7 @@ class DiskFeatureStore(FeatureStore):
                 self.position.share_memory_()
         if pin:
             self.pinned = pin_in_place(self.hot)
+        self._bind()
 
     def _open(self) -> None:
         s = self.settings
@@ -150,8 +148,15 @@ class DiskFeatureStore(FeatureStore):
         self.cache = ClockCache(self.cache_bytes // self.info.row_bytes, self.num_nodes,
                                 self.dim, self.dtype)
         self.stats = DiskStats()
-        self._pending: deque[_Pending] = deque()
         self._read_spans: deque[tuple[float, float]] = deque(maxlen=4096)  # if nobody takes
+
+    def _bind(self) -> None:
+        """The C++ side of gather/prefetch, over the reader, hot set and cache (once the hot
+        set is in its final memory)."""
+        position = torch.empty(0, dtype=torch.int64) if self.position is None else \
+            self.position.contiguous()
+        self._plan = _ops._C.DiskGather(self.reader, self.hot, self.hot_slot, position,
+                                        self.cache.state)
 
     @property
     def num_nodes(self) -> int:
@@ -185,19 +190,12 @@ class DiskFeatureStore(FeatureStore):
 
     # ---- reading ------------------------------------------------------------------------
 
-    def _submit(self, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, object]:
-        """Start reading rows of distinct `nodes`: (buf, perm, job); buf row j will hold node
-        nodes[perm[j]] (rows are read in file order)."""
+    def _read_in_file_order(self, nodes: torch.Tensor) -> torch.Tensor:
+        """Rows of `nodes` (distinct, in file order), read into one new tensor."""
         pos = nodes if self.position is None else self.position[nodes]
-        pos, perm = torch.sort(pos)
         buf = torch.empty((nodes.numel(), self.dim), dtype=self.dtype)
-        job = self.reader.submit(pos, buf.view(torch.uint8))
-        return buf, perm, job
-
-    def _wait(self, job: object, nodes: torch.Tensor) -> None:
-        """Wait for `job` (reading `nodes`), counting its requests; OSError on failure."""
         try:
-            requests, nbytes = job.wait()
+            requests, nbytes = self.reader.submit(pos, buf.view(torch.uint8)).wait()
         except RuntimeError as exc:
             shown = nodes[:8].tolist()
             more = f" and {nodes.numel() - 8} more" if nodes.numel() > 8 else ""
@@ -206,12 +204,6 @@ class DiskFeatureStore(FeatureStore):
         self.stats.requests += requests
         self.stats.bytes_read += nbytes
         self.stats.rows_read += nodes.numel()
-
-    def _read_in_file_order(self, nodes: torch.Tensor) -> torch.Tensor:
-        """Rows of `nodes` (distinct, in file order), read into one new tensor."""
-        pos = nodes if self.position is None else self.position[nodes]
-        buf = torch.empty((nodes.numel(), self.dim), dtype=self.dtype)
-        self._wait(self.reader.submit(pos, buf.view(torch.uint8)), nodes)
         return buf
 
     def prefetch(self, ids: torch.Tensor) -> None:
@@ -221,19 +213,12 @@ class DiskFeatureStore(FeatureStore):
         oldest announced read (rows are matched by node id, so a mismatch costs only reads).
         """
         ids = check_node_ids(ids, self.num_nodes, "ids", torch.device("cpu"))
-        need = self._not_in_memory(torch.unique(ids.long()))
-        submitted = time.perf_counter()
-        buf, perm, job = self._submit(need)
-        self._pending.append(_Pending(need, perm, buf, job, submitted))
+        self._plan.prefetch(ids)
 
     def discard_prefetched(self) -> None:
         """Forget reads announced by prefetch() and not gathered yet (e.g. an abandoned
         epoch's), after they finish: their buffers must not be reused while being written."""
-        while self._pending:
-            try:
-                self._pending.popleft().job.wait()
-            except RuntimeError:
-                pass  # nobody will use these rows
+        self._plan.discard_prefetched()
 
     def take_read_spans(self) -> list[tuple[float, float]]:
         """(submitted, finished) perf_counter times of the reads gathered since the last call:
@@ -242,72 +227,14 @@ class DiskFeatureStore(FeatureStore):
         self._read_spans.clear()
         return spans
 
-    def _not_in_memory(self, uniq: torch.Tensor) -> torch.Tensor:
-        """Those of `uniq` that are neither hot nor cached."""
-        keep = torch.ones(uniq.numel(), dtype=torch.bool)
-        if self.hot_slot.numel():
-            keep &= self.hot_slot[uniq] < 0
-        if self.cache.capacity:
-            slots = self.cache.slot_of[uniq]
-            keep &= slots < 0
-        return uniq[keep]
-
     def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Rows `ids` (int32/int64, repeats allowed) into out[:len(ids)] (allocated if None)."""
+        """Rows `ids` (int32/int64, repeats allowed) into out[:len(ids)] (allocated if None):
+        one C++ call (csrc/features/disk_gather.h) does the batch's whole plan."""
         ids, out = self.gather_args(ids, out)
-        n = ids.numel()
-        self.stats.rows += n
-        if n == 0:
-            return out[:0]
-        uniq, inverse = torch.unique(ids.long(), return_inverse=True)
-        self.stats.unique += uniq.numel()
-        rows = torch.empty((uniq.numel(), self.dim), dtype=self.dtype)
-        todo = torch.ones(uniq.numel(), dtype=torch.bool)
-        if self.hot_slot.numel():
-            slot = self.hot_slot[uniq]
-            hit = torch.nonzero(slot >= 0).squeeze(1)
-            rows[hit] = self.hot[slot[hit].long()]
-            todo[hit] = False
-            self.stats.hot_hits += hit.numel()
-        hit, slots = self.cache.lookup(uniq)
-        if hit.numel():
-            rows[hit] = self.cache.data[slots]
-            todo[hit] = False
-            self.stats.cache_hits += hit.numel()
-        if self._pending:
-            self._take_prefetched(uniq, rows, todo)
-        miss = torch.nonzero(todo).squeeze(1)
-        if miss.numel():
-            nodes = uniq[miss]
-            start = time.perf_counter()
-            buf, perm, job = self._submit(nodes)
-            self._wait(job, nodes)
-            self.stats.read_wait_s += time.perf_counter() - start
-            self._read_spans.append((start, job.finished_at()))
-            rows.index_copy_(0, miss[perm], buf)
-            self.cache.insert(nodes[perm], buf)
-        _ops.ops.gather_rows(rows, inverse, out)
-        return out[: inverse.numel()]
-
-    def _take_prefetched(self, uniq: torch.Tensor, rows: torch.Tensor,
-                         todo: torch.Tensor) -> None:
-        """Fill rows of `uniq` still to do from the oldest prefetched read (waiting for it)."""
-        p = self._pending.popleft()
-        start = time.perf_counter()
-        self._wait(p.job, p.nodes)
-        self.stats.read_wait_s += time.perf_counter() - start
-        self._read_spans.append((p.submitted, p.job.finished_at()))
-        self.cache.insert(p.nodes[p.perm], p.buf)
-        if p.nodes.numel() == 0:
-            return
-        want = torch.nonzero(todo).squeeze(1)
-        at = torch.searchsorted(p.nodes, uniq[want]).clamp(max=p.nodes.numel() - 1)
-        found = p.nodes[at] == uniq[want]
-        got = want[found]
-        row_of = torch.empty_like(p.perm).scatter_(0, p.perm, torch.arange(p.perm.numel()))
-        rows[got] = p.buf[row_of[at[found]]]
-        todo[got] = False
-        self.stats.prefetch_hits += got.numel()
+        counts = self._plan.gather(ids, out)
+        self.stats.add(counts)
+        self._read_spans.extend(counts.spans)
+        return out[: ids.numel()]
 
     def close(self) -> None:
         """Wait for reads in flight, then close the file (idempotent)."""
@@ -325,6 +252,7 @@ class DiskFeatureStore(FeatureStore):
         self.info = read_header(self.path)
         self.pinned = False  # page-locking does not travel to another process
         self._open()
+        self._bind()
 
     def __repr__(self) -> str:
         return (f"DiskFeatureStore({str(self.path)!r}, num_nodes={self.num_nodes}, "
