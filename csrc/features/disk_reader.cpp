@@ -72,8 +72,8 @@ DiskReader::DiskReader(const std::string& path, int64_t data_offset, int64_t row
                        int64_t unit_bytes)
     : path_(path), data_offset_(data_offset), row_bytes_(row_bytes), num_rows_(num_rows),
       block_(block_size), max_gap_(max_gap_bytes), max_request_(max_request_bytes),
-      threads_(threads), queue_depth_(queue_depth), direct_(direct),
-      per_unit_(rows_per_unit), unit_bytes_(unit_bytes == 0 ? row_bytes : unit_bytes) {
+      threads_(threads), queue_depth_(queue_depth), per_unit_(rows_per_unit),
+      unit_bytes_(unit_bytes == 0 ? row_bytes : unit_bytes), direct_(direct) {
   TORCH_CHECK(block_ >= 512 && block_ <= kMemAlign && (block_ & (block_ - 1)) == 0,
               "block_size must be a power of two in [512, 4096], got ", block_);
   TORCH_CHECK(row_bytes_ > 0 && row_bytes_ <= (int64_t{1} << 30), "row_bytes must be in "
