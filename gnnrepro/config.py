@@ -28,7 +28,8 @@ from gnnrepro.features.factory import FEATURE_STORES
 
 __all__ = ["FEATURE_SOURCES", "FEATURE_STORES", "PIPELINES", "SAMPLER_DEVICES", "SETTINGS",
            "WORKER_KINDS", "Setting", "TrainConfig", "add_options", "check_placement",
-           "resolve_device", "resolve_threads", "validate"]
+           "resolve_device", "resolve_prefetch", "resolve_threads", "resolve_workers",
+           "validate"]
 
 Check = Callable[[str, Any], Any]
 
@@ -199,14 +200,17 @@ _SETTINGS = [
     _s("threads", None, _optional(_int(1)), "Optional[int]",
        "torch threads per process (per rank); None: this machine's cores divided by the "
        "ranks"),
-    _s("workers", 1, _int(0), "int",
-       "sampling workers per loader of fused+pinned (0: in the trainer)"),
+    _s("workers", None, _optional(_int(0)), "Optional[int]",
+       "sampling workers per loader of fused+pinned (0: in the trainer); None: chosen from "
+       "the machine (with CUDA the rank's cores but one, at most 4; on the CPU 1)"),
     _s("worker_kind", "thread", _choice(WORKER_KINDS), "str",
        "what the sampling workers are: thread (threads of the training process, batches "
        "handed over in memory) or process (the paper's worker processes, batches sent "
        "through pipes; a script needs an if __name__ guard)"),
     _s("streams", 2, _int(1), "int", "CUDA streams for host-to-device copies (fused+pinned)"),
-    _s("prefetch", 2, _int(1), "int", "batches prepared ahead (fused+pinned)"),
+    _s("prefetch", None, _optional(_int(1)), "Optional[int]",
+       "batches prepared ahead (fused+pinned); None: 2, or the workers if more, so that "
+       "every worker has a batch to prepare"),
     _s("seed", 0, _int(0), "int", "random seed (batches, model initialisation)"),
     _s("eval_batch_size", 4096, _int(1), "int", "seed nodes per evaluation mini-batch"),
     _s("timeout_s", 120.0, check_positive_float, "float",
@@ -258,6 +262,33 @@ def resolve_threads(threads: int | None, ranks_per_machine: int = 1) -> int:
     return max(1, (cores or 1) // max(1, ranks_per_machine))
 
 
+def resolve_workers(workers: int | None, device: str, sampler_device: str = "cpu",
+                    ranks_per_machine: int = 1) -> int:
+    """`workers`, or (None) chosen from the machine for a rank training on `device`.
+
+    A GPU sampler (sampler_device cuda or uva) runs in the trainer: 0. With CUDA otherwise the
+    trainer needs about one core to drive the GPU, so the rank's other cores sample and gather
+    (at most 4: more only adds staging slots). On the CPU the model step takes every core: one
+    worker overlaps the batches with training at little cost to it (benchmarks/NOTES.md,
+    "Defaults chosen from the machine").
+    """
+    if workers is not None:
+        return validate("workers", workers)
+    if validate("sampler_device", sampler_device) != "cpu":
+        return 0
+    if not device.startswith("cuda"):
+        return 1
+    cores = resolve_threads(None, ranks_per_machine)
+    return min(4, max(1, cores - 1))
+
+
+def resolve_prefetch(prefetch: int | None, workers: int) -> int:
+    """`prefetch`, or (None) 2, or `workers` if more: each worker can hold a batch."""
+    if prefetch is not None:
+        return validate("prefetch", prefetch)
+    return max(2, workers)
+
+
 def check_placement(device: str, sampler_device: str, feature_source: str,
                     workers: int = 0) -> None:
     """Raise ValueError naming the setting when this combination cannot run here.
@@ -294,8 +325,9 @@ def _field(name: str) -> Any:
 class TrainConfig:
     """The settings of one training run, every one checked by its setting on construction.
 
-    `device` 'auto' is resolved and `threads` None becomes a count (resolve_threads) when the
-    run starts, where the machine is known; fanouts are kept as a tuple (hashable).
+    `device` 'auto' is resolved and `threads`, `workers` and `prefetch` None become counts
+    (resolve_threads, resolve_workers, resolve_prefetch) when the run starts, where the
+    machine is known; fanouts are kept as a tuple (hashable).
     """
 
     pipeline: str = _field("pipeline")
@@ -310,10 +342,10 @@ class TrainConfig:
     feature_source: str = _field("feature_source")
     feature_store: str = _field("feature_store")
     threads: int | None = _field("threads")
-    workers: int = _field("workers")
+    workers: int | None = _field("workers")
     worker_kind: str = _field("worker_kind")
     streams: int = _field("streams")
-    prefetch: int = _field("prefetch")
+    prefetch: int | None = _field("prefetch")
     seed: int = _field("seed")
     eval_batch_size: int = _field("eval_batch_size")
     timeout_s: float = _field("timeout_s")

@@ -175,3 +175,27 @@ def test_unknown_pipeline_and_placement() -> None:
         TrainConfig(sampler_device="gpu")
     with pytest.raises(ValueError, match="feature_source must be one of pinned, uva, device"):
         TrainConfig(feature_source="disk")
+
+
+def test_workers_and_prefetch_are_chosen_from_the_machine(monkeypatch) -> None:
+    """None resolves by device, sampler placement and cores; an explicit count is kept."""
+    from gnnrepro import config
+    monkeypatch.setattr(config, "resolve_threads", lambda threads, ranks=1: 8 // ranks)
+    assert config.resolve_workers(None, "cpu") == 1
+    assert config.resolve_workers(None, "cuda") == 4  # 7 free cores, capped
+    assert config.resolve_workers(None, "cuda:0", ranks_per_machine=4) == 1  # 2 cores a rank
+    assert config.resolve_workers(None, "cuda", sampler_device="uva") == 0  # GPU sampler
+    assert config.resolve_workers(3, "cuda", sampler_device="cpu") == 3
+    with pytest.raises(ValueError, match="workers must be"):
+        config.resolve_workers(-1, "cpu")
+    assert config.resolve_prefetch(None, 0) == 2 and config.resolve_prefetch(None, 4) == 4
+    assert config.resolve_prefetch(1, 4) == 1
+    with pytest.raises(ValueError, match="prefetch must be"):
+        config.resolve_prefetch(0, 1)
+
+
+def test_the_resolved_workers_and_prefetch_are_recorded(dataset) -> None:
+    result = train_pipeline("fused+pinned", dataset, FANOUTS, batch_size=BATCH, device="cpu",
+                            epochs=1, hidden=16)
+    assert result.params["config"]["workers"] is None
+    assert result.params["workers"] == 1 and result.params["prefetch"] == 2

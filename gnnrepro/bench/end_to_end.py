@@ -117,6 +117,9 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
         "benchmark": "end-to-end",
         "params": {**config.to_dict(), "dataset": dataset, "scale": scale, "root": root,
                    "threads": rounds[pipelines[0]][0]["params"]["threads"],
+                   "resolved": {name: {key: rounds[name][0]["params"].get(key)
+                                       for key in ("threads", "workers", "prefetch")}
+                                for name in pipelines},
                    "pipelines": pipelines, "repeats": repeats, "round_orders": orders,
                    "timeline_batches": timeline_batches,
                    "model": "GraphSAGE-mean", "optimizer": "Adam",

@@ -83,6 +83,9 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                 epoch_s, counts[name] = _epoch(loaders[name], name, step_ms / 1e3)
                 seconds[name].append(epoch_s)
         described = {name: repr(loader) for name, loader in loaders.items()}
+        resolved = {name: {"workers": getattr(loader, "workers", 0),
+                           "prefetch": getattr(loader, "prefetch", None)}
+                    for name, loader in loaders.items()}
     summaries = {}
     for name in pipelines:
         epoch_s = statistics.median(seconds[name])
@@ -94,7 +97,8 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
         "benchmark": "loader",
         "params": {**config.to_dict(), "threads": threads, "dataset": dataset, "scale": scale,
                    "root": root, "pipelines": pipelines, "rounds": rounds,
-                   "round_orders": orders, "step_ms": step_ms, "step_note": STEP_NOTE},
+                   "round_orders": orders, "step_ms": step_ms, "step_note": STEP_NOTE,
+                   "resolved": resolved},
         "dataset": data.summary(),
         "pipelines": summaries,
         "speedup_vs_dgl": speedups({name: s["epoch_s"] for name, s in summaries.items()}),

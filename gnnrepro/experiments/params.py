@@ -108,7 +108,7 @@ class Params:
         "world sizes (GPUs, or CPU processes on the cpu device) for 04_scaling; "
         "sizes this machine cannot run are listed as not run")
     threads: Optional[int] = _setting("threads")
-    workers: int = _setting("workers")
+    workers: Optional[int] = _setting("workers")
     worker_kind: str = _setting("worker_kind")
     streams: int = _setting("streams")
     seed: int = _setting("seed")

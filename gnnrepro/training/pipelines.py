@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from gnnrepro.baselines.dgl_loader import DGLLoader
-from gnnrepro.config import TrainConfig, check_placement, resolve_device, resolve_threads
+from gnnrepro.config import (TrainConfig, check_placement, resolve_device, resolve_prefetch,
+                             resolve_threads, resolve_workers)
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.pipeline.loader import Loader
 from gnnrepro.pipeline.source import BatchSource
@@ -58,8 +59,8 @@ def make_evaluator(dataset: Dataset, config: TrainConfig,
 def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                 world_size: int = 1) -> BatchSource:
     """The batch source of `config.pipeline` on `config.device` (resolved); workers (of
-    config.worker_kind), streams and prefetch apply to "fused+pinned" only (the serial pipelines have none), placement to
-    the fused pipelines. `rank` and `world_size` select a data-parallel rank's share of each
+    config.worker_kind; None: resolve_workers), streams and prefetch apply to "fused+pinned"
+    only (the serial pipelines have none), placement to the fused pipelines. `rank` and `world_size` select a data-parallel rank's share of each
     epoch ("dgl": DGL's own use_ddp=True split). Raises ValueError naming the setting for a
     placement this machine cannot run."""
     device = torch.device(resolve_device(config.device))
@@ -71,7 +72,9 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                              f"feature_store must be 'memory', got {config.feature_store!r}")
         return DGLLoader(dataset, fanouts, device, config.batch_size, **ranks)
     serial = config.pipeline in ("reference", "fused")
-    workers = 0 if serial else config.workers
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    workers = 0 if serial else resolve_workers(config.workers, str(device),
+                                               config.sampler_device, local_ranks)
     if config.pipeline == "reference":
         if (config.sampler_device, config.feature_source) != ("cpu", "pinned"):
             raise ValueError("pipeline='reference' samples on the CPU with pinned feature "
@@ -84,7 +87,7 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     return Loader(dataset, sampler, device, config.batch_size, workers=workers,
                   worker_kind=config.worker_kind,
                   streams=1 if serial else config.streams,
-                  prefetch=1 if serial else config.prefetch,
+                  prefetch=1 if serial else resolve_prefetch(config.prefetch, workers),
                   feature_source=config.feature_source, feature_store=config.feature_store,
                   timeout_s=config.timeout_s, **ranks)
 
@@ -117,7 +120,9 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
                        timeline_batches=timeline_batches, heartbeat=heartbeat)
         if before_close is not None:
             result.params["before_close"] = before_close(loader)
-    result.params.update(pipeline=config.pipeline, config=config.to_dict(), threads=threads)
+    result.params.update(pipeline=config.pipeline, config=config.to_dict(), threads=threads,
+                         workers=getattr(loader, "workers", 0),
+                         prefetch=getattr(loader, "prefetch", None))
     return result
 
 

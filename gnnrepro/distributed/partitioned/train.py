@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from gnnrepro.config import TrainConfig, resolve_device, resolve_threads
+from gnnrepro.config import TrainConfig, resolve_device, resolve_prefetch, resolve_threads
 from gnnrepro.distributed.partitioned.exchange import GlooExchange
 from gnnrepro.distributed.partitioned.features import PartitionedFeatures
 from gnnrepro.distributed.partitioned.loader import PartitionedLoader
@@ -86,7 +86,8 @@ def train_partitioned(partition: Partition, config: TrainConfig, *, machine: int
     def loader(ids: torch.Tensor, batch_size: int, shuffle: bool) -> PartitionedLoader:
         return PartitionedLoader(sampler, features, partition.labels, ids, batch_size,
                                  rank=rank, world_size=world_size, seed=config.seed,
-                                 prefetch=config.prefetch, shuffle=shuffle)
+                                 prefetch=resolve_prefetch(config.prefetch, 0),
+                                 shuffle=shuffle)
 
     train_loader = loader(partition.train_idx, config.batch_size, True)
     digests = []
