@@ -202,7 +202,8 @@ _SETTINGS = [
        "ranks"),
     _s("workers", None, _optional(_int(0)), "Optional[int]",
        "sampling workers per loader of fused+pinned (0: in the trainer); None: chosen from "
-       "the machine (with CUDA the rank's cores but one, at most 4; on the CPU 1)"),
+       "the machine (with CUDA the rank's cores but one, at most 4; on the CPU 1; 0 for a GPU "
+       "sampler or the disk feature store, which reads ahead in the trainer)"),
     _s("worker_kind", "thread", _choice(WORKER_KINDS), "str",
        "what the sampling workers are: thread (threads of the training process, batches "
        "handed over in memory) or process (the paper's worker processes, batches sent "
@@ -263,18 +264,22 @@ def resolve_threads(threads: int | None, ranks_per_machine: int = 1) -> int:
 
 
 def resolve_workers(workers: int | None, device: str, sampler_device: str = "cpu",
-                    ranks_per_machine: int = 1) -> int:
+                    ranks_per_machine: int = 1, feature_store: str = "memory") -> int:
     """`workers`, or (None) chosen from the machine for a rank training on `device`.
 
-    A GPU sampler (sampler_device cuda or uva) runs in the trainer: 0. With CUDA otherwise the
-    trainer needs about one core to drive the GPU, so the rank's other cores sample and gather
-    (at most 4: more only adds staging slots). On the CPU the model step takes every core: one
-    worker overlaps the batches with training at little cost to it (benchmarks/NOTES.md,
-    "Defaults chosen from the machine").
+    A GPU sampler (sampler_device cuda or uva) runs in the trainer: 0. So does the disk
+    feature store: it reads the next batches ahead only when the trainer samples them (its
+    own I/O thread overlaps the reads; a worker would gather each batch with waiting reads).
+    With CUDA otherwise the trainer needs about one core to drive the GPU, so the rank's
+    other cores sample and gather (at most 4: more only adds staging slots). On the CPU the
+    model step takes every core: one worker overlaps the batches with training at little cost
+    to it (benchmarks/NOTES.md, "Defaults chosen from the machine").
     """
     if workers is not None:
         return validate("workers", workers)
     if validate("sampler_device", sampler_device) != "cpu":
+        return 0
+    if validate("feature_store", feature_store) == "disk":
         return 0
     if not device.startswith("cuda"):
         return 1

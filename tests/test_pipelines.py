@@ -185,6 +185,7 @@ def test_workers_and_prefetch_are_chosen_from_the_machine(monkeypatch) -> None:
     assert config.resolve_workers(None, "cuda") == 4  # 7 free cores, capped
     assert config.resolve_workers(None, "cuda:0", ranks_per_machine=4) == 1  # 2 cores a rank
     assert config.resolve_workers(None, "cuda", sampler_device="uva") == 0  # GPU sampler
+    assert config.resolve_workers(None, "cuda", feature_store="disk") == 0  # reads ahead
     assert config.resolve_workers(3, "cuda", sampler_device="cpu") == 3
     with pytest.raises(ValueError, match="workers must be"):
         config.resolve_workers(-1, "cpu")

@@ -74,7 +74,8 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     serial = config.pipeline in ("reference", "fused")
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
     workers = 0 if serial else resolve_workers(config.workers, str(device),
-                                               config.sampler_device, local_ranks)
+                                               config.sampler_device, local_ranks,
+                                               config.feature_store)
     if config.pipeline == "reference":
         if (config.sampler_device, config.feature_source) != ("cpu", "pinned"):
             raise ValueError("pipeline='reference' samples on the CPU with pinned feature "
