@@ -33,6 +33,17 @@ def test_bench_loader_delivers_the_same_batches_side_by_side(tmp_path, capsys):
     assert result["params"]["step_ms"] == 2.0 and "standing in" in result["params"]["step_note"]
     assert sorted(map(sorted, result["params"]["round_orders"])) == [sorted(runs)] * 2
     assert "2.0 ms busy-wait" in capsys.readouterr().out
+    # with a step on the trainer's core, workers resolve as for training (1 on the CPU)
+    assert result["params"]["resolved"]["fused+pinned"]["workers"] == 1
+
+
+def test_the_pipeline_alone_gives_fused_pinned_a_worker_per_thread(tmp_path):
+    out = tmp_path / "loader.json"
+    assert main(["bench", "loader", "--scale", "0.002", "--fanouts", "4,3", "--batch-size",
+                 "64", "--threads", "2", "--rounds", "1", "--pipelines", "fused,fused+pinned",
+                 "--out", str(out)]) == 0
+    resolved = json.loads(out.read_text())["params"]["resolved"]
+    assert resolved["fused+pinned"]["workers"] == 2 and resolved["fused"]["workers"] == 0
 
 
 def test_bench_loader_rejects_bad_options(capsys):

@@ -11,6 +11,11 @@ DGL user's loop sees it) and our pipelines deliver the same number of batches of
 in one process, each with its loader built once (workers started, caches warm) and one
 untimed warm-up epoch; then `rounds` rounds, one epoch per pipeline per round, in Williams
 orders. Reported per pipeline: the median epoch time over rounds, batches/s and the spread.
+
+With no stand-in step (step_ms 0) nothing runs on the trainer's thread but the hand-over, so
+`workers` None gives fused+pinned one worker per thread (`threads`), the cores DGL's loader
+and the serial pipelines sample with; with a step, workers are resolved as for training
+(gnnrepro.config.resolve_workers). The JSON records what was used.
 """
 from __future__ import annotations
 
@@ -70,6 +75,8 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     data = load_scaled(validate("dataset", dataset), root, validate("scale", scale))
     threads = resolve_threads(config.threads)
     torch.set_num_threads(threads)
+    if config.workers is None and step_ms == 0:  # the trainer's core is free: see the doc
+        config = config.replace(workers=threads)
     seconds: dict[str, list[float]] = {name: [] for name in pipelines}
     counts: dict[str, int] = {}
     with contextlib.ExitStack() as stack:
