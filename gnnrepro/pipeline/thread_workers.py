@@ -41,7 +41,7 @@ import torch
 
 from gnnrepro import _ops
 from gnnrepro.features.store import FeatureStore
-from gnnrepro.pipeline.workers import Result, Task
+from gnnrepro.pipeline.workers import Result, Task, prepare
 
 __all__ = ["ThreadWorkerPool", "set_local_num_threads"]
 
@@ -80,14 +80,11 @@ def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Ten
         if task.ids is not None:
             ids = torch.from_numpy(task.ids)
         try:
-            start = time.perf_counter()
-            mb = sampler.sample(ids[task.start:task.stop], task.batch_id)
-            sampled = time.perf_counter()
-            if stop.is_set():  # the slot may be someone else's by now
+            prepared = prepare(task, ids, sampler, store, staging, stop.is_set)
+            if prepared is None:  # stopped while sampling: the slot may be someone else's
                 return
-            if task.slot >= 0:  # -1: the GPU gathers this batch's rows (feature_source)
-                store.gather(mb.input_nodes, out=staging[task.slot])
-            message: Any = Result(task.index, wid, mb, start, sampled, time.perf_counter())
+            mb, start, sampled, gathered = prepared
+            message: Any = Result(task.index, wid, mb, start, sampled, gathered)
         except BaseException as exc:  # reported to the consumer, which raises it there
             message = _Failure(task.index, exc, f"{type(exc).__name__}: {exc}\n"
                                                 f"{traceback.format_exc()}")

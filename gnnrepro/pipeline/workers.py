@@ -19,6 +19,7 @@ import multiprocessing as mp
 import multiprocessing.connection
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -94,6 +95,22 @@ def unpack(packed: tuple) -> MiniBatch:
     return MiniBatch(torch.from_numpy(seeds), blocks[0].src_nodes, blocks, batch_id=batch_id)
 
 
+def prepare(task: Task, ids: torch.Tensor, sampler: Any, store: FeatureStore,
+            staging: torch.Tensor | None, stopped: Callable[[], bool] = lambda: False
+            ) -> tuple[MiniBatch, float, float, float] | None:
+    """What a worker does for `task`: sample its batch from `ids` and gather its rows into its
+    staging slot. Returns (batch, start, sampled, gathered) on time.perf_counter, or None when
+    `stopped()` says so after sampling (the slot may be another batch's by then)."""
+    start = time.perf_counter()
+    mb = sampler.sample(ids[task.start:task.stop], task.batch_id)
+    sampled = time.perf_counter()
+    if stopped():
+        return None
+    if task.slot >= 0:  # -1: the GPU gathers this batch's rows (feature_source)
+        store.gather(mb.input_nodes, out=staging[task.slot])
+    return mb, start, sampled, time.perf_counter()
+
+
 def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Tensor | None,
                  threads: int, tasks: mp.connection.Connection,
                  results: mp.connection.Connection) -> None:
@@ -110,13 +127,8 @@ def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Ten
         if task.ids is not None:
             ids = torch.from_numpy(task.ids)
         try:
-            start = time.perf_counter()
-            mb = sampler.sample(ids[task.start:task.stop], task.batch_id)
-            sampled = time.perf_counter()
-            if task.slot >= 0:  # -1: the GPU gathers this batch's rows (feature_source)
-                store.gather(mb.input_nodes, out=staging[task.slot])
-            message: Any = Result(task.index, wid, pack(mb), start, sampled,
-                                  time.perf_counter())
+            mb, start, sampled, gathered = prepare(task, ids, sampler, store, staging)
+            message: Any = Result(task.index, wid, pack(mb), start, sampled, gathered)
         except Exception as exc:  # reported to the main process, which raises it there
             message = ("error", f"while preparing batch {task.index}: "
                                 f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
