@@ -202,8 +202,9 @@ _SETTINGS = [
        "ranks"),
     _s("workers", None, _optional(_int(0)), "Optional[int]",
        "sampling workers per loader of fused+pinned (0: in the trainer); None: chosen from "
-       "the machine (with CUDA the rank's cores but one, at most 4; on the CPU 1; 0 for a GPU "
-       "sampler or the disk feature store, which reads ahead in the trainer)"),
+       "the machine (with CUDA the rank's cores but one, at most 4; on the CPU 0 with up to 2 "
+       "cores per rank, else 1; 0 for a GPU sampler or the disk feature store, which reads "
+       "ahead in the trainer)"),
     _s("worker_kind", "thread", _choice(WORKER_KINDS), "str",
        "what the sampling workers are: thread (threads of the training process, batches "
        "handed over in memory) or process (the paper's worker processes, batches sent "
@@ -272,8 +273,9 @@ def resolve_workers(workers: int | None, device: str, sampler_device: str = "cpu
     own I/O thread overlaps the reads; a worker would gather each batch with waiting reads).
     With CUDA otherwise the trainer needs about one core to drive the GPU, so the rank's
     other cores sample and gather (at most 4: more only adds staging slots). On the CPU the
-    model step takes every core: one worker overlaps the batches with training at little cost
-    to it (benchmarks/NOTES.md, "Defaults chosen from the machine").
+    model step takes every core: with 2 or fewer per rank a worker takes more from the model
+    than it hides (measured: benchmarks/NOTES.md, "Defaults chosen from the machine"), so 0;
+    with more, one worker costs the model a small share and hides the batches: 1.
     """
     if workers is not None:
         return validate("workers", workers)
@@ -281,9 +283,9 @@ def resolve_workers(workers: int | None, device: str, sampler_device: str = "cpu
         return 0
     if validate("feature_store", feature_store) == "disk":
         return 0
-    if not device.startswith("cuda"):
-        return 1
     cores = resolve_threads(None, ranks_per_machine)
+    if not device.startswith("cuda"):
+        return 0 if cores <= 2 else 1
     return min(4, max(1, cores - 1))
 
 

@@ -3,6 +3,7 @@ labels, valid blocks, seeded order), the pipelines training the same model, trai
 given loader, and the per-batch timeline."""
 from __future__ import annotations
 
+import os
 
 import numpy as np
 import pytest
@@ -182,6 +183,7 @@ def test_workers_and_prefetch_are_chosen_from_the_machine(monkeypatch) -> None:
     from gnnrepro import config
     monkeypatch.setattr(config, "resolve_threads", lambda threads, ranks=1: 8 // ranks)
     assert config.resolve_workers(None, "cpu") == 1
+    assert config.resolve_workers(None, "cpu", ranks_per_machine=4) == 0  # 2 cores a rank
     assert config.resolve_workers(None, "cuda") == 4  # 7 free cores, capped
     assert config.resolve_workers(None, "cuda:0", ranks_per_machine=4) == 1  # 2 cores a rank
     assert config.resolve_workers(None, "cuda", sampler_device="uva") == 0  # GPU sampler
@@ -199,4 +201,6 @@ def test_the_resolved_workers_and_prefetch_are_recorded(dataset) -> None:
     result = train_pipeline("fused+pinned", dataset, FANOUTS, batch_size=BATCH, device="cpu",
                             epochs=1, hidden=16)
     assert result.params["config"]["workers"] is None
-    assert result.params["workers"] == 1 and result.params["prefetch"] == 2
+    cores = len(os.sched_getaffinity(0))
+    assert result.params["workers"] == (0 if cores <= 2 else 1)
+    assert result.params["prefetch"] == 2

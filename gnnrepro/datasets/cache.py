@@ -21,11 +21,14 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from gnnrepro.datasets.anonymous import anonymous_copy, fits_in_free_memory
 from gnnrepro.datasets.dataset import ARRAYS, Dataset
 
 __all__ = ["FORMAT_VERSION", "default_root", "entry_dir", "load_or_build"]
 
 FORMAT_VERSION = 1  # bump when the layout or a generator changes: old entries get rebuilt
+#: Arrays the sampler reads at random, copied out of the file mapping when they fit.
+RANDOM_ACCESS = ("indptr", "indices")
 _log = logging.getLogger(__name__)
 
 
@@ -82,6 +85,9 @@ def _read(directory: Path, name: str, params: dict[str, Any]) -> Dataset | None:
                 or any(arrays[k].shape != (counts[k],) for k in ("train_idx", "val_idx",
                                                                   "test_idx"))):
             return None
+        for key in RANDOM_ACCESS:  # the sampler's random reads: see gnnrepro.datasets.anonymous
+            if fits_in_free_memory(arrays[key].nbytes):
+                arrays[key] = anonymous_copy(arrays[key])
         return Dataset.from_arrays({k: torch.from_numpy(a) for k, a in arrays.items()},
                                    num_classes=int(meta["num_classes"]), name=name,
                                    params=meta["params"])

@@ -91,7 +91,7 @@ def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Ten
         results.put((wid, message))
         # Held until the next task, the batch would keep the staging slot the consumer leases
         # to it (it attaches x to this very MiniBatch) while the thread waits.
-        mb = message = None
+        mb = message = prepared = None
 
 
 class ThreadWorkerPool:
