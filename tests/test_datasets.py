@@ -146,6 +146,39 @@ def test_cache_round_trip_builds_once(sim: Dataset, data_dirs: Path,
     _assert_same(load("products-sim", scale=SCALE), sim)
 
 
+def test_graph_arrays_leave_the_file_mapping_when_they_fit(sim: Dataset, data_dirs: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """indptr and indices are read at random by the sampler: a cached load copies them into
+    anonymous memory (not the .npy file's pages); the features stay mapped; a graph too large
+    for free memory stays mapped too. The values are the same either way."""
+    from gnnrepro.datasets import anonymous
+
+    entry = data_dirs / "products-sim" / f"scale={SCALE}-seed=0"
+
+    def mapped_files() -> set[str]:  # this entry's files this process maps
+        return {Path(line.split()[-1]).name
+                for line in Path("/proc/self/maps").read_text().splitlines()
+                if line.split()[-1].startswith(str(entry))}
+
+    load("products-sim", scale=SCALE)  # builds the entry
+    loaded = load("products-sim", scale=SCALE)
+    _assert_same(loaded, sim)
+    names = mapped_files()
+    assert "features.npy" in names and "indices.npy" not in names
+    loaded.graph.indices[0] += 0  # writable, like the mapping it replaces
+    del loaded
+    monkeypatch.setattr(cache, "fits_in_free_memory", lambda nbytes: False)
+    kept = load("products-sim", scale=SCALE)
+    _assert_same(kept, sim)
+    assert "indices.npy" in mapped_files()
+    assert not anonymous.fits_in_free_memory(1 << 62)
+    array = np.arange(10, dtype=np.int32).reshape(2, 5)
+    copy = anonymous.anonymous_copy(array)
+    assert copy.dtype == array.dtype and np.array_equal(copy, array)
+    assert anonymous.anonymous_copy(np.empty(0, dtype=np.int64)).shape == (0,)
+
+
 def test_root_argument_overrides_the_cache_dir(tmp_path: Path, data_dirs: Path) -> None:
     load("products-sim", root=tmp_path / "elsewhere", scale=SCALE, seed=3)
     entry = tmp_path / "elsewhere" / "products-sim" / f"scale={SCALE}-seed=3"
