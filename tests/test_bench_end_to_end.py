@@ -21,7 +21,7 @@ def test_bench_end_to_end_writes_side_by_side_json(tmp_path, capsys):
     require_dgl()
     out = tmp_path / "train.json"
     assert main(ARGS + ["--pipelines", "dgl,fused,fused+pinned", "--timeline-batches", "2",
-                        "--out", str(out)]) == 0
+                        "--workers", "1", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert list(result["pipelines"]) == ["dgl", "fused", "fused+pinned"]
     for name, r in result["pipelines"].items():
@@ -32,6 +32,7 @@ def test_bench_end_to_end_writes_side_by_side_json(tmp_path, capsys):
         assert r["peak_rss_bytes"] > 2**20
         assert {s["batch"] for s in r["timeline"]} == {0, 1}
     assert result["pipelines"]["fused+pinned"]["stages"]["sample"]["exposed_s"] is None
+    assert result["params"]["resolved"]["fused+pinned"]["workers"] == 1
     assert result["speedup_vs_dgl"]["dgl"] == 1.0
     assert result["speedup_vs_dgl"]["fused"] == pytest.approx(
         result["pipelines"]["dgl"]["epoch_s"] / result["pipelines"]["fused"]["epoch_s"])

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from gnnrepro import datasets
-from gnnrepro.config import TrainConfig
+from gnnrepro.config import TrainConfig, resolve_workers
 from gnnrepro.distributed import launch
 from gnnrepro.pipeline import STAGES, Loader
 from gnnrepro.pipeline.shard import ShardPlan
@@ -230,7 +230,9 @@ def test_bench_scaling_writes_runs_per_world_size(tmp_path, monkeypatch) -> None
     assert runs["dgl", 2]["extra_data_bytes_per_rank"] > 0  # DGL's int32 indptr, per rank
     for (name, size), r in runs.items():
         assert len(r["processes_memory"]) == r["processes"]
-        workers = 1 if name == "fused+pinned" else 0  # DGL samples in the rank
+        # DGL samples in the rank; ours as resolved for a rank's share of the cores
+        workers = resolve_workers(None, "cpu", ranks_per_machine=size) \
+            if name == "fused+pinned" else 0
         assert r["threads"] == max(1, os.cpu_count() // size)  # threads None: cores / ranks
         assert r["oversubscribed"] == (size * (r["threads"] + workers) > os.cpu_count())
         assert r["total_pss_bytes"] == sum(p["pss"] for p in r["processes_memory"])
