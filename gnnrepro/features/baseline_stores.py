@@ -19,7 +19,7 @@ import torch
 
 from gnnrepro import _ops
 from gnnrepro.checks import check_int
-from gnnrepro.features.feature_file import read_header
+from gnnrepro.features.feature_file import FileFeatureStore, read_header
 from gnnrepro.features.store import FeatureStore
 
 __all__ = ["LmdbFeatureStore", "MmapFeatureStore", "write_lmdb"]
@@ -27,7 +27,7 @@ __all__ = ["LmdbFeatureStore", "MmapFeatureStore", "write_lmdb"]
 _NP = {torch.float32: np.float32, torch.float16: np.float16, torch.float64: np.float64}
 
 
-class MmapFeatureStore(FeatureStore):
+class MmapFeatureStore(FileFeatureStore):
     """Rows of the feature file at `path`, memory-mapped read-only and gathered from the map
     (thread-safe: the map is only read)."""
 
@@ -52,20 +52,6 @@ class MmapFeatureStore(FeatureStore):
             warnings.simplefilter("ignore", UserWarning)
             self.table = torch.from_numpy(array) if array.size else torch.empty(0, self.info.dim)
 
-    @property
-    def num_nodes(self) -> int:
-        return self.info.num_nodes
-
-    @property
-    def dim(self) -> int:
-        return self.info.dim
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.info.dtype
-
-    def nbytes(self) -> int:
-        return self.info.data_bytes
 
     def gather(self, ids: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """Rows `ids` (a page fault per row not yet in the page cache)."""

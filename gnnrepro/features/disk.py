@@ -28,9 +28,8 @@ import torch
 
 from gnnrepro import _ops
 from gnnrepro.checks import check_int, check_node_ids
-from gnnrepro.features.feature_file import block_size_of, read_header
+from gnnrepro.features.feature_file import FileFeatureStore, block_size_of, read_header
 from gnnrepro.features.row_cache import ClockCache
-from gnnrepro.features.store import FeatureStore
 from gnnrepro.pinning import pin_in_place
 
 __all__ = ["DiskFeatureStore", "DiskStats"]
@@ -75,7 +74,7 @@ class DiskStats:
                 "bytes_read_per_byte_used": self.bytes_read_per_byte_used(row_bytes)}
 
 
-class DiskFeatureStore(FeatureStore):
+class DiskFeatureStore(FileFeatureStore):
     """Rows of the feature file at `path`, gathered like InMemoryFeatureStore's (same contract).
 
     `hot_ids`: nodes whose rows are held in memory (e.g. `hot_nodes(graph, rows)`).
@@ -159,24 +158,10 @@ class DiskFeatureStore(FeatureStore):
                                         self.cache.state)
 
     @property
-    def num_nodes(self) -> int:
-        return self.info.num_nodes
-
-    @property
-    def dim(self) -> int:
-        return self.info.dim
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.info.dtype
-
-    @property
     def engine(self) -> str:
         """"io_uring" or "pread": what the reader really uses."""
         return self.reader.engine
 
-    def nbytes(self) -> int:
-        return self.info.data_bytes
 
     def memory_bytes(self) -> int:
         """Bytes of rows held in memory: the hot set plus this process's cache."""

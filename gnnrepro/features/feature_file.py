@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["FeatureFile", "block_size_of", "ensure_feature_file", "read_header",
+from gnnrepro.features.store import FeatureStore
+
+__all__ = ["FeatureFile", "FileFeatureStore", "block_size_of", "ensure_feature_file", "read_header",
            "write_feature_file", "ALIGN", "MAGIC"]
 
 MAGIC = b"GNNRFEAT"
@@ -241,3 +243,25 @@ def block_size_of(path: str | os.PathLike) -> int:
         if size in (512, 1024, 2048, 4096):
             return size
     return ALIGN
+
+
+class FileFeatureStore(FeatureStore):
+    """A store whose rows live in a feature file: its shape, dtype and size come from the
+    file's header, `self.info` (a FeatureFile), which a subclass sets in its __init__."""
+
+    info: FeatureFile
+
+    @property
+    def num_nodes(self) -> int:
+        return self.info.num_nodes
+
+    @property
+    def dim(self) -> int:
+        return self.info.dim
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.info.dtype
+
+    def nbytes(self) -> int:
+        return self.info.data_bytes
