@@ -132,7 +132,7 @@ bench-sampling: setup
 bench-end-to-end: setup
 	$(PY) -m gnnrepro bench end-to-end --dataset products-sim --scale 0.05 --fanouts 15,10,5 \
 	  --batch-size 1024 --pipelines dgl,fused,fused+pinned --epochs 3 --threads $(THREADS) \
-	  --repeats 2 --timeline-batches 4 --out $(TRAIN_OUT)
+	  --repeats 6 --timeline-batches 4 --out $(TRAIN_OUT)
 
 # The paper's tables and figures: every notebook through papermill with $(PARAMS), cells logged
 # as they run; executed notebooks go to build/notebooks/, figures and tables to figures/, results

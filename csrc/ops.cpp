@@ -5,6 +5,7 @@
 #include <torch/extension.h>
 
 #include "common/local_threads.h"
+#include "common/output_pool.h"
 #include "features/clock_cache.h"
 #include "features/disk_gather.h"
 #include "features/disk_reader.h"
@@ -29,8 +30,9 @@ TORCH_LIBRARY(gnnrepro, m) {
   //   - the op reads the entry of every seed and of every sampled neighbour. Before the op maps a
   //     node its entry must be -1; any other value (stale content: the map belongs to one op
   //     call at a time; each FusedSampler object owns one and serializes its calls) raises
-  //     RuntimeError "node_map must be all -1 on entry", and never becomes a local id or an
-  //     out-of-bounds access. Entries the op does not read are not checked and left as they are.
+  //     RuntimeError "node_map must be all -1 on entry", and never becomes a local id in a
+  //     returned block or an out-of-bounds access. Entries the op does not read are not checked
+  //     and left as they are.
   // Bad input raises in this order, whichever kernel runs and whatever else is wrong
   // (csrc/sampling/sample_errors.h): a seed outside [0, N) (ValueError, smallest position), a
   // seed's dirty map entry, a duplicate seed (ValueError, smallest node), then layer by layer
@@ -73,4 +75,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   gnnrepro::register_local_threads(m);  // set_local_num_threads: one thread's OpenMP count
   gnnrepro::register_clock_cache(m);  // ClockCache: the disk store's CLOCK row cache
   gnnrepro::register_disk_gather(m);  // DiskGather: the disk store's gather, one call a batch
+  m.def("output_pool_stats", &gnnrepro::output_pool_stats,
+        "[bytes cached, most bytes cached, allocations from the cache, allocations of new "
+        "memory] of the pool the CPU sampler's outputs come from (csrc/common/output_pool.h).");
 }

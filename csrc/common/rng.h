@@ -17,9 +17,17 @@ GNNREPRO_HD uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// Key of one layer of one mini-batch: the same for all its nodes, so loops compute it once.
+GNNREPRO_HD uint64_t layer_key(uint64_t seed, uint64_t batch_id, uint64_t layer) {
+  return mix64(mix64(mix64(seed) ^ batch_id) ^ layer);
+}
+
+// Stream key of one node in the layer whose layer_key is `layer_key`.
+GNNREPRO_HD uint64_t node_key(uint64_t layer_key, uint64_t node) { return mix64(layer_key ^ node); }
+
 // Stream key of one node in one layer of one mini-batch.
 GNNREPRO_HD uint64_t node_key(uint64_t seed, uint64_t batch_id, uint64_t layer, uint64_t node) {
-  return mix64(mix64(mix64(mix64(seed) ^ batch_id) ^ layer) ^ node);
+  return node_key(layer_key(seed, batch_id, layer), node);
 }
 
 // The j-th 64-bit draw of a stream.

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../common/output_pool.h"
 #include "../common/picks.h"
 #include "../common/relabel.h"
 #include "../common/rng.h"
@@ -35,6 +36,7 @@ constexpr int64_t kClearChunk = 16384;
 // How many items ahead the loops prefetch the random cache lines they will touch.
 constexpr int64_t kPrefetchAhead = 16;
 constexpr int64_t kRelabelPrefetchAhead = 32;
+constexpr int64_t kOwnerPrefetchAhead = 12;
 constexpr int64_t kGatherPrefetchAhead = 64;
 
 // Writes the positions in `indices` of `count` of the `degree` neighbours stored from `start`.
@@ -51,8 +53,19 @@ void pick_positions(int64_t start, int64_t degree, int64_t count, int64_t fanout
     return;
   }
   // Floyd's algorithm: a uniform `count`-subset of [0, degree) with `count` draws. Membership
-  // in a bitmap over the neighbour list (its picked bits are set, then cleared): O(1) per pick
-  // for every fanout, so one code path serves small and large fanouts alike.
+  // in a bitmap over the neighbour list: O(1) per pick for every fanout. Up to 64 neighbours
+  // (most lists) it lives in a register; longer lists use `bitmap` (bits set, then cleared).
+  if (degree <= 64) {
+    uint64_t taken = 0;
+    for (int64_t n = 0; n < count; ++n) {
+      const int64_t j = floyd_j(degree, count, n);
+      const int64_t r = floyd_draw(key, degree, count, n);
+      const int64_t t = floyd_pick(r, taken >> r & 1, j);
+      taken |= uint64_t{1} << t;
+      out[n] = start + t;
+    }
+    return;
+  }
   const auto words = static_cast<size_t>((degree + 63) / 64);
   if (bitmap.size() < words) bitmap.resize(words, 0);
   uint64_t* bits = bitmap.data();
@@ -120,7 +133,6 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
   const int64_t* ip = indptr.data_ptr<int64_t>();
   const IdT* ix = indices.data_ptr<IdT>();
   int32_t* map = node_map.data_ptr<int32_t>();
-  const auto long_opts = at::TensorOptions().dtype(at::kLong);
   const int64_t num_layers = static_cast<int64_t>(fanouts.size());
   std::vector<at::Tensor> out(3 * num_layers);
 
@@ -197,14 +209,16 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     const int64_t *starts = start, *degrees = degree;
     int64_t* picks = bi;
     const int64_t layer_fanout = fanout;
-    const uint64_t layer_id = static_cast<uint64_t>(layer);
+    const uint64_t layer_stream = layer_key(static_cast<uint64_t>(seed),
+                                            static_cast<uint64_t>(batch_id),
+                                            static_cast<uint64_t>(layer));
     const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
-    thread_local std::vector<uint64_t> bitmap;  // all zero between destinations
+    thread_local std::vector<uint64_t> thread_bitmap;  // all zero between destinations
+    std::vector<uint64_t>& bitmap = thread_bitmap;  // looked up once, not per destination
     for (int64_t i = begin; i < end; ++i) {
       const int64_t count = offsets[i + 1] - offsets[i];
       if (count == 0) continue;
-      const uint64_t key = node_key(static_cast<uint64_t>(seed), static_cast<uint64_t>(batch_id),
-                                    layer_id, static_cast<uint64_t>(dst_ids[i]));
+      const uint64_t key = node_key(layer_stream, static_cast<uint64_t>(dst_ids[i]));
       pick_positions(starts[i], degrees[i], count, layer_fanout, replace, key,
                      picks + offsets[i], bitmap);
     }
@@ -226,32 +240,43 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
   // (3) Relabel a chunk in place: destinations keep ids 0..num_dst-1 (the previous layer
   // mapped them so), new sources take the next ids in first-occurrence order; chunks come in
   // order, so the result does not depend on threads. Branch-free (a new node is as likely as
-  // a seen one), with the map entries prefetched. An entry the op did not write (relabel.h)
-  // can only come from a map that was not all -1 on entry: it is reported, never used.
+  // a seen one, so a branch mispredicts half the time), with the map entries prefetched. An
+  // entry the op did not write (relabel.h) can only come from a map that was not all -1 on
+  // entry: it is reported after the layer and its output discarded. Its check (`src[m] == u`,
+  // a random read) only feeds that report, never the next id, so it stays off the loop's
+  // dependency chain; an entry out of range is never read through.
   const auto relabel_chunk = [&](int64_t chunk) {
     int64_t* ids = bi;  // locals: see count_range
     int64_t* sources = src;
+    int32_t* const node_map = map;
     int64_t fresh_id = next;
     bool all_ok = map_ok;
     const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
     const int64_t e_end = bp[end];
     for (int64_t e = bp[begin]; e < e_end; ++e) {
       if (e + kRelabelPrefetchAhead < e_end && ids[e + kRelabelPrefetchAhead] >= 0) {
-        __builtin_prefetch(map + ids[e + kRelabelPrefetchAhead]);
+        __builtin_prefetch(node_map + ids[e + kRelabelPrefetchAhead]);
+      }
+      if (e + kOwnerPrefetchAhead < e_end && ids[e + kOwnerPrefetchAhead] >= 0) {
+        // The map entry was prefetched above; prefetch the check's read of `sources` next.
+        const int64_t m_ahead = node_map[ids[e + kOwnerPrefetchAhead]];
+        __builtin_prefetch(sources + (map_id_in_range(m_ahead, fresh_id) ? m_ahead : 0));
       }
       const int64_t u = ids[e];
       if (u < 0) {  // a bad index (raised below)
         ids[e] = 0;
         continue;
       }
-      const int64_t m = map[u];
-      const bool fresh = m == kUnmapped;
-      const bool ok = map_entry_ok(m, u, fresh_id, sources);
-      all_ok &= ok;
-      const int64_t id = fresh || !ok ? fresh_id : m;  // a dirty entry never becomes an id
-      map[u] = static_cast<int32_t>(id);
+      const int64_t m = node_map[u];
+      const bool in_range = map_id_in_range(m, fresh_id);
+      // Selects by mask, not `?:`: the compiler turns that into the unpredictable branch.
+      const int64_t seen = -static_cast<int64_t>(in_range);  // all ones if m is an id
+      const int64_t owner = sources[m & seen];
+      all_ok &= (m == kUnmapped) | (in_range & (owner == u));
+      const int64_t id = (m & seen) | (fresh_id & ~seen);
+      node_map[u] = static_cast<int32_t>(id);
       sources[fresh_id] = u;  // kept only if u is new: fresh_id advances past it
-      fresh_id += fresh || !ok;
+      fresh_id += 1 + seen;
       ids[e] = id;
     }
     next = fresh_id;
@@ -266,7 +291,7 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
       raise_sample_error(kBadIndex, detail, num_nodes);
     }
     if (!map_ok) raise_sample_error(kDirtyMap, detail, num_nodes);
-    at::Tensor src_nodes = at::empty({next}, long_opts);
+    at::Tensor src_nodes = pooled_empty(next, at::kLong);
     if (next) std::memcpy(src_nodes.data_ptr<int64_t>(), src, next * sizeof(int64_t));
     out[3 * layer] = block_indptr;
     out[3 * layer + 1] = block_indices;
@@ -292,7 +317,7 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
       --layer;
       fanout = fanouts[layer];
       d = dst.data_ptr<int64_t>();
-      block_indptr = at::empty({num_dst + 1}, long_opts);
+      block_indptr = pooled_empty(num_dst + 1, at::kLong);
       bp = block_indptr.data_ptr<int64_t>();
       // Scratch layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
       start = grow(scratch, 2 * num_dst);
@@ -320,7 +345,7 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
     start = grow(scratch, 3 * num_dst + block_edges);
     degree = start + num_dst;
     src = degree + num_dst;
-    block_indices = at::empty({block_edges}, long_opts);
+    block_indices = pooled_empty(block_edges, at::kLong);
     bi = block_indices.data_ptr<int64_t>();
     if (num_dst) std::memcpy(src, d, num_dst * sizeof(int64_t));  // empty tensors hold null
     next = num_dst;

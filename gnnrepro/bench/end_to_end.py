@@ -74,6 +74,12 @@ def _run_child(name: str, config: TrainConfig, data_args: dict[str, Any],
         supervisor.stop()
 
 
+def _steady_median(one_round: dict[str, Any]) -> float:
+    """Median epoch time of one round's epochs after the first (all of them if just one)."""
+    return statistics.median(e["epoch_s"] for e in (one_round["epochs"][1:]
+                                                    or one_round["epochs"]))
+
+
 def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Pool a pipeline's rounds: medians over the epochs after the first of every round."""
     steady = [e for r in rounds for e in (r["epochs"][1:] or r["epochs"])]
@@ -113,6 +119,8 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
         for name in order:
             rounds[name].append(_run_child(name, config, data_args, timeline_batches))
     summaries = {name: _summarize(rounds[name]) for name in pipelines}
+    per_round = [speedups({name: _steady_median(rounds[name][r]) for name in pipelines})
+                 for r in range(len(orders))]
     return {
         "benchmark": "end-to-end",
         "params": {**config.to_dict(), "dataset": dataset, "scale": scale, "root": root,
@@ -127,6 +135,10 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
         "dataset": data.summary(),
         "pipelines": summaries,
         "speedup_vs_dgl": speedups({name: s["epoch_s"] for name, s in summaries.items()}),
+        # The same ratio in each round (its steady epochs' median): its spread shows how stable
+        # the pooled figure is on this machine.
+        "speedup_vs_dgl_rounds": {name: [r[name] for r in per_round] for name in pipelines}
+        if "dgl" in pipelines else {},
         "env": environment(),
     }
 
@@ -146,4 +158,8 @@ def format_table(result: dict[str, Any]) -> str:
         lines.append(f"{name:<13} {r['epoch_s']:8.2f} "
                      f"{'-' if speedup is None else f'{speedup:.2f}x':>7} " + " ".join(cells)
                      + f" {r['test_acc']:9.4f} {r['peak_rss_bytes'] / 2**30:7.2f}GB")
+    for name, ratios in result.get("speedup_vs_dgl_rounds", {}).items():
+        if name != "dgl" and len(ratios) > 1:
+            lines.append(f"{name} vs dgl per round: {min(ratios):.2f}x-{max(ratios):.2f}x "
+                         f"(median {statistics.median(ratios):.2f}x)")
     return "\n".join(lines)
