@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from gnnrepro.datasets import load
 from gnnrepro.features import InMemoryFeatureStore
 from gnnrepro.models import MLP, GraphSAGE, SAGEConv
+from gnnrepro.models.aggregate import dst_rows_and_neighbour_mean
 from gnnrepro.sampling.block import Block
 from gnnrepro.sampling.fused import FusedSampler
 
@@ -149,3 +150,21 @@ def test_conv_rejects_out_of_range_neighbours() -> None:
     block = Block(torch.tensor([0, 2, 3]), torch.tensor([0, 5, 1]), torch.arange(3), num_dst=2)
     with pytest.raises((IndexError, RuntimeError)):
         SAGEConv(4, 2)(block, torch.randn(3, 4))
+
+
+@pytest.mark.parametrize("use", ["both", "dst rows only", "mean only"])
+def test_dst_rows_and_mean_share_one_gradient_buffer_with_the_same_gradients(use: str) -> None:
+    block = hand_blocks()[0]  # a repeated edge and a destination without neighbours
+    h = torch.randn(block.num_src, 5, dtype=torch.float64, requires_grad=True)
+    dst, mean = dst_rows_and_neighbour_mean(block, h)
+    ref_dst = h[:block.num_dst]
+    ref_mean = F.embedding_bag(block.indices, h, block.indptr, mode="mean",
+                               include_last_offset=True)
+    torch.testing.assert_close((dst, mean), (ref_dst, ref_mean))
+    weights = torch.randn(2, block.num_dst, 5, dtype=torch.float64)
+    parts = {"both": (0, 1), "dst rows only": (0,), "mean only": (1,)}[use]
+    got = torch.autograd.grad(sum(((dst, mean)[i] * weights[i]).sum() for i in parts), h)[0]
+    want = torch.autograd.grad(sum(((ref_dst, ref_mean)[i] * weights[i]).sum() for i in parts),
+                               h)[0]
+    torch.testing.assert_close(got, want)
+    assert torch.autograd.gradcheck(lambda x: dst_rows_and_neighbour_mean(block, x), (h,))
