@@ -71,6 +71,10 @@ class OutputPool final : public c10::Allocator {
   static void give_back(void* ctx) {
     char* block = static_cast<char*>(ctx);
     const size_t capacity = *reinterpret_cast<size_t*>(block);
+    if (capacity > kMaxCachedBytes) {  // would never fit: keep the cache as it is
+      c10::free_cpu(block);
+      return;
+    }
     OutputPool& pool = instance();
     std::multimap<size_t, char*> dropped;
     {
