@@ -11,11 +11,13 @@ pipeline only. The design balances (each pipeline follows each other equally oft
 take its first rows (2 rounds of 3 pipelines: two rotations).
 
 Reported per pipeline: epoch_s, the median epoch time over the epochs after the first (the
-first includes start-up: workers, DGL's first-call allocations, page faults) pooled
-over rounds; per-stage work and exposed seconds (median per epoch, same epochs); accuracy of
-the first round; peak RSS of the training process (worker threads included, worker
-processes not: the training process's getrusage; RUSAGE_CHILDREN would also count the
-pre-exec RSS of any subprocess it forks, such as the git call that records the commit).
+first includes start-up: workers, DGL's first-call allocations, page faults) pooled over
+rounds, and speedup_vs_dgl from it; speedup_vs_dgl_rounds, the same ratio in each round alone
+(its spread shows how far one round can be trusted); per-stage work and exposed seconds
+(median per epoch, same epochs); accuracy of the first round; peak RSS of the training
+process (worker threads included, worker processes not: the training process's getrusage;
+RUSAGE_CHILDREN would also count the pre-exec RSS of any subprocess it forks, such as the git
+call that records the commit).
 """
 from __future__ import annotations
 
@@ -74,15 +76,19 @@ def _run_child(name: str, config: TrainConfig, data_args: dict[str, Any],
         supervisor.stop()
 
 
+def _steady(one_round: dict[str, Any]) -> list[dict[str, Any]]:
+    """One round's epochs after the first (all of them if just one): the first pays start-up."""
+    return one_round["epochs"][1:] or one_round["epochs"]
+
+
 def _steady_median(one_round: dict[str, Any]) -> float:
-    """Median epoch time of one round's epochs after the first (all of them if just one)."""
-    return statistics.median(e["epoch_s"] for e in (one_round["epochs"][1:]
-                                                    or one_round["epochs"]))
+    """Median epoch time of one round's steady epochs."""
+    return statistics.median(e["epoch_s"] for e in _steady(one_round))
 
 
 def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     """Pool a pipeline's rounds: medians over the epochs after the first of every round."""
-    steady = [e for r in rounds for e in (r["epochs"][1:] or r["epochs"])]
+    steady = [e for r in rounds for e in _steady(r)]
     first = rounds[0]
     gpu_peaks = [e["peak_gpu_mb"] for e in steady if e["peak_gpu_mb"] is not None]
     return {
