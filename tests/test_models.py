@@ -168,3 +168,21 @@ def test_dst_rows_and_mean_share_one_gradient_buffer_with_the_same_gradients(use
                                h)[0]
     torch.testing.assert_close(got, want)
     assert torch.autograd.gradcheck(lambda x: dst_rows_and_neighbour_mean(block, x), (h,))
+
+
+def test_dst_rows_and_mean_read_strided_index_tensors_like_contiguous_ones() -> None:
+    """Blocks whose indices / indptr are strided views (a user's own slicing) give the same
+    rows, mean and gradient as their contiguous copies."""
+    block = hand_blocks()[0]
+    strided = Block(torch.stack([block.indptr, block.indptr + 7], 1)[:, 0],
+                    torch.stack([block.indices, block.indices.flip(0)], 1)[:, 0],
+                    block.src_nodes, num_dst=block.num_dst)
+    assert not strided.indices.is_contiguous() and not strided.indptr.is_contiguous()
+    h = torch.randn(block.num_src, 5, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(2, block.num_dst, 5, dtype=torch.float64)
+    results = []
+    for b in (block, strided):
+        dst, mean = dst_rows_and_neighbour_mean(b, h)
+        grad = torch.autograd.grad((dst * weights[0]).sum() + (mean * weights[1]).sum(), h)[0]
+        results.append((dst, mean, grad))
+    torch.testing.assert_close(results[1], results[0])

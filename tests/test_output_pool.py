@@ -2,6 +2,11 @@
 must never change a tensor the caller still holds, and the pool stays within its cap."""
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
+
 import torch
 
 from helpers import random_graph
@@ -66,3 +71,59 @@ def test_pooled_outputs_resize_share_and_pin_like_torch_tensors():
     assert indices.is_shared() and torch.equal(indices, copy)
     if torch.cuda.is_available():
         assert torch.equal(indices.pin_memory(), copy)
+
+
+def test_a_block_larger_than_the_cap_bypasses_the_pool():
+    sampler, n = _sampler()
+    indices = sampler.sample(_seeds(n, 0), 0).blocks[0].indices
+    cap = _stats()["cap"]
+    indices.resize_(cap // indices.element_size() + 1)  # old block back to the pool, if it fits
+    before = _stats()
+    del indices  # the large block goes to the system; the cache keeps what it had
+    after = _stats()
+    assert after == before
+
+
+def test_a_child_forked_while_a_thread_samples_gets_a_working_sampler_and_pool():
+    """A fork takes the pool's lock first, and the child's FusedSampler gets a fresh lock and
+    node map: sampling in the child, with the sampler a parent thread was using, neither hangs
+    nor changes the blocks."""
+    sampler, n = _sampler()
+    expected = sampler.sample(_seeds(n, 99), 99)
+    stop = threading.Event()
+
+    def keep_sampling() -> None:
+        batch = 0
+        while not stop.is_set():
+            sampler.sample(_seeds(n, batch), batch)
+            batch += 1
+
+    thread = threading.Thread(target=keep_sampling)
+    thread.start()
+    try:
+        for _ in range(5):
+            pid = os.fork()
+            if pid == 0:  # the child: one batch, compared, then out without cleanup
+                torch.set_num_threads(1)
+                got = sampler.sample(_seeds(n, 99), 99)
+                same = all(torch.equal(a.indices, b.indices) and torch.equal(a.src_nodes,
+                                                                             b.src_nodes)
+                           for a, b in zip(got.blocks, expected.blocks))
+                os._exit(0 if same else 1)
+            assert _wait(pid, timeout_s=60) == 0
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _wait(pid: int, timeout_s: float) -> int:
+    """The child's exit code, or a failure (after killing it) if it is still running."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"forked child {pid} hung for {timeout_s} s")

@@ -1,6 +1,8 @@
 // See output_pool.h. One process-wide pool behind a mutex: tensors are freed on whatever thread
 // drops the last reference, and the pool must outlive every tensor it handed out (it is never
-// destroyed, so tensors still alive at interpreter exit can return their blocks safely).
+// destroyed, so tensors still alive at interpreter exit can return their blocks safely). A fork
+// takes the mutex first (pthread_atfork), so a child never inherits it locked by a thread that
+// does not exist in the child.
 #include "output_pool.h"
 
 #include <ATen/EmptyTensor.h>
@@ -8,6 +10,9 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
 
+#include <pthread.h>
+
+#include <iterator>
 #include <map>
 #include <mutex>
 
@@ -18,7 +23,8 @@ namespace {
 constexpr size_t kHeader = 64;
 
 // Block sizes are rounded up to one of 8 steps per power of two (at most 12.5% more), so that
-// batches whose outputs differ by a few percent reuse each other's blocks.
+// batches whose outputs differ by a few percent reuse each other's blocks. Only called for
+// nbytes <= kMaxCachedBytes (a power of two), so the class is at most kMaxCachedBytes.
 size_t size_class(size_t nbytes) {
   size_t power = 1;
   while (power * 2 <= nbytes) power *= 2;
@@ -29,7 +35,10 @@ size_t size_class(size_t nbytes) {
 class OutputPool final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t nbytes) override {
-    if (nbytes < kPooledMinBytes) return c10::GetCPUAllocator()->allocate(nbytes);
+    // Smaller blocks fault in few pages; larger ones would never fit in the cache.
+    if (nbytes < kPooledMinBytes || nbytes > kMaxCachedBytes) {
+      return c10::GetCPUAllocator()->allocate(nbytes);
+    }
     const size_t capacity = size_class(nbytes);
     char* block = take(capacity);
     if (block == nullptr) {
@@ -50,14 +59,16 @@ class OutputPool final : public c10::Allocator {
   }
 
  private:
-  // A cached block of exactly `capacity` bytes, or nullptr (then a miss is counted).
+  // The most recently cached block of exactly `capacity` bytes (its pages are the likeliest to
+  // be in cache), or nullptr (then a miss is counted).
   char* take(size_t capacity) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto it = free_.find(capacity);
-    if (it == free_.end()) {
+    const auto [first, end] = free_.equal_range(capacity);
+    if (first == end) {
       ++misses_;
       return nullptr;
     }
+    const auto it = std::prev(end);  // equal keys are kept in insertion order
     char* block = it->second;
     free_.erase(it);
     cached_bytes_ -= capacity;
@@ -66,21 +77,20 @@ class OutputPool final : public c10::Allocator {
   }
 
   // The deleter of every pooled tensor: keeps the block if the cache has room for it, after
-  // dropping blocks of other size classes if that makes room (the newest sizes are the likely
-  // next ones); else frees it.
+  // dropping blocks of other size classes when that makes room (the newest sizes are the likely
+  // next ones); else frees it and leaves the cache as it is.
   static void give_back(void* ctx) {
     char* block = static_cast<char*>(ctx);
     const size_t capacity = *reinterpret_cast<size_t*>(block);
-    if (capacity > kMaxCachedBytes) {  // would never fit: keep the cache as it is
-      c10::free_cpu(block);
-      return;
-    }
     OutputPool& pool = instance();
     std::multimap<size_t, char*> dropped;
     {
       std::lock_guard<std::mutex> lock(pool.mutex_);
+      const size_t same_class = capacity * pool.free_.count(capacity);
+      const bool fits_after_dropping = same_class + capacity <= kMaxCachedBytes;
       auto it = pool.free_.begin();
-      while (pool.cached_bytes_ + capacity > kMaxCachedBytes && it != pool.free_.end()) {
+      while (fits_after_dropping && pool.cached_bytes_ + capacity > kMaxCachedBytes &&
+             it != pool.free_.end()) {
         if (it->first == capacity) {
           ++it;
           continue;
@@ -101,7 +111,12 @@ class OutputPool final : public c10::Allocator {
 
  public:
   static OutputPool& instance() {
-    static OutputPool* pool = new OutputPool();  // never destroyed: see the file comment
+    static OutputPool* pool = [] {
+      auto* created = new OutputPool();  // never destroyed: see the file comment
+      pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                     [] { instance().mutex_.unlock(); });
+      return created;
+    }();
     return *pool;
   }
 

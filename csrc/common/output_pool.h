@@ -21,7 +21,8 @@ constexpr size_t kPooledMinBytes = size_t{256} << 10;
 constexpr size_t kMaxCachedBytes = size_t{32} << 20;
 
 // An uninitialized contiguous CPU tensor of `numel` elements of `dtype`, whose memory comes from
-// the pool (and returns to it) when it is at least kPooledMinBytes. Resizable like any tensor.
+// the pool (and returns to it) when it is at least kPooledMinBytes and at most kMaxCachedBytes.
+// Resizable like any tensor.
 at::Tensor pooled_empty(int64_t numel, at::ScalarType dtype);
 
 // The pool's counters: {bytes cached now, kMaxCachedBytes, allocations served from the cache,

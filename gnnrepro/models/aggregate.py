@@ -53,4 +53,7 @@ def dst_rows_and_neighbour_mean(block: Block,
     if not h.requires_grad:  # no gradient buffers to save: a view and the bag
         return h[:block.num_dst], torch.nn.functional.embedding_bag(
             block.indices, h, block.indptr, mode="mean", include_last_offset=True)
-    return _DstRowsAndMean.apply(h, block.indices, block.indptr, block.num_dst)
+    # aten._embedding_bag reads its index tensors' memory in order (F.embedding_bag makes them
+    # contiguous first): a strided view would be read wrongly.
+    return _DstRowsAndMean.apply(h, block.indices.contiguous(), block.indptr.contiguous(),
+                                 block.num_dst)

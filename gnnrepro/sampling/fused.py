@@ -1,7 +1,9 @@
 """FusedSampler: the paper's SampleNeighbors fused with toBlockFast, as one C++ op per batch."""
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections.abc import Sequence
 
 import torch
@@ -13,6 +15,19 @@ from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, seed_
 from gnnrepro.sampling.block import Block, MiniBatch
 
 __all__ = ["FusedSampler", "blocks_from_op"]
+
+# Every FusedSampler alive in this process. A fork while another thread is inside `sample`
+# would hand the child that call's held lock (the thread does not exist in the child: the first
+# call there would wait forever) and a half-written node map; the child gets fresh ones instead.
+_LIVE_SAMPLERS: weakref.WeakSet[FusedSampler] = weakref.WeakSet()
+
+
+def _reset_samplers_after_fork() -> None:
+    for sampler in list(_LIVE_SAMPLERS):
+        sampler._reset_after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_samplers_after_fork)
 
 
 def blocks_from_op(flat: Sequence[torch.Tensor]) -> list[Block]:
@@ -44,6 +59,7 @@ class FusedSampler:
         self.device = _sampling_device(self.graph, device)
         self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
         self._lock = threading.Lock()
+        _LIVE_SAMPLERS.add(self)
 
     def __getstate__(self) -> dict:
         # The op's node map is per sampler object: a copy (a worker process's unpickled one, a
@@ -55,6 +71,13 @@ class FusedSampler:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self._lock = threading.Lock()
+        _LIVE_SAMPLERS.add(self)
+
+    def _reset_after_fork(self) -> None:
+        """In a forked child: a new lock, and a new node map if a call was in flight."""
+        if self._lock.locked():
+            self._node_map = None
         self._lock = threading.Lock()
 
     def sample(self, seeds: torch.Tensor, batch_id: int = 0) -> MiniBatch:
