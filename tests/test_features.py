@@ -265,17 +265,22 @@ def test_store_is_shared_with_spawned_child_not_copied() -> None:
 
 # ---- StagingRing ------------------------------------------------------------------------------
 
-def test_ring_reuses_buffers_round_robin() -> None:
+def test_ring_hands_out_the_lowest_free_slot() -> None:
+    """Used one batch at a time, a ring writes one slot only (its other slots' pages are never
+    committed); slots in use are never handed out twice."""
     ring = StagingRing(3, 100, 37)
     assert ring.buffers.shape == (3, 100, 37) and not ring.pinned  # no CUDA here
     seen = []
-    for _ in range(7):
+    for _ in range(4):
         slot = ring.acquire()
         seen.append((slot.index, slot.buffer.data_ptr()))
         slot.release()
-    assert [i for i, _ in seen] == [0, 1, 2, 0, 1, 2, 0]
-    assert len({p for _, p in seen}) == 3
-    assert ring.acquire().buffer is ring.slots[1].buffer  # the same tensor, not a new view
+    assert seen == [(0, ring.buffers[0].data_ptr())] * 4
+    held = [ring.acquire() for _ in range(3)]
+    assert [s.index for s in held] == [0, 1, 2]
+    held[1].release()
+    again = ring.acquire()
+    assert again.index == 1 and again.buffer is ring.slots[1].buffer  # the tensor, not a view
 
 
 def test_shared_ring_commits_only_the_rows_written() -> None:

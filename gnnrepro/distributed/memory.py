@@ -15,6 +15,9 @@ the one thing the shared store must avoid is a second one.
 from __future__ import annotations
 
 import bisect
+import ctypes
+import ctypes.util
+import gc
 import os
 from typing import Any
 
@@ -24,11 +27,28 @@ import torch
 
 from gnnrepro.distributed.machine_share import machine_id
 
-__all__ = ["PSS_KINDS", "data_copies", "machine_data_bytes", "tree_memory"]
+__all__ = ["PSS_KINDS", "data_copies", "machine_data_bytes", "release_free_heap", "tree_memory"]
 
 
 PSS_KINDS = ("anon", "file", "shmem")  # smaps_rollup's split of PSS by kind of page
 _KINDS = ("rss", "uss", "pss", *(f"pss_{kind}" for kind in PSS_KINDS))
+
+
+def release_free_heap() -> bool:
+    """Collect garbage and hand the C heap's free pages back to the system (glibc's
+    malloc_trim), so that a sample of this process's memory counts what it holds, not what
+    its allocator kept from the last batches (which moves by 100-300 MB between runs). Returns
+    whether the heap could be trimmed (False off glibc)."""
+    gc.collect()
+    libc_name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(libc_name).malloc_trim if libc_name else None
+    except (OSError, AttributeError):
+        trim = None
+    if trim is None:
+        return False
+    trim(ctypes.c_size_t(0))
+    return True
 
 
 def tree_memory(pid: int | None = None) -> dict:

@@ -24,7 +24,7 @@ import torch.distributed as dist
 
 from gnnrepro.config import TrainConfig, resolve_device
 from gnnrepro.datasets.dataset import Dataset
-from gnnrepro.distributed.memory import data_copies
+from gnnrepro.distributed.memory import data_copies, release_free_heap
 from gnnrepro.training import reduce_stages, run_training
 
 __all__ = ["init_process_group", "rank_device", "train_rank"]
@@ -82,6 +82,7 @@ def train_rank(config: TrainConfig, dataset: Dataset,
     rank, world_size = dist.get_rank(), dist.get_world_size()
 
     def before_close(loader: Any) -> dict[str, Any]:
+        release_free_heap()  # every pipeline alike: measure what the rank holds
         memory = at_end()  # first: reading the page tables costs memory of its own
         return {"memory": memory, "copies": data_copies(_data_tensors(dataset, loader)),
                 "loader": repr(loader), "loader_workers": getattr(loader, "workers", 0)}

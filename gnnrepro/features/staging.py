@@ -61,7 +61,9 @@ class StagingSlot:
 
 
 class StagingRing:
-    """`slots` buffers of [max_rows, dim] `dtype`, allocated once and handed out round-robin.
+    """`slots` buffers of [max_rows, dim] `dtype`, allocated once; acquire() hands out the
+    lowest-numbered free one, so a ring used one batch at a time writes (and so commits the
+    pages of) only the slots it needs at once, and reuses the ones most recently in cache.
 
     `pin=True` page-locks them when CUDA is available (silently pageable otherwise).
     `share=True` puts them in shared memory (pinned in place), so worker processes can gather
@@ -87,7 +89,6 @@ class StagingRing:
         self.slots = [StagingSlot(self, i, self.buffers[i]) for i in range(slots)]
         self._events: list[Event | None] = [None] * slots  # pending release of a busy slot
         self._busy = [False] * slots
-        self._next = 0
         self._cond = threading.Condition()
 
     @property
@@ -97,7 +98,7 @@ class StagingRing:
             return sum(self._busy[i] and not self._completed(i) for i in range(len(self.slots)))
 
     def acquire(self, timeout: float | None = 30.0) -> StagingSlot:
-        """The next free slot in ring order, marked busy; waits up to `timeout` s (None: forever).
+        """The lowest-numbered free slot, marked busy; waits up to `timeout` s (None: forever).
 
         Raises TimeoutError if every slot stays busy that long, which usually means slots are
         acquired but never released, or more batches are in flight than the ring has slots.
@@ -109,11 +110,9 @@ class StagingRing:
         n = len(self.slots)
         with self._cond:
             while True:
-                for k in range(n):
-                    i = (self._next + k) % n
+                for i in range(n):
                     if not self._busy[i] or self._completed(i):
                         self._busy[i], self._events[i] = True, None
-                        self._next = (i + 1) % n
                         return self.slots[i]
                 wait = None if deadline is None else deadline - time.monotonic()
                 if wait is not None and wait <= 0:
