@@ -14,7 +14,9 @@ trains some ids twice); test accuracy; whether every rank ended with identical p
 memory, in total and per process (processes_memory).
 
 Memory (MEMORY_METHOD): at the end of training, with every rank and sampling worker still
-alive, the launcher sums PSS over its whole process tree once (shared pages count once);
+alive and every rank's free heap handed back (release_free_heap: what a rank holds, not what
+its allocator kept from the last batches), the launcher sums PSS over its whole process tree
+once (shared pages count once);
 extra_rss_per_rank_bytes = (total(N) - total(N0)) / (N - N0) against the smallest world size
 N0 run for that pipeline. That difference holds everything a rank adds: its dataset copies (none
 for ours), but also its interpreter, torch, sampling worker and batch buffers, which do not grow
@@ -44,7 +46,7 @@ __all__ = ["MEMORY_METHOD", "format_table", "measure"]
 
 MEMORY_METHOD = ("extra_rss_per_rank_bytes: sum of PSS (psutil memory_full_info) over the "
                  "launcher, every rank and every sampling worker, sampled once at the end of "
-                 "training; extra per added rank = (total(N) - total(N0)) / (N - N0), N0 the "
+                 "training, after every rank ran gc.collect() and malloc_trim(0); extra per added rank = (total(N) - total(N0)) / (N - N0), N0 the "
                  "smallest world size run. It holds each rank's interpreter, torch, worker and "
                  "batch buffers as well as any data copy; extra_pss_{anon,file,shmem}_per_rank"
                  "_bytes split it by kind of page (smaps_rollup): anon = process heaps, file = "

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import ctypes.util
 import gc
 import os
 from typing import Any
@@ -34,21 +33,15 @@ PSS_KINDS = ("anon", "file", "shmem")  # smaps_rollup's split of PSS by kind of 
 _KINDS = ("rss", "uss", "pss", *(f"pss_{kind}" for kind in PSS_KINDS))
 
 
-def release_free_heap() -> bool:
+def release_free_heap() -> None:
     """Collect garbage and hand the C heap's free pages back to the system (glibc's
-    malloc_trim), so that a sample of this process's memory counts what it holds, not what
-    its allocator kept from the last batches (which moves by 100-300 MB between runs). Returns
-    whether the heap could be trimmed (False off glibc)."""
+    malloc_trim; nothing more off glibc), so that a sample of this process's memory counts
+    what it holds, not what its allocator kept from the last batches (which moved one sample
+    by 100-300 MB between runs)."""
     gc.collect()
-    libc_name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(libc_name).malloc_trim if libc_name else None
-    except (OSError, AttributeError):
-        trim = None
-    if trim is None:
-        return False
-    trim(ctypes.c_size_t(0))
-    return True
+    trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    if trim is not None:
+        trim(ctypes.c_size_t(0))
 
 
 def tree_memory(pid: int | None = None) -> dict:
