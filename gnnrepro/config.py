@@ -26,7 +26,7 @@ from gnnrepro.checks import check_int, check_positive_float
 from gnnrepro.datasets import KNOWN_DATASETS
 from gnnrepro.features.factory import FEATURE_STORES
 
-__all__ = ["FEATURE_SOURCES", "FEATURE_STORES", "PIPELINES", "SAMPLER_DEVICES", "SETTINGS",
+__all__ = ["EVAL_METHODS", "FEATURE_SOURCES", "FEATURE_STORES", "PIPELINES", "SAMPLER_DEVICES", "SETTINGS",
            "WORKER_KINDS", "Setting", "TrainConfig", "add_options", "check_placement",
            "resolve_device", "resolve_prefetch", "resolve_threads", "resolve_workers",
            "validate"]
@@ -44,6 +44,9 @@ FEATURE_SOURCES = ("pinned", "uva", "device")
 #: interpreter, batches handed over in memory; the C++ ops release the GIL), or the paper's
 #: worker processes (gnnrepro.pipeline.workers).
 WORKER_KINDS = ("thread", "process")
+#: How a split is evaluated: layer-wise full-neighbour inference, sampled mini-batches, or
+#: (auto) whichever reads fewer edges for the split's size (gnnrepro.training.evaluate).
+EVAL_METHODS = ("auto", "layerwise", "sampled")
 
 
 # ---- checks: (name, value) -> value, or a TypeError / ValueError naming `name` ----
@@ -214,7 +217,11 @@ _SETTINGS = [
        "batches prepared ahead (fused+pinned); None: 2, or the workers if more, so that "
        "every worker has a batch to prepare"),
     _s("seed", 0, _int(0), "int", "random seed (batches, model initialisation)"),
-    _s("eval_batch_size", 4096, _int(1), "int", "seed nodes per evaluation mini-batch"),
+    _s("eval_batch_size", 4096, _int(1), "int", "seed nodes per sampled evaluation mini-batch"),
+    _s("eval_method", "auto", _choice(EVAL_METHODS), "str",
+       "how val and test accuracy are computed: layerwise (every layer once per needed node, "
+       "all neighbours, as DGL's and PyG's examples evaluate), sampled (mini-batches with the "
+       "training fanouts), or auto (whichever reads fewer edges for the split)"),
     _s("timeout_s", 120.0, check_positive_float, "float",
        "seconds a child process (rank, loader worker, benchmark run) may go without a word, "
        "and a collective may wait for a peer, before it is declared hung; it must also cover "
@@ -355,6 +362,7 @@ class TrainConfig:
     prefetch: int | None = _field("prefetch")
     seed: int = _field("seed")
     eval_batch_size: int = _field("eval_batch_size")
+    eval_method: str = _field("eval_method")
     timeout_s: float = _field("timeout_s")
 
     def __post_init__(self) -> None:

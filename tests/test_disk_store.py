@@ -14,6 +14,7 @@ import torch
 
 from gnnrepro import _ops
 from gnnrepro.features import DiskFeatureStore, MmapFeatureStore, open_feature_store
+from gnnrepro.features.baseline_stores import LmdbFeatureStore, write_lmdb
 from gnnrepro.features.feature_file import read_header, write_feature_file
 from gnnrepro.features.hot import hot_nodes
 from gnnrepro.features.row_cache import ClockCache
@@ -424,3 +425,27 @@ def test_open_close_a_thousand_times_leaks_nothing(files) -> None:
     assert proc.memory_info().rss - rss < 32 << 20
     header = read_header(files["plain"])
     assert (header.num_nodes, header.dim) == (N, DIM)
+
+
+@pytest.mark.parametrize("rows,dim,rows_per_key,map_size", [
+    # 4100-byte rows: each value fills two 4 KiB pages, twice the table; the map sized at the
+    # old fixed 1.6x + 64 MiB (392 MB for this 205 MB table) filled and the write failed
+    (50_000, 1025, 1, None),
+    # a map far too small at the start: grown by doubling, transaction by transaction
+    (3_000, 100, 7, 1 << 20),
+])
+def test_write_lmdb_grows_its_map_until_every_row_fits(tmp_path, rows, dim, rows_per_key,
+                                                       map_size) -> None:
+    pytest.importorskip("lmdb")
+    table = torch.arange(rows * dim, dtype=torch.float32).reshape(rows, dim)
+    write_lmdb(tmp_path / "db", table, rows_per_key=rows_per_key, map_size=map_size)
+    store = LmdbFeatureStore(tmp_path / "db")
+    assert (store.num_nodes, store.dim) == (rows, dim)
+    picks = torch.randint(0, rows, (500,), generator=torch.Generator().manual_seed(1))
+    ids = torch.cat([torch.tensor([0, rows - 1]), picks])
+    assert torch.equal(store.gather(ids), table[ids])
+
+
+def test_write_lmdb_rejects_a_bad_map_size(tmp_path) -> None:
+    with pytest.raises(ValueError, match="map_size must be >="):
+        write_lmdb(tmp_path / "db", torch.zeros(4, 2), map_size=10)

@@ -17,13 +17,15 @@ import torch
 from gnnrepro import datasets
 from gnnrepro.config import TrainConfig, resolve_workers
 from gnnrepro.distributed import launch
+from gnnrepro.models import GraphSAGE
 from gnnrepro.pipeline import STAGES, Loader
 from gnnrepro.pipeline.shard import ShardPlan
 from gnnrepro.sampling import FusedSampler
+from gnnrepro.training import accuracy
 from helpers import require_dgl
 
 SETTINGS = dict(fanouts=(4, 3), batch_size=64, hidden=16, lr=0.01, threads=1, workers=1,
-                eval_batch_size=512)
+                eval_batch_size=512, eval_method="layerwise")
 
 
 @pytest.mark.parametrize("num_ids,batch_size,world_size,drop_last", [
@@ -92,6 +94,18 @@ def test_two_ranks_train_every_id_once_per_epoch(dataset, two_ranks) -> None:
         assert e["stages"]["mean"]["forward"]["work_s"] > 0
     assert 0.0 <= two_ranks.test_acc <= 1.0
     assert two_ranks.memory["pss_bytes"] > 0 and len(two_ranks.memory["processes"]) >= 3
+
+
+def test_two_ranks_layerwise_accuracy_equals_one_process(dataset, two_ranks) -> None:
+    """Each rank computes a share of every layer and the shares are all-gathered: the
+    accuracy equals one process's layer-wise evaluation of the same weights."""
+    model = GraphSAGE(dataset.num_features, SETTINGS["hidden"], dataset.num_classes, 2)
+    model.load_state_dict(two_ranks.states[0])
+    evaluator = FusedSampler(dataset.graph, list(SETTINGS["fanouts"]), seed=0)
+    for split, acc in (("val", two_ranks.val_acc), ("test", two_ranks.test_acc)):
+        ids = getattr(dataset, f"{split}_idx")
+        assert acc == accuracy(model, dataset, evaluator, ids, torch.device("cpu"), 512,
+                               method="layerwise"), split
 
 
 def test_two_ranks_read_one_copy_of_the_launchers_data(dataset, two_ranks) -> None:

@@ -69,23 +69,46 @@ class MmapFeatureStore(FileFeatureStore):
 
 
 def write_lmdb(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
-               rows_per_key: int = 1) -> Path:
-    """Write `features` into a new LMDB database directory `path`, `rows_per_key` rows a value."""
+               rows_per_key: int = 1, map_size: int | None = None) -> Path:
+    """Write `features` into a new LMDB database directory `path`, `rows_per_key` rows a value.
+
+    The map starts at `map_size` bytes (None: the table plus a quarter) and doubles whenever
+    it fills: what LMDB takes depends on its page layout (a value just over half a page or a
+    page fills two), so no fixed factor is safe. Keys are written in order with append=True,
+    which packs leaf pages full instead of leaving them half empty after each split. Rows go
+    in transactions of about 64 MiB; one that fills the map is aborted, the map grown and the
+    transaction written again, so nothing is lost.
+    """
     import lmdb
     if isinstance(features, torch.Tensor):
         features = features.numpy()
     check_int("rows_per_key", rows_per_key, 1)
+    if map_size is not None:
+        check_int("map_size", map_size, 1 << 20)
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     n, dim = features.shape
-    map_size = int(features.nbytes * 1.6) + (64 << 20)
-    env = lmdb.open(str(path), map_size=map_size, subdir=True, lock=False, sync=False)
+    size = map_size if map_size is not None else int(features.nbytes * 1.25) + (16 << 20)
+    row_bytes = max(1, dim * features.dtype.itemsize)
+    keys_per_txn = max(1, (64 << 20) // (row_bytes * rows_per_key))
+    env = lmdb.open(str(path), map_size=size, subdir=True, lock=False, sync=False)
     try:
-        with env.begin(write=True) as txn:
-            txn.put(b"__meta__", f"{n},{dim},{features.dtype},{rows_per_key}".encode())
-            for start in range(0, n, rows_per_key):
-                txn.put(start.to_bytes(8, "big"),
-                        np.ascontiguousarray(features[start:start + rows_per_key]).tobytes())
+        starts = list(range(0, n, rows_per_key))
+        pieces = [starts[i:i + keys_per_txn] for i in range(0, len(starts), keys_per_txn)]
+        meta = f"{n},{dim},{features.dtype},{rows_per_key}".encode()
+        for piece in [*pieces, None]:  # None: the __meta__ key, which sorts after the rows
+            while True:
+                try:
+                    with env.begin(write=True) as txn:
+                        if piece is None:
+                            txn.put(b"__meta__", meta)
+                        for start in piece or ():
+                            txn.put(start.to_bytes(8, "big"), np.ascontiguousarray(
+                                features[start:start + rows_per_key]).tobytes(), append=True)
+                    break
+                except lmdb.MapFullError:  # the transaction was aborted: grow, write it again
+                    size *= 2
+                    env.set_mapsize(size)
         env.sync(True)
     finally:
         env.close()

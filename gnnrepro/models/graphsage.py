@@ -46,17 +46,28 @@ class SAGEConv(nn.Module):
         self.fc_self = nn.Linear(in_dim, out_dim)
         self.fc_neigh = nn.Linear(in_dim, out_dim, bias=False)
 
-    def forward(self, block: Block, h: torch.Tensor) -> torch.Tensor:
-        """[block.num_src, in_dim] source features -> [block.num_dst, out_dim]."""
-        # The mean is linear, so project first when that shrinks what is aggregated.
-        if self.fc_neigh.out_features < self.fc_neigh.in_features:
-            neigh = nn.functional.embedding_bag(block.indices, self.fc_neigh(h), block.indptr,
-                                                mode="mean", include_last_offset=True)
-            return self.fc_self(h[: block.num_dst]) + neigh
-        h_dst, mean = dst_rows_and_neighbour_mean(block, h)
+    @property
+    def projects_first(self) -> bool:
+        """The mean is linear, so W_neigh is applied before it when that shrinks what is
+        aggregated (out_dim < in_dim), else after it."""
+        return self.fc_neigh.out_features < self.fc_neigh.in_features
+
+    def combine(self, h_dst: torch.Tensor, neigh_mean: torch.Tensor) -> torch.Tensor:
+        """The layer's output from the destinations' own rows and their neighbour mean (of
+        rows already projected by fc_neigh when `projects_first`)."""
+        if self.projects_first:
+            return self.fc_self(h_dst) + neigh_mean
         # W_neigh's product accumulates onto the self term in the matmul (no extra
         # [num_dst, out_dim] sum pass; measured: benchmarks/NOTES.md).
-        return torch.addmm(self.fc_self(h_dst), mean, self.fc_neigh.weight.t())
+        return torch.addmm(self.fc_self(h_dst), neigh_mean, self.fc_neigh.weight.t())
+
+    def forward(self, block: Block, h: torch.Tensor) -> torch.Tensor:
+        """[block.num_src, in_dim] source features -> [block.num_dst, out_dim]."""
+        if self.projects_first:
+            neigh = nn.functional.embedding_bag(block.indices, self.fc_neigh(h), block.indptr,
+                                                mode="mean", include_last_offset=True)
+            return self.combine(h[: block.num_dst], neigh)
+        return self.combine(*dst_rows_and_neighbour_mean(block, h))
 
 
 class GraphSAGE(nn.Module):

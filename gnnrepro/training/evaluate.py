@@ -1,9 +1,16 @@
-"""Mini-batch evaluation: accuracy of a model on node ids, with blocks from a given sampler.
+"""Evaluation: accuracy of a model on node ids, by one of two methods.
 
-Batch b of an evaluation always holds ids[b * batch_size:][:batch_size] and uses batch_id b, so
-it is deterministic; with a torch.distributed group of several ranks each rank evaluates the
-batches b with b % world_size == rank and the correct counts are summed, which gives exactly
-the one-process count.
+* "sampled": mini-batches of the ids with blocks from a given sampler (the training fanouts).
+  Batch b always holds ids[b * batch_size:][:batch_size] and uses batch_id b, so it is
+  deterministic; with a torch.distributed group of several ranks each rank evaluates the
+  batches b with b % world_size == rank.
+* "layerwise": full-neighbour inference, each layer once per needed node
+  (gnnrepro.training.layerwise); with several ranks each computes a share of every layer.
+* "auto" (the default) picks the one that reads fewer edges for these ids: layer-wise for a
+  large split (ogbn-products' 2.2M test ids), sampled for a small one.
+
+Either way the correct counts are summed over the ranks, which gives exactly the one-process
+count.
 """
 from __future__ import annotations
 
@@ -14,9 +21,14 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from gnnrepro.config import EVAL_METHODS
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.graph import CSCGraph
+from gnnrepro.progress import Progress
+from gnnrepro.training.layerwise import (layerwise_cost, layerwise_predict, sampled_cost,
+                                         supports_layerwise)
 
-__all__ = ["accuracy", "count_correct", "rank_and_world"]
+__all__ = ["EVAL_METHODS", "accuracy", "choose_eval_method", "count_correct", "rank_and_world"]
 
 
 def rank_and_world() -> tuple[int, int]:
@@ -26,40 +38,76 @@ def rank_and_world() -> tuple[int, int]:
     return 0, 1
 
 
+def choose_eval_method(method: str, model: nn.Module, sampler: Any, num_ids: int) -> str:
+    """'layerwise' or 'sampled' for evaluating `num_ids` ids: `method` itself, or for 'auto'
+    the one that reads fewer edges (sampled for models layer-wise inference cannot run).
+    ValueError / TypeError name `method`."""
+    if method not in EVAL_METHODS:
+        raise ValueError(f"eval_method must be one of {', '.join(EVAL_METHODS)}, got {method!r}")
+    graph = getattr(sampler, "graph", None)
+    runnable = supports_layerwise(model) and isinstance(graph, CSCGraph)
+    if method == "layerwise" and not runnable:
+        raise TypeError(f"eval_method='layerwise' needs a GraphSAGE model and an evaluator with "
+                        f"a CSCGraph `graph`, got {type(model).__name__} and "
+                        f"{type(sampler).__name__}; use eval_method='sampled'")
+    if method != "auto":
+        return method
+    if not runnable:
+        return "sampled"
+    fanouts = list(sampler.fanouts)
+    cheaper = layerwise_cost(graph, len(fanouts)) < sampled_cost(graph, fanouts, num_ids)
+    return "layerwise" if cheaper else "sampled"
+
+
 @torch.no_grad()
 def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
                   device: torch.device, batch_size: int, rank: int = 0, world_size: int = 1,
-                  heartbeat: Callable[[], None] | None = None) -> torch.Tensor:
-    """Correct predictions (int64 scalar on `device`) on the evaluation batches b of `ids`
-    with b % world_size == rank, in eval mode (no dropout, no grad) on blocks sampled by
-    `sampler` (on its own device; blocks and features are moved to `device`)."""
+                  heartbeat: Callable[[], None] | None = None,
+                  method: str = "sampled") -> torch.Tensor:
+    """Correct predictions (int64 scalar on `device`) on this rank's share of `ids`, in eval
+    mode (no dropout, no grad). "sampled": the evaluation batches b with b % world_size ==
+    rank, on blocks sampled by `sampler` (on its own device; blocks and features are moved to
+    `device`). "layerwise": this rank's share of every layer over `sampler.graph`, all
+    neighbours (each id counted once)."""
+    if method == "layerwise":
+        nodes, logits = layerwise_predict(model, sampler.graph, dataset.features, ids, device,
+                                          rank, world_size, heartbeat)
+        labels = dataset.labels[nodes.cpu()].to(device)
+        return (logits.argmax(dim=1) == labels).sum()
+    if method != "sampled":
+        raise ValueError(f"method must be 'sampled' or 'layerwise', got {method!r}")
     was_training = model.training
     model.eval()
     correct = torch.zeros((), dtype=torch.int64, device=device)
     sampler_device = getattr(sampler, "device", torch.device("cpu"))
-    for b in range(rank, -(-ids.numel() // batch_size), world_size):
-        seeds = ids[b * batch_size: (b + 1) * batch_size]
-        mb = sampler.sample(seeds.to(sampler_device), b)
-        x = dataset.features[mb.input_nodes.cpu()].to(device)
-        blocks = [blk.to(device) for blk in mb.blocks]
-        pred = model(blocks, x).argmax(dim=1)
-        correct += (pred == dataset.labels[seeds].to(device)).sum()
-        if heartbeat is not None:
-            heartbeat()
+    batches = range(rank, -(-ids.numel() // batch_size), world_size)
+    with Progress("evaluate (sampled)", len(batches), "batches") as bar:
+        for b in batches:
+            seeds = ids[b * batch_size: (b + 1) * batch_size]
+            mb = sampler.sample(seeds.to(sampler_device), b)
+            x = dataset.features[mb.input_nodes.cpu()].to(device)
+            blocks = [blk.to(device) for blk in mb.blocks]
+            pred = model(blocks, x).argmax(dim=1)
+            correct += (pred == dataset.labels[seeds].to(device)).sum()
+            bar.update()
+            if heartbeat is not None:
+                heartbeat()
     model.train(was_training)
     return correct
 
 
 def accuracy(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
              device: torch.device, batch_size: int,
-             heartbeat: Callable[[], None] | None = None) -> float:
-    """Accuracy (a fraction in [0, 1]) on node ids `ids`, NaN for no ids; the whole group's
-    under a torch.distributed process group (every rank must call it)."""
+             heartbeat: Callable[[], None] | None = None, method: str = "auto") -> float:
+    """Accuracy (a fraction in [0, 1]) on node ids `ids` by `method` (EVAL_METHODS), NaN for
+    no ids; the whole group's under a torch.distributed process group (every rank must call
+    it). Layer-wise counts each distinct id once: `ids` should hold no duplicates."""
     if ids.numel() == 0:
         return float("nan")
     rank, world_size = rank_and_world()
+    method = choose_eval_method(method, model, sampler, ids.numel())
     correct = count_correct(model, dataset, sampler, ids, device, batch_size, rank, world_size,
-                            heartbeat)
+                            heartbeat, method)
     if world_size > 1:
         dist.all_reduce(correct)
     return correct.item() / ids.numel()

@@ -27,8 +27,9 @@ from gnnrepro.env import environment
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.pipeline.spans import Span
+from gnnrepro.progress import Progress
 from gnnrepro.sampling.args import stream_seed
-from gnnrepro.training.evaluate import accuracy, rank_and_world
+from gnnrepro.training.evaluate import accuracy, choose_eval_method, rank_and_world
 from gnnrepro.training.profiler import StageTimer
 
 __all__ = ["EpochStats", "TrainResult", "build_model", "train", "train_epoch"]
@@ -109,6 +110,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: Batc
     num_seeds = 0
     start = time.perf_counter()
     batches = iter(loader)
+    bar = Progress(f"epoch {epoch}", len(loader), "batches")
     while True:
         try:
             mb = timer.next_batch(batches)
@@ -123,8 +125,10 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: Batc
         loss_sum += loss.detach() * mb.y.numel()
         num_seeds += mb.y.numel()
         del mb  # frees the batch's staging slot before the next one is prepared
+        bar.update()
         if heartbeat is not None:
             heartbeat()
+    bar.close()
     stages = timer.finish_epoch(loader.work_seconds())  # on CUDA: resolves the epoch's events
     epoch_s = time.perf_counter() - start
     return EpochStats(
@@ -148,14 +152,17 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
           hidden: int = SETTINGS["hidden"].default,
           dropout: float = SETTINGS["dropout"].default, seed: int = SETTINGS["seed"].default,
           eval_every: int | None = None,
-          eval_batch_size: int = SETTINGS["eval_batch_size"].default, timeline_batches: int = 0,
+          eval_batch_size: int = SETTINGS["eval_batch_size"].default,
+          eval_method: str = SETTINGS["eval_method"].default, timeline_batches: int = 0,
           heartbeat: Callable[[], None] | None = None) -> TrainResult:
     """Train GraphSAGE (mean aggregator, one layer per fanout of `evaluator`) with Adam and
     cross-entropy on the batches of `loader`, on the loader's device; return a TrainResult.
 
     `evaluator` (FusedSampler API: sample, fanouts) samples the blocks of the mini-batch
     evaluation: every `eval_every` epochs on the val ids, and at the end on the val and test
-    ids (`eval_batch_size` seeds per batch). Each epoch keeps the timeline of its first
+    ids (`eval_batch_size` seeds per batch), or, by `eval_method`, layer-wise over the
+    evaluator's graph (gnnrepro.training.evaluate; params["eval_methods"] says which method
+    each split used). Each epoch keeps the timeline of its first
     `timeline_batches` batches. The loader is not closed (its owner closes it). Under a
     torch.distributed process group of several ranks this is one rank's part of data-parallel
     training (see the module doc); the accuracies are then the whole group's. Bad arguments
@@ -170,10 +177,11 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
     if not callable(getattr(evaluator, "sample", None)) or not fanouts:
         raise TypeError(f"evaluator must have a sample(seeds, batch_id) method and non-empty "
                         f"fanouts (the FusedSampler API), got {type(evaluator).__name__}")
-    epochs, lr, hidden, dropout, seed, eval_batch_size = (
+    epochs, lr, hidden, dropout, seed, eval_batch_size, eval_method = (
         validate(name, value) for name, value in (
             ("epochs", epochs), ("lr", lr), ("hidden", hidden), ("dropout", dropout),
-            ("seed", seed), ("eval_batch_size", eval_batch_size)))
+            ("seed", seed), ("eval_batch_size", eval_batch_size),
+            ("eval_method", eval_method)))
     if eval_every is not None:
         check_int("eval_every", eval_every, 1)
     check_int("timeline_batches", timeline_batches, 0)
@@ -197,22 +205,27 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
               "streams": getattr(loader, "streams", None),
               "prefetch": getattr(loader, "prefetch", None), "seed": seed,
               "eval_every": eval_every, "eval_batch_size": eval_batch_size,
+              "eval_method": eval_method, "eval_methods": {},
               "optimizer": "Adam", "loss": "cross_entropy", "model": "GraphSAGE-mean",
               "num_layers": len(fanouts), "timeline_batches": timeline_batches,
               "world_size": world_size}
 
-    def score(ids: torch.Tensor) -> float:
-        return accuracy(model, dataset, evaluator, ids, device, eval_batch_size, heartbeat)
+    def score(split: str) -> float:
+        ids = getattr(dataset, f"{split}_idx")
+        method = choose_eval_method(eval_method, model, evaluator, ids.numel())
+        params["eval_methods"][split] = method
+        return accuracy(model, dataset, evaluator, ids, device, eval_batch_size, heartbeat,
+                        method)
 
     history: list[EpochStats] = []
     for epoch in range(epochs):
         stats = train_epoch(trained, optimizer, loader, timer, device, epoch, timeline_batches,
                             heartbeat)
         if eval_every is not None and (epoch + 1) % eval_every == 0:
-            stats.val_acc = score(dataset.val_idx)
+            stats.val_acc = score("val")
         history.append(stats)
     val_acc = history[-1].val_acc  # set if eval_every divides epochs: same model, same batches
     if val_acc is None:
-        val_acc = score(dataset.val_idx)
-    return TrainResult(params, history, val_acc, score(dataset.test_idx),
+        val_acc = score("val")
+    return TrainResult(params, history, val_acc, score("test"),
                        state={k: v.detach().cpu() for k, v in model.state_dict().items()})

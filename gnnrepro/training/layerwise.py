@@ -1,0 +1,169 @@
+"""Layer-wise full-neighbour inference: each layer computed once for every node that needs it.
+
+Sampled evaluation (a mini-batch of seeds at a time, blocks sampled with the training fanouts)
+touches about seeds x (f_L + f_L f_(L-1) + ...) edges and recomputes a node's hidden state once
+for every batch that reaches it: over ogbn-products' 2.2M test ids, several training epochs of
+work. Layer-wise inference, as DGL's and PyG's own examples evaluate, computes layer l's output
+for exactly the nodes layer l+1 needs (the targets, then each set grown by its in-neighbours),
+each node once, over all its in-neighbours: at most num_layers x num_edges edges, whatever the
+number of targets, and exact (no sampling). Memory: one [needed nodes, hidden] tensor per layer
+(two alive at a time), and per chunk of destinations its edges.
+
+Under a torch.distributed group each rank computes a contiguous share of every layer's nodes
+and the shares are all-gathered before the next layer; the last layer's share stays local (the
+caller sums the correct counts), so the result equals one process's.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from gnnrepro.graph import CSCGraph
+from gnnrepro.models.graphsage import GraphSAGE
+from gnnrepro.progress import Progress
+
+__all__ = ["CHUNK_NODES", "layerwise_cost", "layerwise_predict", "sampled_cost",
+           "supports_layerwise"]
+
+#: Destinations per chunk: bounds the per-chunk edge and output tensors (a few MB each).
+CHUNK_NODES = 16384
+
+
+def supports_layerwise(model: nn.Module) -> bool:
+    """True for models layer-wise inference knows how to run (GraphSAGE)."""
+    return isinstance(model, GraphSAGE)
+
+
+def layerwise_cost(graph: CSCGraph, num_layers: int) -> float:
+    """Edges layer-wise inference reads, at most: every edge once per layer."""
+    return float(num_layers) * graph.num_edges
+
+
+def sampled_cost(graph: CSCGraph, fanouts: list[int], num_ids: int) -> float:
+    """Edges sampled evaluation of `num_ids` seeds samples, about: per seed f_L + f_L f_(L-1)
+    + ..., each fanout capped at the mean degree (-1, all neighbours, is the mean degree)."""
+    mean_degree = graph.num_edges / max(graph.num_nodes, 1)
+    per_seed, reach = 0.0, 1.0
+    for fanout in reversed(fanouts):
+        reach *= mean_degree if fanout < 0 else min(float(fanout), mean_degree)
+        per_seed += reach
+    return num_ids * per_seed
+
+
+def _neighbours(graph: CSCGraph, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(offsets int64 [len(nodes) + 1], in-neighbours int64, node by node) of sorted `nodes`."""
+    indptr = graph.indptr
+    first, last = int(nodes[0]), int(nodes[-1])
+    if last - first + 1 == nodes.numel():  # a range: a slice of indices, no gather
+        lo, hi = int(indptr[first]), int(indptr[last + 1])
+        return indptr[first:last + 2] - lo, graph.indices[lo:hi].long()
+    starts = indptr[nodes]
+    counts = indptr[nodes + 1] - starts
+    offsets = torch.zeros(nodes.numel() + 1, dtype=torch.int64, device=nodes.device)
+    torch.cumsum(counts, 0, out=offsets[1:])
+    total = int(offsets[-1])
+    edges = torch.repeat_interleave(starts - offsets[:-1], counts, output_size=total)
+    edges += torch.arange(total, device=nodes.device)
+    return offsets, graph.indices[edges].long()
+
+
+def _chunks(nodes: torch.Tensor, size: int = CHUNK_NODES) -> list[torch.Tensor]:
+    return list(torch.split(nodes, size)) if nodes.numel() else []
+
+
+def needed_nodes(graph: CSCGraph, targets: torch.Tensor, num_layers: int) -> list[torch.Tensor]:
+    """Sorted node ids whose output of layer l is needed, for l = 0 .. num_layers - 1: the
+    targets for the last layer, each earlier set the next one plus its in-neighbours."""
+    n = graph.num_nodes
+    sets = [torch.unique(targets.to(graph.indptr.device))]
+    for _ in range(num_layers - 1):
+        current = sets[0]
+        if current.numel() == n:  # every node already: so are all earlier sets
+            sets.insert(0, current)
+            continue
+        mask = torch.zeros(n, dtype=torch.bool, device=current.device)
+        mask[current] = True
+        for chunk in _chunks(current):
+            mask[_neighbours(graph, chunk)[1]] = True
+        sets.insert(0, mask.nonzero().squeeze(1))
+    return sets
+
+
+def _share(nodes: torch.Tensor, rank: int, world_size: int) -> tuple[int, int]:
+    """[lo, hi) of `nodes` that `rank` computes: contiguous, sizes differing by at most one."""
+    n = nodes.numel()
+    return rank * n // world_size, (rank + 1) * n // world_size
+
+
+def _all_gather_rows(part: torch.Tensor, total: int, world_size: int) -> torch.Tensor:
+    """Every rank's `part` (rows lo..hi of a [total, d] tensor by _share), concatenated."""
+    size = -(-total // world_size) + 1
+    padded = part.new_zeros((size, part.shape[1]))
+    padded[:part.shape[0]] = part
+    pieces = [torch.empty_like(padded) for _ in range(world_size)]
+    dist.all_gather(pieces, padded)
+    bounds = [(r * total // world_size, (r + 1) * total // world_size) for r in range(world_size)]
+    return torch.cat([p[:hi - lo] for p, (lo, hi) in zip(pieces, bounds)])
+
+
+@torch.no_grad()
+def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor,
+                      targets: torch.Tensor, device: torch.device, rank: int = 0,
+                      world_size: int = 1,
+                      heartbeat: Callable[[], None] | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(this rank's share of the sorted unique `targets`, the model's logits for them), with
+    every layer aggregating over all in-neighbours, in eval mode (no dropout).
+
+    `features` is the [num_nodes, F] table (in memory or memory-mapped), read where it lives:
+    the first layer's neighbour means are taken there and moved to `device`. Hidden states
+    live on `device`. `heartbeat` is called after every chunk."""
+    if not supports_layerwise(model):
+        raise TypeError(f"model must be a GraphSAGE for layer-wise inference, got "
+                        f"{type(model).__name__}")
+    if features.dim() != 2 or features.shape[0] != graph.num_nodes:
+        raise ValueError(f"features must have one row per node ({graph.num_nodes}), got shape "
+                         f"{tuple(features.shape)}")
+    was_training = model.training
+    model.eval()
+    sets = needed_nodes(graph, targets, model.num_layers)
+    table, position = features, None  # rows by global id for layer 0
+    total_chunks = sum(-(-(hi - lo) // CHUNK_NODES) for lo, hi in
+                       (_share(s, rank, world_size) for s in sets))
+    with Progress("evaluate (layer-wise)", total_chunks, "chunks") as bar:
+        for layer_index, (conv, nodes) in enumerate(zip(model.layers, sets)):
+            last = layer_index == model.num_layers - 1
+            lo, hi = _share(nodes, rank, world_size)
+            neigh_table = table
+            if conv.projects_first:  # W_neigh first, once per row, where the rows live
+                neigh_table = torch.cat([conv.fc_neigh(rows.to(device)).to(table.device)
+                                         for rows in torch.split(table, CHUNK_NODES)])
+            outputs = []
+            for chunk in _chunks(nodes[lo:hi]):
+                offsets, neighbours = _neighbours(graph, chunk)
+                if position is not None:
+                    neighbours, chunk_rows = position[neighbours], position[chunk]
+                else:
+                    chunk_rows = chunk
+                mean = nn.functional.embedding_bag(
+                    neighbours.to(table.device), neigh_table, offsets.to(table.device),
+                    mode="mean", include_last_offset=True)
+                h = conv.combine(table[chunk_rows.to(table.device)].to(device), mean.to(device))
+                outputs.append(h if last else model.relu_dropout(h))
+                bar.update(note=f"layer {layer_index + 1}/{model.num_layers}")
+                if heartbeat is not None:
+                    heartbeat()
+            dim = conv.fc_self.out_features
+            mine = torch.cat(outputs) if outputs else torch.zeros((0, dim), device=device)
+            if last:
+                model.train(was_training)
+                return nodes[lo:hi], mine
+            table = mine if world_size == 1 else _all_gather_rows(mine, nodes.numel(),
+                                                                   world_size)
+            position = torch.full((graph.num_nodes,), -1, dtype=torch.int64,
+                                  device=nodes.device)
+            position[nodes] = torch.arange(nodes.numel(), device=nodes.device)
+    raise AssertionError("unreachable: a GraphSAGE has at least one layer")

@@ -1,0 +1,123 @@
+"""Layer-wise full-neighbour inference: it computes what the model computes on all-neighbour
+blocks, for exactly the nodes each layer needs; evaluation picks the cheaper method by name or
+by cost, says which it used, and refuses what it cannot run."""
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+import torch
+
+from helpers import random_graph
+
+from gnnrepro import CSCGraph
+from gnnrepro.datasets import Dataset
+from gnnrepro.models import MLP, GraphSAGE
+from gnnrepro.pipeline import Loader
+from gnnrepro.sampling import FusedSampler
+from gnnrepro.training import accuracy, train
+from gnnrepro.training.evaluate import choose_eval_method
+from gnnrepro.training.layerwise import layerwise_predict, needed_nodes
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _model(in_dim: int, hidden: int, out_dim: int, layers: int) -> GraphSAGE:
+    torch.manual_seed(3)
+    return GraphSAGE(in_dim, hidden, out_dim, layers, dropout=0.5)
+
+
+@pytest.mark.parametrize("in_dim,hidden,out_dim,layers", [
+    (8, 32, 5, 3),    # mean first, mean first, W_neigh first (32 -> 5)
+    (40, 16, 24, 2),  # W_neigh first (40 -> 16), then mean first (16 -> 24)
+    (6, 6, 3, 1),     # one layer: the targets' own neighbours only
+])
+def test_layerwise_equals_the_model_on_all_neighbour_blocks(graph: CSCGraph, in_dim, hidden,
+                                                            out_dim, layers) -> None:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(graph.num_nodes, in_dim, generator=gen)
+    model = _model(in_dim, hidden, out_dim, layers)
+    targets = torch.tensor([graph.num_nodes - 1, 5, 0, 17, 5, 300])  # unsorted, a repeat,
+    # and an isolated node (the top 5% of ids have no in-edges)
+    nodes, logits = layerwise_predict(model, graph, x, targets, torch.device("cpu"))
+    assert torch.equal(nodes, torch.unique(targets))
+    mb = FusedSampler(graph, [-1] * layers, seed=0).sample(nodes)
+    model.eval()
+    with torch.no_grad():
+        expected = model(mb.blocks, x[mb.input_nodes])
+    torch.testing.assert_close(logits, expected, rtol=1e-5, atol=1e-5)
+    assert model.training is False  # left as it was found
+    model.train()
+    layerwise_predict(model, graph, x, targets, torch.device("cpu"))
+    assert model.training
+
+
+def test_needed_nodes_are_the_targets_grown_by_in_neighbours(graph: CSCGraph) -> None:
+    targets = torch.tensor([3, 44, 44, 590])
+    sets = needed_nodes(graph, targets, 3)
+    assert torch.equal(sets[-1], torch.tensor([3, 44, 590]))
+    indptr, indices = graph.indptr.tolist(), graph.indices.tolist()
+    for later, earlier in zip(sets[1:], sets[:-1]):
+        grown = set(later.tolist())
+        for v in later.tolist():
+            grown.update(indices[indptr[v]:indptr[v + 1]])
+        assert earlier.tolist() == sorted(grown)
+
+
+def test_layerwise_handles_no_targets(graph: CSCGraph) -> None:
+    x = torch.randn(graph.num_nodes, 4)
+    nodes, logits = layerwise_predict(_model(4, 8, 3, 2), graph, x,
+                                      torch.zeros(0, dtype=torch.int64), torch.device("cpu"))
+    assert nodes.numel() == 0 and logits.shape == (0, 3)
+
+
+def test_layerwise_refuses_what_it_cannot_run(graph: CSCGraph) -> None:
+    with pytest.raises(ValueError, match="features must have one row per node"):
+        layerwise_predict(_model(4, 8, 3, 2), graph, torch.randn(5, 4), torch.tensor([0]),
+                          torch.device("cpu"))
+    with pytest.raises(TypeError, match="model must be a GraphSAGE"):
+        layerwise_predict(MLP(4, 8, 3), graph, torch.randn(graph.num_nodes, 4),
+                          torch.tensor([0]), torch.device("cpu"))
+
+
+def test_auto_picks_the_method_that_reads_fewer_edges() -> None:
+    graph = random_graph(2000, 60000, power_law=False, seed=0)  # mean degree ~30
+    sampler = FusedSampler(graph, [15, 10, 5], seed=0)
+    model = _model(4, 8, 3, 3)
+    # layer-wise reads 3 x 60k edges; sampled about 5 + 50 + 750 per seed
+    assert choose_eval_method("auto", model, sampler, 2000) == "layerwise"
+    assert choose_eval_method("auto", model, sampler, 20) == "sampled"
+    assert choose_eval_method("sampled", model, sampler, 2000) == "sampled"
+    assert choose_eval_method("auto", MLP(4, 8, 3), sampler, 2000) == "sampled"
+    with pytest.raises(ValueError, match="eval_method must be one of"):
+        choose_eval_method("exact", model, sampler, 10)
+    with pytest.raises(TypeError, match="eval_method='layerwise' needs a GraphSAGE"):
+        choose_eval_method("layerwise", MLP(4, 8, 3), sampler, 10)
+
+
+def test_accuracy_by_both_methods_agree_with_all_neighbours(dataset: Dataset) -> None:
+    sampler = FusedSampler(dataset.graph, [-1, -1], seed=0)
+    model = _model(dataset.num_features, 16, dataset.num_classes, 2)
+    ids = dataset.test_idx
+    by_blocks = accuracy(model, dataset, sampler, ids, torch.device("cpu"), 97,
+                         method="sampled")
+    layerwise = accuracy(model, dataset, sampler, ids, torch.device("cpu"), 97,
+                         method="layerwise")
+    assert layerwise == pytest.approx(by_blocks, abs=1.0 / ids.numel())  # float ties at most
+
+
+def test_train_says_which_method_each_split_used(dataset: Dataset) -> None:
+    sampler = FusedSampler(dataset.graph, [4, 3], seed=0)
+    results = {}
+    for method in ("layerwise", "sampled"):
+        with contextlib.closing(Loader(dataset, sampler, "cpu", 64, seed=0)) as loader:
+            results[method] = train(dataset, loader, sampler, epochs=1, hidden=16, seed=0,
+                                    eval_method=method)
+        assert results[method].params["eval_methods"] == {"val": method, "test": method}
+        assert results[method].params["eval_method"] == method
+    # the same trained weights: the two methods differ only in the blocks they evaluate on
+    for name, value in results["layerwise"].state.items():
+        assert torch.equal(value, results["sampled"].state[name])
+    with contextlib.closing(Loader(dataset, sampler, "cpu", 64, seed=0)) as loader:
+        with pytest.raises(ValueError, match="eval_method must be one of"):
+            train(dataset, loader, sampler, epochs=1, eval_method="exact")
