@@ -11,6 +11,7 @@ BENCH_OUT ?= benchmarks/results/sampling-cpu.json
 TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
 .PHONY: setup test test-gpu asan check-cuda check-cuda-if-nvcc check-cuda-link gpu-check \
+        gpu-check-offline gpu-wheels \
         bench-sampling bench-end-to-end figures report lab clean
 
 setup: $(BUILD)
@@ -106,6 +107,23 @@ gpu-check:
 	  { echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed); run it on a machine with one"; exit 2; }
 	$(MAKE) --no-print-directory setup
 	$(PY) benchmarks/gpu_check.py --out $(GPU_CHECK_OUT)
+
+# The same check on a GPU node as it comes (cluster nodes, lent GPU machines): its own Python
+# and CUDA torch, nvcc, no network, no venv. Nothing is downloaded: packages that Python lacks
+# come from $(GPU_WHEELS), which `make gpu-wheels` fills here to be copied along (~20 MB);
+# the extension is built in place; steps and parts whose packages are missing are listed as
+# skipped (benchmarks/gpu_check.py --offline).
+GPU_PYTHON ?= python3
+GPU_WHEELS ?= build/gpu-wheels
+GPU_WHEELS_PY ?= 3.12
+gpu-check-offline:
+	$(GPU_PYTHON) benchmarks/gpu_check.py --offline --wheels $(GPU_WHEELS) --out $(GPU_CHECK_OUT)
+
+gpu-wheels: $(DEPS)
+	$(PIP) download -q --only-binary=:all: --python-version $(GPU_WHEELS_PY) \
+	  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d $(GPU_WHEELS) \
+	  pytest setuptools numpy tqdm
+	@du -sh $(GPU_WHEELS)
 
 # The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.
 # Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are

@@ -46,7 +46,7 @@ def test_defaults_validate_and_match_default_yaml():
     assert Path(defaults.out_dir).is_absolute()
 
 
-@pytest.mark.parametrize("name", ["smoke.yaml", "paper.yaml"])
+@pytest.mark.parametrize("name", ["smoke.yaml", "paper.yaml", "products.yaml"])
 def test_shipped_parameter_files_validate(name):
     values = yaml.safe_load((PARAMS_DIR / name).read_text())
     assert Params.from_mapping(values).dataset == values["dataset"]

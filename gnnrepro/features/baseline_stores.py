@@ -21,6 +21,7 @@ from gnnrepro import _ops
 from gnnrepro.checks import check_int
 from gnnrepro.features.feature_file import FileFeatureStore, read_header
 from gnnrepro.features.store import FeatureStore
+from gnnrepro.progress import Progress
 
 __all__ = ["LmdbFeatureStore", "MmapFeatureStore", "write_lmdb"]
 
@@ -96,7 +97,9 @@ def write_lmdb(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
         starts = list(range(0, n, rows_per_key))
         pieces = [starts[i:i + keys_per_txn] for i in range(0, len(starts), keys_per_txn)]
         meta = f"{n},{dim},{features.dtype},{rows_per_key}".encode()
+        bar = Progress(f"write lmdb {path.name}", len(pieces) + 1, "transactions")
         for piece in [*pieces, None]:  # None: the __meta__ key, which sorts after the rows
+            bar.update()
             while True:
                 try:
                     with env.begin(write=True) as txn:
@@ -110,6 +113,7 @@ def write_lmdb(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
                     size *= 2
                     env.set_mapsize(size)
         env.sync(True)
+        bar.close()
     finally:
         env.close()
     return path
