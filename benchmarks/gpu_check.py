@@ -27,19 +27,19 @@ import time
 from pathlib import Path
 
 import torch
-from torch.utils.cpp_extension import CUDA_HOME
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "build" / "gpu-check"
 SITE = ROOT / "build" / "gpu-site"
+SANITIZER = shutil.which("compute-sanitizer") or str(
+    Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "compute-sanitizer")
 #: Modules beyond torch: what building and importing gnnrepro needs, then what a step needs.
 BASE_MODULES = ["setuptools", "numpy", "tqdm"]
-STEP_MODULES = {"tests-gpu": ["pytest"], "memcheck": ["pytest"], "racecheck": ["pytest"]}
+STEP_MODULES = {"tests-gpu": ["pytest"], "memcheck": ["pytest"], "racecheck": ["pytest"],
+                "sampling-cuda": ["psutil"], "sampling-uva": ["psutil"]}
 #: Parts of the full check that need packages a GPU node may lack: module -> what is skipped.
 OPTIONAL_PARTS = {"dgl": "DGL's rows beside ours (the samplers dgl-fused, dgl-unfused)",
                   "papermill": "the notebooks (make figures)"}
-#: Distribution name where it differs from the module's.
-DISTRIBUTIONS = {"yaml": "pyyaml"}
 PY = sys.executable
 # The CUDA cases of the op tests (the CPU cases need no sanitizer).
 CUDA_TESTS = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "tests/gpu", "-k", "cuda"]
@@ -47,8 +47,7 @@ CUDA_TESTS = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "tests/g
 
 def steps() -> list[tuple[str, list[str], Path | None]]:
     """(name, command, JSON the command writes or None)."""
-    sanitizer = shutil.which("compute-sanitizer") or str(
-        Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "compute-sanitizer")
+    sanitizer = SANITIZER
     sampling = [PY, "-m", "gnnrepro", "bench", "sampling", "--dataset", "products-sim",
                 "--scale", "0.25", "--fanouts", "15,10,5", "--batch-size", "1024",
                 "--batches", "50", "--samplers", "fused"]
@@ -84,7 +83,7 @@ def install_missing(modules: list[str], wheels: Path, site: Path = SITE) -> dict
         if wheels.is_dir() and any(wheels.glob("*.whl")):
             rc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index",
                                  "--find-links", str(wheels), "--target", str(site),
-                                 DISTRIBUTIONS.get(module, module)]).returncode
+                                 module]).returncode
             if str(site) not in sys.path:
                 sys.path.insert(0, str(site))
             importlib.invalidate_caches()
@@ -108,18 +107,34 @@ def refusal() -> str | None:
     return None
 
 
+def nvcc() -> str | None:
+    """nvcc from $CUDA_HOME, the PATH or /usr/local/cuda, as torch's build finds it."""
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    for candidate in ([os.path.join(home, "bin", "nvcc")] if home else []) + [
+            shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]:
+        if candidate and os.path.exists(candidate):
+            return candidate
+    return None
+
+
 def build_in_place(env: dict[str, str]) -> bool:
-    """setup.py build_ext --inplace with this Python (its torch); log in LOGS/build.log."""
-    if CUDA_HOME is None or not os.path.exists(os.path.join(CUDA_HOME, "bin", "nvcc")):
+    """setup.py build_ext --inplace --force with this Python (its torch), for this GPU's
+    architecture unless TORCH_CUDA_ARCH_LIST says otherwise; log in LOGS/build.log."""
+    compiler = nvcc()
+    if compiler is None:
         print("gpu-check: nvcc not found (set CUDA_HOME): the CUDA kernels cannot be built",
               file=sys.stderr)
         return False
-    print(f"== build: {sys.executable} setup.py build_ext --inplace (log {LOGS / 'build.log'})",
-          flush=True)
+    major, minor = torch.cuda.get_device_capability()
+    env = {"MAX_JOBS": "8", "TORCH_CUDA_ARCH_LIST": f"{major}.{minor}",
+           "CUDA_HOME": str(Path(compiler).parent.parent), "FORCE_CUDA": "1", **env}
+    print(f"== build: {sys.executable} setup.py build_ext --inplace --force (sm "
+          f"{env['TORCH_CUDA_ARCH_LIST']}; log {LOGS / 'build.log'})", flush=True)
     with open(LOGS / "build.log", "w") as log:
-        rc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=ROOT,
-                            env={**env, "MAX_JOBS": env.get("MAX_JOBS", "8")}, stdout=log,
-                            stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "--force"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+    if rc != 0:
+        print(f"gpu-check: the build failed; see {LOGS / 'build.log'}", file=sys.stderr)
     return rc == 0
 
 
@@ -142,14 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.offline:
         needed = BASE_MODULES + sorted({m for ms in STEP_MODULES.values() for m in ms})
         status = install_missing(needed, args.wheels)
-        path = [str(ROOT)] + ([str(SITE)] if SITE.is_dir() else [])
+        installed = any(v == "installed" for v in status.values())
+        path = [str(ROOT)] + ([str(SITE)] if installed else [])
         env["PYTHONPATH"] = os.pathsep.join(path + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         if any(status[m] == "missing" for m in BASE_MODULES):
             print(f"gpu-check: cannot build gnnrepro without {status}; put their wheels in "
                   f"{args.wheels} (make gpu-wheels)", file=sys.stderr)
             return 2
         if not build_in_place(env):
-            print(f"gpu-check: the build failed; see {LOGS / 'build.log'}", file=sys.stderr)
             return 1
         sys.path.insert(0, str(ROOT))
     from gnnrepro import _ops
@@ -160,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     env.update(GNNREPRO_REQUIRE_CUDA="1", PYTHONUNBUFFERED="1")
     all_steps = steps()
     skipped = skipped_steps([name for name, _, _ in all_steps], status)
+    if not Path(SANITIZER).exists():
+        skipped.update({name: "compute-sanitizer not found (set CUDA_HOME)"
+                        for name in ("memcheck", "racecheck")})
     skipped.update({part: f"{module} is not installed" for module, part in OPTIONAL_PARTS.items()
                     if not has_module(module)})
     report = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,

@@ -1,7 +1,7 @@
 """Progress of long work: a tqdm bar on a terminal, plain lines in logs, nothing for short work.
 
-Every loop that can run longer than a few seconds (training epochs, evaluation, dataset
-generation, a benchmark's runs) reports through `Progress`, so no run sits silent for minutes.
+Loops that can run for minutes at scale (training epochs, evaluation, LMDB builds) report
+through `Progress`, so no run sits silent.
 On a terminal (stderr is a tty) it draws a tqdm bar. Elsewhere (make's output, a notebook's
 log, a CI log) it writes one plain line at most every `every_s` seconds, and a last line at the
 end only when it wrote one before: work shorter than `every_s` prints nothing.
@@ -12,12 +12,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO
 
-__all__ = ["Progress", "progress"]
+__all__ = ["Progress"]
 
-T = TypeVar("T")
 _MODES = ("bar", "lines", "off")
 
 
@@ -81,13 +79,3 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def progress(items: Iterable[T], desc: str, total: int | None = None, unit: str = "it",
-             every_s: float = 10.0) -> Iterator[T]:
-    """`items`, reporting each one done through a Progress."""
-    if total is None and hasattr(items, "__len__"):
-        total = len(items)  # type: ignore[arg-type]
-    with Progress(desc, total, unit, every_s) as bar:
-        for item in items:
-            yield item
-            bar.update()

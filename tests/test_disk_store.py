@@ -449,3 +449,12 @@ def test_write_lmdb_grows_its_map_until_every_row_fits(tmp_path, rows, dim, rows
 def test_write_lmdb_rejects_a_bad_map_size(tmp_path) -> None:
     with pytest.raises(ValueError, match="map_size must be >="):
         write_lmdb(tmp_path / "db", torch.zeros(4, 2), map_size=10)
+
+
+def test_write_lmdb_refuses_to_write_over_a_database(tmp_path) -> None:
+    pytest.importorskip("lmdb")
+    write_lmdb(tmp_path / "db", torch.zeros(10, 4))
+    with pytest.raises(ValueError, match="already holds an LMDB database"):
+        write_lmdb(tmp_path / "db", torch.ones(6, 4))
+    assert torch.equal(LmdbFeatureStore(tmp_path / "db").gather(torch.arange(10)),
+                       torch.zeros(10, 4))  # nothing lost

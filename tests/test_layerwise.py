@@ -71,6 +71,22 @@ def test_layerwise_handles_no_targets(graph: CSCGraph) -> None:
     assert nodes.numel() == 0 and logits.shape == (0, 3)
 
 
+def test_duplicate_ids_count_as_often_as_given_by_either_method(dataset: Dataset) -> None:
+    sampler = FusedSampler(dataset.graph, [-1, -1], seed=0)
+    model = _model(dataset.num_features, 16, dataset.num_classes, 2)
+    ids = torch.cat([dataset.test_idx[:50]] * 3 + [dataset.test_idx[50:80]])  # batches of 50
+    accs = [accuracy(model, dataset, sampler, ids, torch.device("cpu"), 50, method=method)
+            for method in ("sampled", "layerwise")]
+    assert accs[0] == pytest.approx(accs[1], abs=1.0 / ids.numel())
+
+
+@pytest.mark.parametrize("bad", [[-1], [10**6], [0, -600]])
+def test_layerwise_rejects_ids_outside_the_graph(graph: CSCGraph, bad) -> None:
+    with pytest.raises(ValueError, match="targets must lie in"):
+        layerwise_predict(_model(4, 8, 3, 2), graph, torch.randn(graph.num_nodes, 4),
+                          torch.tensor(bad), torch.device("cpu"))
+
+
 def test_layerwise_refuses_what_it_cannot_run(graph: CSCGraph) -> None:
     with pytest.raises(ValueError, match="features must have one row per node"):
         layerwise_predict(_model(4, 8, 3, 2), graph, torch.randn(5, 4), torch.tensor([0]),

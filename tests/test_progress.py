@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from gnnrepro.progress import Progress, progress
+from gnnrepro.progress import Progress
 
 
 class _Terminal(io.StringIO):
@@ -39,7 +39,6 @@ def test_long_work_prints_count_total_and_note_then_a_last_line(monkeypatch) -> 
 def test_the_environment_overrides_the_choice(monkeypatch, mode, expect_output) -> None:
     monkeypatch.setenv("GNNREPRO_PROGRESS", mode)
     stream = _Terminal()
-    assert list(progress(range(4), "work", every_s=0.0)) == [0, 1, 2, 3]  # items unchanged
     with Progress("work", 2, every_s=0.0, stream=stream) as bar:
         bar.update()
     assert ("work: 1/2" in stream.getvalue()) == expect_output

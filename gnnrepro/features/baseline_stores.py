@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,6 +71,27 @@ class MmapFeatureStore(FileFeatureStore):
         self.__init__(state["path"])
 
 
+def _append(txn: Any, start: int, rows: np.ndarray, path: Path) -> None:
+    if not txn.put(start.to_bytes(8, "big"), np.ascontiguousarray(rows).tobytes(),
+                   append=True):
+        raise RuntimeError(f"LMDB refused row key {start} in {path}: keys must be new and "
+                           "ascending")
+
+
+def _write_growing(env: Any, size: int, write: Callable[[Any], object]) -> int:
+    """Run `write(txn)` in one write transaction, doubling the map and running it again while
+    it fills the map (the full transaction is aborted: nothing half-written). The map size."""
+    import lmdb
+    while True:
+        try:
+            with env.begin(write=True) as txn:
+                write(txn)
+            return size
+        except lmdb.MapFullError:
+            size *= 2
+            env.set_mapsize(size)
+
+
 def write_lmdb(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
                rows_per_key: int = 1, map_size: int | None = None) -> Path:
     """Write `features` into a new LMDB database directory `path`, `rows_per_key` rows a value.
@@ -87,6 +110,9 @@ def write_lmdb(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
     if map_size is not None:
         check_int("map_size", map_size, 1 << 20)
     path = Path(path)
+    if (path / "data.mdb").exists():
+        raise ValueError(f"path {path} already holds an LMDB database: remove it first "
+                         "(write_lmdb writes a new one, it does not overwrite rows)")
     path.mkdir(parents=True, exist_ok=True)
     n, dim = features.shape
     size = map_size if map_size is not None else int(features.nbytes * 1.25) + (16 << 20)
@@ -97,23 +123,16 @@ def write_lmdb(path: str | os.PathLike, features: np.ndarray | torch.Tensor,
         starts = list(range(0, n, rows_per_key))
         pieces = [starts[i:i + keys_per_txn] for i in range(0, len(starts), keys_per_txn)]
         meta = f"{n},{dim},{features.dtype},{rows_per_key}".encode()
-        bar = Progress(f"write lmdb {path.name}", len(pieces) + 1, "transactions")
-        for piece in [*pieces, None]:  # None: the __meta__ key, which sorts after the rows
+        with Progress(f"write lmdb {path.name}", len(pieces) + 1, "transactions") as bar:
+            for piece in pieces:
+                size = _write_growing(env, size, lambda txn, piece=piece: [
+                    _append(txn, start, features[start:start + rows_per_key], path)
+                    for start in piece])
+                bar.update()
+            # __meta__ sorts after every row key: last, so that append=True holds throughout
+            size = _write_growing(env, size, lambda txn: txn.put(b"__meta__", meta))
             bar.update()
-            while True:
-                try:
-                    with env.begin(write=True) as txn:
-                        if piece is None:
-                            txn.put(b"__meta__", meta)
-                        for start in piece or ():
-                            txn.put(start.to_bytes(8, "big"), np.ascontiguousarray(
-                                features[start:start + rows_per_key]).tobytes(), append=True)
-                    break
-                except lmdb.MapFullError:  # the transaction was aborted: grow, write it again
-                    size *= 2
-                    env.set_mapsize(size)
         env.sync(True)
-        bar.close()
     finally:
         env.close()
     return path

@@ -72,8 +72,12 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
     if method == "layerwise":
         nodes, logits = layerwise_predict(model, sampler.graph, dataset.features, ids, device,
                                           rank, world_size, heartbeat)
-        labels = dataset.labels[nodes.cpu()].to(device)
-        return (logits.argmax(dim=1) == labels).sum()
+        nodes = nodes.cpu()
+        # each node is computed once: an id given k times counts k times, as when sampled
+        unique, counts = torch.unique(ids.cpu(), return_counts=True)
+        times = counts[torch.searchsorted(unique, nodes)].to(device)
+        hits = logits.argmax(dim=1) == dataset.labels[nodes].to(device)
+        return (hits * times).sum()
     if method != "sampled":
         raise ValueError(f"method must be 'sampled' or 'layerwise', got {method!r}")
     was_training = model.training
@@ -101,7 +105,7 @@ def accuracy(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor
              heartbeat: Callable[[], None] | None = None, method: str = "auto") -> float:
     """Accuracy (a fraction in [0, 1]) on node ids `ids` by `method` (EVAL_METHODS), NaN for
     no ids; the whole group's under a torch.distributed process group (every rank must call
-    it). Layer-wise counts each distinct id once: `ids` should hold no duplicates."""
+    it). An id given k times counts k times by either method."""
     if ids.numel() == 0:
         return float("nan")
     rank, world_size = rank_and_world()

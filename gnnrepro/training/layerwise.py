@@ -7,7 +7,8 @@ work. Layer-wise inference, as DGL's and PyG's own examples evaluate, computes l
 for exactly the nodes layer l+1 needs (the targets, then each set grown by its in-neighbours),
 each node once, over all its in-neighbours: at most num_layers x num_edges edges, whatever the
 number of targets, and exact (no sampling). Memory: one [needed nodes, hidden] tensor per layer
-(two alive at a time), and per chunk of destinations its edges.
+(two alive at a time: the one read and the one written), and per chunk of destinations its
+edges.
 
 Under a torch.distributed group each rank computes a contiguous share of every layer's nodes
 and the shares are all-gathered before the next layer; the last layer's share stays local (the
@@ -21,6 +22,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from gnnrepro.checks import check_node_ids
 from gnnrepro.graph import CSCGraph
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.progress import Progress
@@ -33,8 +35,9 @@ CHUNK_NODES = 16384
 
 
 def supports_layerwise(model: nn.Module) -> bool:
-    """True for models layer-wise inference knows how to run (GraphSAGE)."""
-    return isinstance(model, GraphSAGE)
+    """True for models layer-wise inference knows how to run: GraphSAGE itself (a subclass may
+    compute something else in its forward)."""
+    return type(model) is GraphSAGE
 
 
 def layerwise_cost(graph: CSCGraph, num_layers: int) -> float:
@@ -127,8 +130,18 @@ def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor,
     if features.dim() != 2 or features.shape[0] != graph.num_nodes:
         raise ValueError(f"features must have one row per node ({graph.num_nodes}), got shape "
                          f"{tuple(features.shape)}")
+    targets = check_node_ids(targets, graph.num_nodes, "targets", graph.indptr.device)
     was_training = model.training
     model.eval()
+    try:
+        return _predict(model, graph, features, targets, device, rank, world_size, heartbeat)
+    finally:
+        model.train(was_training)
+
+
+def _predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor, targets: torch.Tensor,
+             device: torch.device, rank: int, world_size: int,
+             heartbeat: Callable[[], None] | None) -> tuple[torch.Tensor, torch.Tensor]:
     sets = needed_nodes(graph, targets, model.num_layers)
     table, position = features, None  # rows by global id for layer 0
     total_chunks = sum(-(-(hi - lo) // CHUNK_NODES) for lo, hi in
@@ -141,7 +154,9 @@ def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor,
             if conv.projects_first:  # W_neigh first, once per row, where the rows live
                 neigh_table = torch.cat([conv.fc_neigh(rows.to(device)).to(table.device)
                                          for rows in torch.split(table, CHUNK_NODES)])
-            outputs = []
+            mine = torch.empty((hi - lo, conv.fc_self.out_features), device=device,
+                               dtype=conv.fc_self.weight.dtype)
+            row = 0
             for chunk in _chunks(nodes[lo:hi]):
                 offsets, neighbours = _neighbours(graph, chunk)
                 if position is not None:
@@ -152,15 +167,14 @@ def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor,
                     neighbours.to(table.device), neigh_table, offsets.to(table.device),
                     mode="mean", include_last_offset=True)
                 h = conv.combine(table[chunk_rows.to(table.device)].to(device), mean.to(device))
-                outputs.append(h if last else model.relu_dropout(h))
+                mine[row:row + chunk.numel()] = h if last else model.relu_dropout(h)
+                row += chunk.numel()
                 bar.update(note=f"layer {layer_index + 1}/{model.num_layers}")
                 if heartbeat is not None:
                     heartbeat()
-            dim = conv.fc_self.out_features
-            mine = torch.cat(outputs) if outputs else torch.zeros((0, dim), device=device)
             if last:
-                model.train(was_training)
                 return nodes[lo:hi], mine
+            del neigh_table, table  # the previous layer's rows: not needed any more
             table = mine if world_size == 1 else _all_gather_rows(mine, nodes.numel(),
                                                                    world_size)
             position = torch.full((graph.num_nodes,), -1, dtype=torch.int64,

@@ -110,25 +110,24 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: Batc
     num_seeds = 0
     start = time.perf_counter()
     batches = iter(loader)
-    bar = Progress(f"epoch {epoch}", len(loader), "batches")
-    while True:
-        try:
-            mb = timer.next_batch(batches)
-        except StopIteration:
-            break
-        with timer.stage("forward"):
-            loss = nn.functional.cross_entropy(model(mb.blocks, mb.x), mb.y)
-        with timer.stage("backward"):
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-        loss_sum += loss.detach() * mb.y.numel()
-        num_seeds += mb.y.numel()
-        del mb  # frees the batch's staging slot before the next one is prepared
-        bar.update()
-        if heartbeat is not None:
-            heartbeat()
-    bar.close()
+    with Progress(f"epoch {epoch}", len(loader), "batches") as bar:
+        while True:
+            try:
+                mb = timer.next_batch(batches)
+            except StopIteration:
+                break
+            with timer.stage("forward"):
+                loss = nn.functional.cross_entropy(model(mb.blocks, mb.x), mb.y)
+            with timer.stage("backward"):
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+            loss_sum += loss.detach() * mb.y.numel()
+            num_seeds += mb.y.numel()
+            del mb  # frees the batch's staging slot before the next one is prepared
+            bar.update()
+            if heartbeat is not None:
+                heartbeat()
     stages = timer.finish_epoch(loader.work_seconds())  # on CUDA: resolves the epoch's events
     epoch_s = time.perf_counter() - start
     return EpochStats(
