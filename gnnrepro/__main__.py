@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--digest-batches", type=_arg_type(_count(0), "digest_batches"), default=2,
                    help="batches per rank checked against the single-machine sampler")
     d.add_argument("--skip-dgl", action="store_true", help="do not run DGL's DistDGL beside")
+    d.add_argument("--eval-ids", type=_arg_type(_count(1), "eval_ids"), default=None,
+                   help="val and test ids evaluated (a seeded subset of each split, the same "
+                        "for DGL; default: as many as the training ids)")
     st = kinds.add_parser("storage", help="feature stores (memory, disk, mmap, lmdb) on data "
                                           "larger than the memory they may use")
     add_options(st, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=0.25)
@@ -208,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         result = partitioned.measure(_config(args), **data, machines=args.machines,
                                      ranks_per_machine=args.ranks_per_machine,
                                      digest_batches=args.digest_batches,
-                                     dgl_baseline=not args.skip_dgl)
+                                     dgl_baseline=not args.skip_dgl,
+                                     eval_ids=args.eval_ids)
         print(partitioned.format_table(result))
     elif args.benchmark == "storage":
         result = storage.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,

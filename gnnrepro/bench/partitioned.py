@@ -13,6 +13,11 @@ partition's statistics, and `blocks_identical`: each rank's first `digest_batche
 sampled across the machines, against the single-machine FusedSampler on the same seeds and
 batch ids. For each M, DGL's DistDGL (gnnrepro.bench.partitioned_dgl) runs the same training
 and reports its figures, or the step that failed and why.
+
+Both systems evaluate with sampled mini-batches across the machines, so the val and test
+splits are each cut to a seeded subset of at most `eval_ids` ids (default: as many as the
+training ids, which keeps an evaluation under a training epoch; ogbn-products' 2.2M test ids
+would take several epochs), the same ids for both; the result records the sizes.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ from gnnrepro.env import environment
 from gnnrepro.partition import partition_dataset
 from gnnrepro.sampling import FusedSampler
 
-__all__ = ["format_table", "measure", "train_args"]
+__all__ = ["eval_subset", "format_table", "measure", "train_args"]
 
 
 def train_args(config: TrainConfig) -> list[str]:
@@ -56,13 +61,16 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             scale: float = SETTINGS["scale"].default, root: str | None = None,
             machines: Sequence[int] = (1, 2), ranks_per_machine: int = 1,
             digest_batches: int = 2, dgl_baseline: bool = True,
-            timeout_s: float = 1800.0) -> dict[str, Any]:
+            timeout_s: float = 1800.0, eval_ids: int | None = None) -> dict[str, Any]:
     """Run the benchmark (see the module doc) and return its JSON-ready result."""
     check_int("ranks_per_machine", ranks_per_machine, 1)
     check_int("digest_batches", digest_batches, 0)
     for m in machines:
         check_int("machines[i]", m, 1)
     data = load_scaled(dataset, root, scale)
+    limit = data.train_idx.numel() if eval_ids is None else check_int("eval_ids", eval_ids, 1)
+    data = dataclasses.replace(data, val_idx=eval_subset(data.val_idx, limit, config.seed),
+                               test_idx=eval_subset(data.test_idx, limit, config.seed))
     single = FusedSampler(data.graph, list(config.fanouts), seed=config.seed)
     runs = []
     dgl: dict[str, Any] = {}
@@ -102,8 +110,19 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     return {"params": {**config.to_dict(), "dataset": dataset, "dataset_params": data.params,
                        "machines": list(machines), "ranks_per_machine": ranks_per_machine,
                        "digest_batches": digest_batches, "batch_size_is": "global",
+                       "eval_ids": {"val": data.val_idx.numel(),
+                                    "test": data.test_idx.numel(),
+                                    "of": "a seeded subset of each split, the same for DGL"},
                        "network": "loopback (127.0.0.1), machines simulated on one host"},
             "runs": runs, "dgl": dgl, "env": environment()}
+
+
+def eval_subset(ids: torch.Tensor, limit: int, seed: int) -> torch.Tensor:
+    """`ids` if it holds at most `limit` ids, else `limit` of them drawn with `seed`, sorted."""
+    if ids.numel() <= limit:
+        return ids
+    generator = torch.Generator().manual_seed(seed)
+    return ids[torch.randperm(ids.numel(), generator=generator)[:limit]].sort().values
 
 
 def _hidden(epochs: list[dict[str, Any]]) -> float:
