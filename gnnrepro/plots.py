@@ -21,7 +21,7 @@ from matplotlib.patches import Patch
 
 from gnnrepro.atomic import write_atomic
 
-__all__ = ["STYLE", "end_to_end_bars", "partitioned_lines", "pipeline_alone_bars", "save",
+__all__ = ["STYLE", "end_to_end_bars", "growth_lines", "partitioned_lines", "pipeline_alone_bars", "save",
            "scaling_lines", "sensitivity_bars", "speedup_bars", "stage_bars", "storage_lines",
            "timeline"]
 
@@ -265,6 +265,35 @@ def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
             fig.text(0.01, -0.02, "not run: " + "; ".join(
                 f"{s} ({r})" for s, r in zip(missing["world_size"], missing["reason"])),
                 va="top", fontsize=7.5, color="#444444", wrap=True)
+    return fig
+
+
+def growth_lines(data: pd.DataFrame) -> Figure:
+    """Four panels against the graph's edges (log-log), ours and DGL's (08_scale_growth):
+    sampling time per batch (the same work per batch at every scale: a rising line is cache
+    and memory cost), the pipeline alone in batches/s, the epoch time and the peak memory, the
+    last two beside a dashed line growing as the edges do (from ours at the smallest scale)."""
+    fig, axes = _subplots(ncols=4, figsize=(13.0, 3.4))
+    panels = [("sample_ms", "sampling (ms per batch)", False),
+              ("loader_batches_per_s", "pipeline alone (batches/s)", False),
+              ("epoch_s", "epoch (s)", True), ("peak_rss_gb", "peak memory (GB)", True)]
+    colors = {"ours": PIPELINE_COLORS["fused+pinned"], "dgl": PIPELINE_COLORS["dgl"]}
+    for ax, (column, label, with_work) in zip(axes[0], panels):
+        for system, group in data.groupby("system", sort=False):
+            group = group.sort_values("edges")
+            ax.plot(group["edges"], group[column], marker="o", label=system,
+                    color=colors.get(system))
+        if with_work:
+            ours = data[data["system"] == "ours"].sort_values("edges")
+            first = ours.iloc[0]
+            ax.plot(ours["edges"], first[column] * ours["edges"] / first["edges"],
+                    label="grows as the edges", **{**PAPER, "color": "#777777"})
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("edges")
+        ax.set_title(label, fontsize=10)
+    axes[0][0].legend(fontsize=8)
+    axes[0][2].legend(fontsize=8)
     return fig
 
 

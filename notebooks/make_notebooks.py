@@ -160,6 +160,22 @@ experiments.write_table(table, params.figures_dir / "07_partitioned",
 table""", """\
 fig = plots.partitioned_lines(data)
 plots.save(fig, params.figures_dir / "07_partitioned")"""]),
+    "08_scale_growth": (
+        "How cost grows with the graph",
+        "Ours beside DGL's on products-sim at each of `growth_scales` (1.0 is ogbn-products' "
+        "size): sampling time per batch (the same work per batch at every scale, so a rising "
+        "line is what a graph larger than the caches costs), the pipeline alone in batches "
+        "per second, the training epoch and the peak memory of training, the last two beside "
+        "a line that grows as the edges do.",
+        ["""\
+data, meta = experiments.scale_growth(params)
+table = experiments.growth_table(data)
+experiments.write_table(table, params.figures_dir / "08_scale_growth",
+                        caption="Cost at each products-sim scale, ours and DGL's; x: over "
+                                "the smallest scale.")
+table""", """\
+fig = plots.growth_lines(data)
+plots.save(fig, params.figures_dir / "08_scale_growth")"""]),
 }
 
 

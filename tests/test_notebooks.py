@@ -22,7 +22,7 @@ nbformat = pytest.importorskip("nbformat")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = ["01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling",
-             "05_sensitivity", "06_storage", "07_partitioned"]
+             "05_sensitivity", "06_storage", "07_partitioned", "08_scale_growth"]
 NEEDS_DGL = {"01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling"}
 FIGURES = {"03_end_to_end": ["03_end_to_end", "03_end_to_end_timeline", "03_pipeline_alone"]}
 
@@ -135,6 +135,15 @@ def check_values(out_dir: Path, name: str) -> None:
         check_accuracy(ours["test_acc"])
         dgl = data[data["system"] == "dgl"]
         assert (dgl["status"] == "run").sum() + dgl["reason"].notna().sum() == len(dgl) == 2
+    elif name == "08_scale_growth":
+        data = stored_data(out_dir, name)
+        assert sorted(set(data["scale"])) == [0.002, 0.003]
+        assert set(data["system"]) == {"ours", "dgl"} and len(data) == 4
+        bigger = data.sort_values("scale").groupby("system")["edges"].apply(list)
+        assert all(small < large for small, large in bigger)
+        for column in ("sample_ms", "loader_batches_per_s", "epoch_s", "peak_rss_gb"):
+            assert (data[column] > 0).all(), column
+        check_accuracy(data["test_acc"])
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import resource
 import statistics
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -103,6 +104,7 @@ def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "peak_gpu_mb": max(gpu_peaks) if gpu_peaks else None,
         "timeline": first["timeline"],
         "loader": first["params"]["loader"],
+        "eval_methods": first["params"].get("eval_methods", {}),
     }
 
 
@@ -121,8 +123,10 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     data = load_scaled(**data_args)  # built (and cached) once, before the children
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pipelines}
     orders = round_orders(pipelines, repeats)
-    for order in orders:
+    for r, order in enumerate(orders):
         for name in order:
+            print(f"bench end-to-end: round {r + 1}/{len(orders)}, {name}", file=sys.stderr,
+                  flush=True)
             rounds[name].append(_run_child(name, config, data_args, timeline_batches))
     summaries = {name: _summarize(rounds[name]) for name in pipelines}
     per_round = [speedups({name: _steady_median(rounds[name][r]) for name in pipelines})
@@ -137,7 +141,9 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                    "pipelines": pipelines, "repeats": repeats, "round_orders": orders,
                    "timeline_batches": timeline_batches,
                    "model": "GraphSAGE-mean", "optimizer": "Adam",
-                   "evaluation": "mini-batch inference with the fused sampler (same fanouts)"},
+                   "evaluation": "eval_method (config): layer-wise full-neighbour inference "
+                                 "or sampled mini-batches with the fused sampler (same fanouts); "
+                                 "each pipeline's eval_methods says which per split"},
         "dataset": data.summary(),
         "pipelines": summaries,
         "speedup_vs_dgl": speedups({name: s["epoch_s"] for name, s in summaries.items()}),

@@ -10,6 +10,7 @@ from gnnrepro.experiments.end_to_end import (end_to_end, end_to_end_table, pipel
 from gnnrepro.experiments.params import Params, from_namespace
 from gnnrepro.experiments.partitioned import partitioned, partitioned_table
 from gnnrepro.experiments.sampling_speedup import sampling_speedup, speedup_table
+from gnnrepro.experiments.scale_growth import growth_table, scale_growth
 from gnnrepro.experiments.scaling import scaling, scaling_table
 from gnnrepro.experiments.sensitivity import sensitivity, sensitivity_table
 from gnnrepro.experiments.stage_breakdown import stage_breakdown, stage_table
@@ -18,7 +19,7 @@ from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.tables import write_table
 
 __all__ = ["Params", "Store", "end_to_end", "end_to_end_table", "from_namespace",
-           "param_hash", "partitioned", "partitioned_table", "pipeline_alone",
-           "pipeline_alone_table", "sampling_speedup", "scaling", "scaling_table", "sensitivity",
+           "growth_table", "param_hash", "partitioned", "partitioned_table", "pipeline_alone",
+           "pipeline_alone_table", "sampling_speedup", "scale_growth", "scaling", "scaling_table", "sensitivity",
            "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table", "storage",
            "storage_table", "timeline_frame", "write_table"]

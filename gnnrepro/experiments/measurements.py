@@ -68,12 +68,12 @@ def sampling_run(params: Params, store: Store, dataset: str) -> dict:
                       params.force)
 
 
-def loader_run(params: Params, store: Store) -> dict:
-    """gnnrepro.bench.loader.measure of the LADDER pipelines with `params`' settings
-    (`loader_rounds` timed epochs each, `loader_step_ms` stand-in step); stored."""
+def loader_run(params: Params, store: Store, pipelines: Sequence[str] = LADDER) -> dict:
+    """gnnrepro.bench.loader.measure of `pipelines` with `params`' settings (`loader_rounds`
+    timed epochs each, `loader_step_ms` stand-in step); stored."""
     config = train_config(params)
     kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
-              "pipelines": list(LADDER), "rounds": params.loader_rounds,
+              "pipelines": list(pipelines), "rounds": params.loader_rounds,
               "step_ms": params.loader_step_ms}
     return store.memo("loader", kwargs | {"config": config.to_dict()},
                       lambda: loader_bench.measure(config, **kwargs), params.force)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from gnnrepro.checks import check_bool, check_int
+from gnnrepro.checks import check_bool, check_int, check_positive_float
 from gnnrepro.config import (FEATURE_SOURCES, SAMPLER_DEVICES, SETTINGS, fanouts_check, list_of,
                              resolve_device)
 from gnnrepro.distributed import unavailable
@@ -64,6 +64,16 @@ def _placement(name: str, value: Any) -> str:
                          f"{', '.join(SAMPLER_DEVICES)}, feature_source one of "
                          f"{', '.join(FEATURE_SOURCES)}")
     return value
+
+
+def _scale(name: str, value: Any) -> float:
+    """A products-sim scale: a number > 0 (text from the command line is converted)."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise TypeError(f"{name} must be a number, got {value!r}") from None
+    return check_positive_float(name, value)
 
 
 def _param(default: Any, check: Check, help: str) -> Any:
@@ -146,6 +156,10 @@ class Params:
         list_of(_placement, unique=True),
         "sampler_device/feature_source pairs swept by 05_sensitivity (listed as not run "
         "where there is no CUDA)")
+    growth_scales: list[float] = _param(
+        [0.05, 0.25, 1.0], list_of(_scale, nonempty=True, unique=True),
+        "products-sim scales at which 08_scale_growth measures ours and DGL's sampling, "
+        "loader, epoch and memory (1.0 is ogbn-products' size)")
     out_dir: str = _param(
         ".", _check_path,
         "where figures/ and results/ go; relative paths start at the repository root")

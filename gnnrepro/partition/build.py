@@ -21,8 +21,14 @@ from gnnrepro.env import environment
 from gnnrepro.partition.manifest import (FORMAT, FORMAT_VERSION, GLOBAL_ARRAYS, PART_ARRAYS,
                                          file_sha256, part_dir)
 from gnnrepro.partition.metis import edge_cut, metis_parts
+from gnnrepro.progress import Progress
 
 __all__ = ["partition_dataset", "split_parts"]
+
+
+#: Graphs with at least this many edges print each stage as it starts (METIS alone takes
+#: minutes at ogbn-products' size).
+LARGE_EDGES = 10_000_000
 
 
 def split_parts(dataset: Dataset,
@@ -63,10 +69,15 @@ def partition_dataset(dataset: Dataset, num_parts: int, out: str | Path, *,
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out} exists: pass overwrite=True (--overwrite) to replace it")
     start = time.perf_counter()
+    bar = Progress(f"partition into {num_parts}", 3, "stages", every_s=0.0 if
+                   dataset.graph.num_edges >= LARGE_EDGES else 10.0)
+    bar.update(0, note="METIS")
     parts = metis_parts(dataset, num_parts)
     metis_s = time.perf_counter() - start
+    bar.update(note="split into parts")
     node_local, part_arrays = split_parts(dataset, parts)
     cut = edge_cut(dataset, parts)
+    bar.update(note="write and checksum")
     num_edges = dataset.graph.num_edges
     owned = [int(a["indptr"].size - 1) for a in part_arrays]
     halo = [int(a["orig_ids"].size) - o for a, o in zip(part_arrays, owned)]
@@ -109,6 +120,8 @@ def partition_dataset(dataset: Dataset, num_parts: int, out: str | Path, *,
             "env": environment(),
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        bar.update(note=f"done: METIS {metis_s:.0f} s, all {total_s:.0f} s")
+        bar.close()
         if out.exists():  # aside first: a rename cannot replace a non-empty directory
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
             os.replace(out, old / out.name)
