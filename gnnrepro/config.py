@@ -45,7 +45,7 @@ FEATURE_SOURCES = ("pinned", "uva", "device")
 #: worker processes (gnnrepro.pipeline.workers).
 WORKER_KINDS = ("thread", "process")
 #: How a split is evaluated: layer-wise full-neighbour inference, sampled mini-batches, or
-#: (auto) whichever reads fewer edges for the split's size (gnnrepro.training.evaluate).
+#: (auto) whichever costs less for the split's size (gnnrepro.training.evaluate).
 EVAL_METHODS = ("auto", "layerwise", "sampled")
 
 
@@ -221,7 +221,7 @@ _SETTINGS = [
     _s("eval_method", "auto", _choice(EVAL_METHODS), "str",
        "how val and test accuracy are computed: layerwise (every layer once per needed node, "
        "all neighbours, as DGL's and PyG's examples evaluate), sampled (mini-batches with the "
-       "training fanouts), or auto (whichever reads fewer edges for the split)"),
+       "training fanouts), or auto (whichever costs less for the split, in weighted edges)"),
     _s("timeout_s", 120.0, check_positive_float, "float",
        "seconds a child process (rank, loader worker, benchmark run) may go without a word, "
        "and a collective may wait for a peer, before it is declared hung; it must also cover "

@@ -100,8 +100,9 @@ def test_auto_picks_the_method_that_reads_fewer_edges() -> None:
     graph = random_graph(2000, 60000, power_law=False, seed=0)  # mean degree ~30
     sampler = FusedSampler(graph, [15, 10, 5], seed=0)
     model = _model(4, 8, 3, 3)
-    # layer-wise reads 3 x 60k edges; sampled about 5 + 50 + 750 per seed
+    # layer-wise reads 3 x 60k edges; sampled about 5 + 50 + 750 per seed, each 2.4x the cost
     assert choose_eval_method("auto", model, sampler, 2000) == "layerwise"
+    assert choose_eval_method("auto", model, sampler, 100) == "layerwise"  # 80k edges x 2.4
     assert choose_eval_method("auto", model, sampler, 20) == "sampled"
     assert choose_eval_method("sampled", model, sampler, 2000) == "sampled"
     assert choose_eval_method("auto", MLP(4, 8, 3), sampler, 2000) == "sampled"

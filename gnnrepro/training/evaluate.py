@@ -6,7 +6,8 @@
   batches b with b % world_size == rank.
 * "layerwise": full-neighbour inference, each layer once per needed node
   (gnnrepro.training.layerwise); with several ranks each computes a share of every layer.
-* "auto" (the default) picks the one that reads fewer edges for these ids: layer-wise for a
+* "auto" (the default) picks the one that costs less for these ids, counted in edges (a
+  sampled edge weighs SAMPLED_EDGE_WEIGHT layer-wise ones, as measured): layer-wise for a
   large split (ogbn-products' 2.2M test ids), sampled for a small one.
 
 Either way the correct counts are summed over the ranks, which gives exactly the one-process
@@ -40,7 +41,8 @@ def rank_and_world() -> tuple[int, int]:
 
 def choose_eval_method(method: str, model: nn.Module, sampler: Any, num_ids: int) -> str:
     """'layerwise' or 'sampled' for evaluating `num_ids` ids: `method` itself, or for 'auto'
-    the one that reads fewer edges (sampled for models layer-wise inference cannot run).
+    the one that costs less in weighted edges (sampled for models layer-wise inference
+    cannot run).
     ValueError / TypeError name `method`."""
     if method not in EVAL_METHODS:
         raise ValueError(f"eval_method must be one of {', '.join(EVAL_METHODS)}, got {method!r}")

@@ -27,11 +27,16 @@ from gnnrepro.graph import CSCGraph
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.progress import Progress
 
-__all__ = ["CHUNK_NODES", "layerwise_cost", "layerwise_predict", "sampled_cost",
+__all__ = ["CHUNK_NODES", "SAMPLED_EDGE_WEIGHT", "layerwise_cost", "layerwise_predict", "sampled_cost",
            "supports_layerwise"]
 
 #: Destinations per chunk: bounds the per-chunk edge and output tensors (a few MB each).
 CHUNK_NODES = 16384
+#: What one sampled evaluation edge costs against one layer-wise edge read: a sampled batch
+#: also samples and relabels, gathers its input rows and recomputes nodes that batches share.
+#: Measured at products-sim 1.0 on 2 cores: 169 ns per sampled edge (301 s for 1.78G, test
+#: split) against 70 ns per layer-wise edge (26 s for 371M); benchmarks/NOTES.md.
+SAMPLED_EDGE_WEIGHT = 2.4
 
 
 def supports_layerwise(model: nn.Module) -> bool:
@@ -46,14 +51,15 @@ def layerwise_cost(graph: CSCGraph, num_layers: int) -> float:
 
 
 def sampled_cost(graph: CSCGraph, fanouts: list[int], num_ids: int) -> float:
-    """Edges sampled evaluation of `num_ids` seeds samples, about: per seed f_L + f_L f_(L-1)
-    + ..., each fanout capped at the mean degree (-1, all neighbours, is the mean degree)."""
+    """Edges sampled evaluation of `num_ids` seeds samples, about (per seed f_L + f_L f_(L-1)
+    + ..., each fanout capped at the mean degree; -1, all neighbours, is the mean degree), in
+    layer-wise edge reads (x SAMPLED_EDGE_WEIGHT)."""
     mean_degree = graph.num_edges / max(graph.num_nodes, 1)
     per_seed, reach = 0.0, 1.0
     for fanout in reversed(fanouts):
         reach *= mean_degree if fanout < 0 else min(float(fanout), mean_degree)
         per_seed += reach
-    return num_ids * per_seed
+    return SAMPLED_EDGE_WEIGHT * num_ids * per_seed
 
 
 def _neighbours(graph: CSCGraph, nodes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
