@@ -278,7 +278,7 @@ def growth_lines(data: pd.DataFrame) -> Figure:
               ("loader_batches_per_s", "pipeline alone (batches/s)", False),
               ("epoch_s", "epoch (s)", True), ("peak_rss_gb", "peak memory (GB)", True)]
     colors = {"ours": PIPELINE_COLORS["fused+pinned"], "dgl": PIPELINE_COLORS["dgl"]}
-    for ax, (column, label, with_work) in zip(axes[0], panels):
+    for ax, (column, label, with_work) in zip(axes, panels):
         for system, group in data.groupby("system", sort=False):
             group = group.sort_values("edges")
             ax.plot(group["edges"], group[column], marker="o", label=system,
@@ -292,8 +292,8 @@ def growth_lines(data: pd.DataFrame) -> Figure:
         ax.set_yscale("log")
         ax.set_xlabel("edges")
         ax.set_title(label, fontsize=10)
-    axes[0][0].legend(fontsize=8)
-    axes[0][2].legend(fontsize=8)
+    axes[0].legend(fontsize=8)
+    axes[2].legend(fontsize=8)
     return fig
 
 

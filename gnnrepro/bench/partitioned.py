@@ -94,7 +94,8 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             if dgl_baseline:
                 (Path(tmp) / f"dgl-{m}").mkdir()
                 dgl[str(m)] = run_distdgl(data, m, config, Path(tmp) / f"dgl-{m}",
-                                          timeout_s=timeout_s)
+                                          timeout_s=timeout_s, data_args={
+                                              "name": dataset, "root": root, "scale": scale})
             runs.append({
                 "machines": m, "ranks": ranks, "batch_size_per_rank": per_rank.batch_size,
                 "epoch_s": statistics.median(epoch_s[1:] or epoch_s), "epochs": result["epochs"],

@@ -9,6 +9,7 @@ returned as the baseline's reason (step, exception) instead of figures.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import multiprocessing.connection
 import os
@@ -24,13 +25,14 @@ from gnnrepro.baselines.dgl_distributed import attempt_partition, prepare_distdg
 from gnnrepro.baselines.dgl_import import import_dgl
 from gnnrepro.baselines.dgl_samplers import from_dgl_block
 from gnnrepro.config import TrainConfig
+from gnnrepro.datasets import load_scaled
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.partitioned.local import free_port
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.sampling.args import stream_seed
 from gnnrepro.supervisor import ChildFailed, Supervisor, run_reporting
 
-__all__ = ["ONE_HOST", "run_distdgl"]
+__all__ = ["ONE_HOST", "partition_in_child", "run_distdgl"]
 
 _SHM = "/dev/shm"
 ONE_HOST = (
@@ -135,13 +137,55 @@ def _trainer(env: dict[str, str], graph_name: str, rank: int, world_size: int, p
     run_reporting(body, outbox)
 
 
+def _partition(data_args: dict[str, Any], splits: dict[str, torch.Tensor], num_parts: int,
+               out: Path, graph_name: str, inbox: Any, outbox: Any) -> None:
+    """Child process: attempt_partition on the dataset of `data_args` with `splits`."""
+    def body() -> dict[str, Any]:
+        dataset = dataclasses.replace(load_scaled(**data_args), **splits)
+        return attempt_partition(dataset, num_parts, out, graph_name)
+    run_reporting(body, outbox)
+
+
+def partition_in_child(dataset: Dataset, data_args: dict[str, Any], num_parts: int, out: Path,
+                       graph_name: str, timeout_s: float) -> dict[str, Any]:
+    """attempt_partition in a fresh process: DGL's partitioner holds several copies of the
+    graph (19 GB and more at products-sim 1.0 for 2 parts), and a process the kernel kills for
+    memory must be the baseline's, not the benchmark's. A death is the baseline's reason."""
+    splits = {k: getattr(dataset, k) for k in ("train_idx", "val_idx", "test_idx")}
+    step = "dgl.distributed.partition_graph(part_method='metis'), in a child process"
+    supervisor = Supervisor("spawn")
+    try:
+        supervisor.start("dgl partition", _partition,
+                         (data_args, splits, num_parts, out, graph_name))
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for _, message in supervisor.receive(1.0):
+                return message[1]
+        return {"ran": False, "step": step, "reason": f"no result within {timeout_s} s"}
+    except ChildFailed as exc:
+        reason = f"{type(exc).__name__}: {exc}"[-3000:]
+        if "SIGKILL" in str(exc) or "signal 9" in str(exc):
+            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+            reason += (f" (killed: most likely by the kernel for memory; this machine has "
+                       f"{total:.0f} GiB)")
+        return {"ran": False, "step": step, "reason": reason}
+    finally:
+        supervisor.stop()
+
+
 def run_distdgl(dataset: Dataset, machines: int, config: TrainConfig, work_dir: Path,
-                timeout_s: float = 900.0) -> dict[str, Any]:
+                timeout_s: float = 900.0,
+                data_args: dict[str, Any] | None = None) -> dict[str, Any]:
     """DistDGL on `machines` local machines (see the module doc): {"ran": True, "epoch_s",
     "epochs_s", "test_acc", "partition_s"} or {"ran": False, "step", "reason", ...}.
-    `config.batch_size` is the global batch."""
+    `config.batch_size` is the global batch. With `data_args` (load_scaled's arguments of
+    `dataset`) DGL's partitioning runs in a child process (partition_in_child)."""
     graph_name = f"gnnrepro{os.getpid()}"
-    part = attempt_partition(dataset, machines, work_dir / "parts", graph_name)
+    if data_args is None:
+        part = attempt_partition(dataset, machines, work_dir / "parts", graph_name)
+    else:
+        part = partition_in_child(dataset, data_args, machines, work_dir / "parts",
+                                  graph_name, timeout_s)
     if not part["ran"]:
         return part
     shm_before = set(os.listdir(_SHM))
