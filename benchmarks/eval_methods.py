@@ -19,7 +19,7 @@ from gnnrepro.datasets import load
 from gnnrepro.env import environment
 from gnnrepro.models import GraphSAGE
 from gnnrepro.sampling import FusedSampler
-from gnnrepro.training import accuracy, train_pipeline
+from gnnrepro.training import accuracy, run_training
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     load_s = time.perf_counter() - start
     config = TrainConfig(pipeline="fused+pinned", epochs=args.epochs, threads=args.threads,
                          eval_method="layerwise")
-    result = train_pipeline("fused+pinned", dataset, config.fanouts, epochs=args.epochs,
-                            threads=args.threads, eval_method="layerwise")
+    result = run_training(dataset, config)
     model = GraphSAGE(dataset.num_features, config.hidden, dataset.num_classes,
                       len(config.fanouts), config.dropout)
     model.load_state_dict(result.state)
