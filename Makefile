@@ -153,8 +153,8 @@ bench-end-to-end: setup
 	  --repeats 6 --timeline-batches 4 --out $(TRAIN_OUT)
 
 # The paper's tables and figures: every notebook through papermill with $(PARAMS), cells logged
-# as they run; executed notebooks go to build/notebooks/, figures and tables to figures/, results
-# to results/ (stored results are reused for identical parameters; -p force True recomputes).
+# as they run; executed notebooks go to build/notebooks/, figures and tables to figures/ (other
+# PARAMS: to figures/<figures_name>/ or figures/<dataset>-<scale>-<hash>/), results to results/ (stored results are reused for identical parameters; -p force True recomputes).
 # papermill's cell progress bar is off: --log-output already shows every cell as it runs, and the
 # long loops inside the notebooks report their own progress.
 PARAMS    ?= notebooks/params/default.yaml
@@ -169,7 +169,8 @@ figures: setup
 	  $(PY) -m papermill --log-output --no-progress-bar -f $(PARAMS) -p out_dir "$(CURDIR)" \
 	    $$nb $(NB_OUT)/$$(basename $$nb); \
 	done
-	@echo "figures and tables: figures/; executed notebooks: $(NB_OUT)/ (make report renders them)"
+	@echo "figures and tables: figures/ (other PARAMS: a folder in it, named by figures_name or" \
+	  "by the parameters); executed notebooks: $(NB_OUT)/ (make report renders them)"
 
 # The executed notebooks (from make figures) as HTML in build/report/.
 report:
@@ -177,8 +178,17 @@ report:
 	  { echo "no executed notebooks in $(NB_OUT)/: run make figures first"; exit 1; }
 	$(VENV)/bin/jupyter nbconvert --to html --output-dir build/report $(NB_OUT)/*.ipynb
 
+# JupyterLab at the repository root: notebooks/ holds the source notebooks, build/notebooks/ the
+# executed ones once make figures has run. As root (containers, cloud VMs) Jupyter refuses to
+# start without --allow-root; this target adds it and says so. LAB_ARGS passes more options
+# (e.g. LAB_ARGS="--no-browser --port 8890").
+LAB_ARGS ?=
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	@ls $(NB_OUT)/*.ipynb >/dev/null 2>&1 && echo "executed notebooks: $(NB_OUT)/" || \
+	  echo "no executed notebooks yet (make figures writes them to $(NB_OUT)/); sources: notebooks/"
+	@if [ "$$(id -u)" = 0 ]; then echo "running as root: starting JupyterLab with --allow-root"; \
+	  root_flag=--allow-root; fi; \
+	exec $(VENV)/bin/jupyter lab --notebook-dir="$(CURDIR)" $$root_flag $(LAB_ARGS)
 
 clean:
 	rm -rf build gnnrepro/_C*.so $(VENV)/.stamp-*

@@ -2,13 +2,16 @@
 storage} ...` and `python -m gnnrepro partition ...` (see --help).
 
 Every training setting is an option declared once in gnnrepro.config (defaults, checks, help);
-the options below the settings are each benchmark's own.
+the options below the settings are each benchmark's own. An error ends the command with one
+line naming what is wrong (exit 2 for bad arguments or missing data, 1 for anything else);
+`--debug` or GNNREPRO_DEBUG=1 shows the traceback instead.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +28,9 @@ from gnnrepro.partition import partition_dataset
 #: The TrainConfig fields, as options.
 TRAIN_OPTIONS = [f.name for f in dataclasses.fields(TrainConfig)]
 DATA_OPTIONS = ["dataset", "scale", "root"]
+DEBUG_ENV = "GNNREPRO_DEBUG"
+# Errors that mean the command was asked for something it cannot do: exit 2, like argparse's.
+USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError)
 
 
 def _names(choices: tuple[str, ...]):
@@ -79,6 +85,8 @@ def _add_pipelines(parser: argparse.ArgumentParser, default: list[str]) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gnnrepro")
+    parser.add_argument("--debug", action="store_true",
+                        help=f"show the traceback of an error (or set {DEBUG_ENV}=1)")
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("bench", help="run a benchmark and write JSON")
     kinds = bench.add_subparsers(dest="benchmark", required=True)
@@ -174,7 +182,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parts", type=_arg_type(_count(1), "parts"), required=True)
     p.add_argument("--out", type=Path, required=True, help="partition directory to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    for sub in (s, t, ld, c, d, st, p):
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                         help=f"show the traceback of an error (or set {DEBUG_ENV}=1)")
+        _show_defaults(sub)
     return parser
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Append '(default: ...)' to the help of every option of `parser` that has a value
+    default and does not show it yet."""
+    for action in parser._actions:
+        if (action.option_strings and action.nargs != 0 and action.default is not None
+                and action.default is not argparse.SUPPRESS
+                and "(default" not in (action.help or "")):
+            default = (",".join(map(str, action.default)) if isinstance(action.default, list)
+                       else action.default)
+            action.help = f"{action.help or ''} (default: {default})".strip()
 
 
 def _config(args: argparse.Namespace) -> TrainConfig:
@@ -182,7 +206,47 @@ def _config(args: argparse.Namespace) -> TrainConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # every error a user can meet: one line, unless asked
+        if args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            raise
+        message, usage = error_message(exc)
+        print(f"{parser.prog}: error: {message}\n"
+              f"(--debug or {DEBUG_ENV}=1 shows the traceback)", file=sys.stderr)
+        return 2 if usage else 1
+
+
+def error_message(exc: BaseException) -> tuple[str, bool]:
+    """(one line saying what went wrong, whether it is a usage error).
+
+    ValueError and TypeError messages name the argument, so they are shown alone; other
+    types are named. A child process's failure (a benchmark run in a fresh process) carries
+    the child's traceback in its text: the line is the text before it plus the child's
+    exception line, and the child's exception type decides whether it is a usage error.
+    """
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    usage = isinstance(exc, USAGE_ERRORS)
+    head, marker, rest = text.partition("Traceback (most recent call last):")
+    if marker:
+        last = [line.strip() for line in rest.splitlines() if line.strip()][-1:]
+        child = last[0] if last else ""
+        kind = child.split(":", 1)[0]
+        usage = kind in {e.__name__ for e in USAGE_ERRORS}
+        text = f"{head.strip()} {child}".strip()
+    text = " ".join(text.split())  # one line
+    if isinstance(exc, (ValueError, TypeError)) and text:
+        return text, usage
+    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__), usage
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command."""
     data = {name: getattr(args, name) for name in DATA_OPTIONS}
     if args.command == "partition":
         manifest = partition_dataset(load_scaled(args.dataset, args.root, args.scale),

@@ -131,7 +131,7 @@ def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
         table = data.pivot(index="dataset", columns="sampler", values=column)
         return {s: table.loc[datasets, s].tolist() for s in names}
 
-    _grouped_bars(left, datasets, series("ms_per_batch", samplers), SAMPLER_COLORS, "%.1f")
+    _grouped_bars(left, datasets, series("ms_per_batch", samplers), SAMPLER_COLORS, "%.3g")
     left.set_ylabel("time per batch (ms, median)")
     left.set_title("Sampling time per mini-batch")
     left.legend(fontsize=8)
@@ -170,7 +170,7 @@ def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
     """Left: epoch time per pipeline. Right: speedup over DGL, the paper's marked
     (03_end_to_end)."""
     fig, _, right = _pipeline_pair(
-        data, ("epoch_s", "%.2f", "epoch time (s, median)", "Training epoch time"),
+        data, ("epoch_s", "%.3g", "epoch time (s, median)", "Training epoch time"),
         ("speedup_vs_dgl", "%.2fx", "speedup over dgl (x)", "End-to-end speedup"))
     _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x")
     right.legend(loc="upper left")
@@ -402,10 +402,20 @@ def storage_lines(data: pd.DataFrame, budget: float, ceiling_rows_per_s: float |
     return fig
 
 
-def save(fig: Figure, stem: Path | str) -> list[Path]:
+_LABEL_GID = "gnnrepro-figure-label"
+
+
+def save(fig: Figure, stem: Path | str, label: str | None = None) -> list[Path]:
     """Write `fig` to stem.png (200 dpi) and stem.pdf (vector), each atomically; no creation
-    date in the PDF, so an unchanged figure gives an unchanged file."""
+    date in the PDF, so an unchanged figure gives an unchanged file. `label` (what the figure
+    shows and where it was measured: gnnrepro.experiments.figure_label) goes in the bottom
+    right corner."""
     stem = Path(stem)
+    if label:  # below everything (tight bounding box grows to hold it); one per figure
+        for text in [t for t in fig.texts if t.get_gid() == _LABEL_GID]:
+            text.remove()
+        fig.text(0.995, 0.0, label, ha="right", va="top", fontsize=6, color="0.35",
+                 gid=_LABEL_GID)
     paths = []
     for fmt, options in (("png", {"dpi": 200}), ("pdf", {"metadata": {"CreationDate": None}})):
         path = stem.with_name(f"{stem.name}.{fmt}")

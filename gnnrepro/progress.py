@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "announce"]
 
 _MODES = ("bar", "lines", "off")
 
@@ -25,6 +25,14 @@ def _mode(stream: TextIO) -> str:
         return mode
     isatty = getattr(stream, "isatty", None)
     return "bar" if callable(isatty) and isatty() else "lines"
+
+
+def announce(text: str, stream: TextIO | None = None) -> None:
+    """One line saying which stage of long work starts now (silent when
+    GNNREPRO_PROGRESS=off)."""
+    stream = sys.stderr if stream is None else stream
+    if _mode(stream) != "off":
+        print(text, file=stream, flush=True)
 
 
 class Progress:

@@ -67,6 +67,13 @@ def test_bench_end_to_end_failures_raise_with_the_cause(capsys):
         assert message in capsys.readouterr().err, option
     if torch.cuda.is_available():
         pytest.skip("feature_source='uva' runs where CUDA exists")
+    uva = ARGS + ["--pipelines", "fused", "--feature-source", "uva"]
     with pytest.raises(RuntimeError, match="(?s)pipeline 'fused'.*raised: .*"
                                            "feature_source='uva' needs a CUDA device"):
-        main(ARGS + ["--pipelines", "fused", "--feature-source", "uva"])
+        main(["--debug", *uva])
+    capsys.readouterr()
+    assert main(uva) == 2  # the child's ValueError is a usage error: its line, no traceback
+    err = capsys.readouterr().err
+    assert "pipeline 'fused'" in err and "feature_source='uva' needs a CUDA device" in err
+    lines = err.strip().splitlines()  # progress lines, then the error and its hint
+    assert "Traceback" not in err and lines[-2].startswith("python -m gnnrepro: error: ")

@@ -38,15 +38,24 @@ def test_bench_sampling_writes_side_by_side_json(tmp_path, capsys):
     assert not list(tmp_path.glob(".bench.json.*")), "a temp file was left behind"
 
 
-def test_bench_sampling_rejects_bad_arguments():
+def test_bench_sampling_rejects_bad_arguments(capsys, monkeypatch):
     for args in (["--fanouts", "4,x"], ["--samplers", "fused,nope"], ["--batch-size", "0"],
                  ["--sampler-device", "gpu"]):
         with pytest.raises(SystemExit):
             main(["bench", "sampling", "--scale", "0.002", *args])
     if not torch.cuda.is_available():
+        uva = ["bench", "sampling", "--scale", "0.002", "--samplers", "fused",
+               "--sampler-device", "uva", "--batch-size", "16", "--batches", "1"]
+        capsys.readouterr()
+        assert main(uva) == 2  # one line, no traceback
+        err = capsys.readouterr().err
+        assert "error: sampler_device='uva' needs a CUDA device" in err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 2
         with pytest.raises(ValueError, match="sampler_device='uva' needs a CUDA device"):
-            main(["bench", "sampling", "--scale", "0.002", "--samplers", "fused",
-                  "--sampler-device", "uva", "--batch-size", "16", "--batches", "1"])
+            main(["--debug", *uva])
+        monkeypatch.setenv("GNNREPRO_DEBUG", "1")
+        with pytest.raises(ValueError, match="sampler_device='uva'"):
+            main(uva)
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])

@@ -87,7 +87,7 @@ def test_values_are_normalised():
     assert p.fanouts == [15, 10, -1] and p.scale == 1.0 and isinstance(p.scale, float)
     assert p.out_dir == str(Path(config_module.__file__).resolve().parents[1] / "some/where")
     assert p.root == str(Path.home() / "ogb")
-    assert p.figures_dir == Path(p.out_dir) / "figures"
+    assert p.figures_dir.parent == Path(p.out_dir) / "figures"  # changed parameters
 
 
 def test_device_auto_and_unavailable_cuda(monkeypatch):
@@ -123,6 +123,71 @@ def test_from_namespace_takes_names_defined_after_the_snapshot(capsys):
     namespace["bogus"] = 1
     with pytest.raises(ValueError, match="unknown parameter.*'bogus'"):
         from_namespace(namespace, before)
+
+
+def test_from_namespace_prints_a_bad_parameter_first(capsys):
+    namespace: dict = {}
+    with pytest.raises(ValueError, match="batch_size"):
+        from_namespace(namespace | {"batch_size": -5}, set())
+    assert capsys.readouterr().err.startswith("Parameter error: batch_size")
+
+
+def test_default_parameters_write_figures_in_figures(tmp_path):
+    assert Params.from_mapping({"out_dir": str(tmp_path)}).figures_dir == tmp_path / "figures"
+    forced = Params.from_mapping({"out_dir": str(tmp_path), "force": True})
+    assert forced.figures_dir == tmp_path / "figures"  # re-measuring measures the same thing
+
+
+def test_other_parameters_never_write_over_the_default_figures(tmp_path):
+    base = {"out_dir": str(tmp_path)}
+    small = Params.from_mapping(base | {"scale": 0.002, "epochs": 1})
+    assert small.changed() == {"scale": 0.002, "epochs": 1}
+    folder = small.figures_dir
+    assert folder.parent == tmp_path / "figures" and folder.name.startswith("products-sim-0.002-")
+    assert Params.from_mapping(base | {"scale": 0.002, "epochs": 1}).figures_dir == folder
+    assert Params.from_mapping(base | {"scale": 0.002, "epochs": 2}).figures_dir != folder
+    named = Params.from_mapping(base | {"scale": 0.002, "figures_name": "mine"})
+    assert named.figures_dir == tmp_path / "figures" / "mine"
+    asked = Params.from_mapping(base | {"scale": 0.002, "figures_name": ""})
+    assert asked.figures_dir == tmp_path / "figures"
+    for name in ("smoke", "products", "paper"):
+        shipped = yaml.safe_load((PARAMS_DIR / f"{name}.yaml").read_text())
+        assert Params.from_mapping(shipped | base).figures_dir == tmp_path / "figures" / name
+    default = yaml.safe_load((PARAMS_DIR / "default.yaml").read_text())
+    assert Params.from_mapping(default | base).figures_dir == tmp_path / "figures"
+    assert Params.from_mapping(default | base | {"root": str(tmp_path)}).changed() == {}
+    assert Params().changed() == {}  # 'auto' and its resolved device are the same choice
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", ".", "..", "sp ace", 3])
+def test_figures_name_is_one_plain_folder(bad):
+    with pytest.raises(TypeError if bad == 3 else ValueError, match="figures_name"):
+        Params.from_mapping({"figures_name": bad})
+
+
+def test_figure_label_names_dataset_scale_machine_date_and_commit(tmp_path):
+    params = Params.from_mapping({"out_dir": str(tmp_path), "scale": 0.002})
+    record = {"env": {"cpu": "AMD EPYC", "cpu_count": 2, "gpu": None},
+              "created": "2026-11-25T21:00:00+00:00", "code": {"git_commit": "2ff166c0123"}}
+    assert experiments.figure_label(params, record) == \
+        "products-sim scale 0.002 · AMD EPYC (2 cores) · 2026-11-25 · 2ff166c"
+    record["env"] |= {"gpu": "NVIDIA H100", "gpu_count": 8}
+    label = experiments.figure_label(params, record, scales=[0.05, 1.0])
+    assert label.startswith("products-sim scale 0.05, 1 · AMD EPYC (2 cores), 8x NVIDIA H100")
+    ogb = Params.from_mapping({"out_dir": str(tmp_path), "dataset": "ogbn-products"})
+    assert experiments.figure_label(ogb, record).startswith("ogbn-products · AMD EPYC")
+    growth = experiments.figure_label(ogb, record, scales=[0.05])  # 08 measures products-sim
+    assert growth.startswith("products-sim scale 0.05 · ")
+
+
+def test_a_saved_figure_carries_its_label(tmp_path):
+    fig, ax = matplotlib.pyplot.subplots()
+    ax.plot([0, 1], [0, 1])
+    plots.save(fig, tmp_path / "f", "products-sim scale 0.002 · test machine")
+    plots.save(fig, tmp_path / "f", "products-sim scale 0.002 · test machine")  # once only
+    assert [t.get_text() for t in fig.texts] == ["products-sim scale 0.002 · test machine"]
+    assert (tmp_path / "f.png").stat().st_size > 1000
+    matplotlib.pyplot.close(fig)
 
 
 # --- store --------------------------------------------------------------------------------

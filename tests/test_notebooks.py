@@ -64,7 +64,7 @@ def stored_data(out_dir: Path, name: str) -> pd.DataFrame:
 
 
 def check_outputs(out_dir: Path, name: str) -> None:
-    figures = out_dir / "figures"
+    figures = out_dir / "figures" / "smoke"  # smoke.yaml's figures_name
     for stem in FIGURES.get(name, [name]):
         for ext in (".png", ".pdf"):
             assert (figures / f"{stem}{ext}").stat().st_size > 1000, stem + ext
@@ -105,7 +105,8 @@ def check_values(out_dir: Path, name: str) -> None:
         assert (alone["epoch_s_min"] <= alone["epoch_s"]).all()
         assert alone.set_index("pipeline").at["dgl", "speedup_vs_dgl"] == 1.0
     elif name == "04_scaling":
-        table = pd.read_csv(out_dir / "figures" / "04_scaling.csv").set_index("world size")
+        table = (pd.read_csv(out_dir / "figures" / "smoke" / "04_scaling.csv")
+                 .set_index("world size"))
         assert table.index.tolist() == [1, 64]
         assert table.at[1, "status"] == "run" and table.at[1, "dgl epoch (s)"] > 0
         assert math.isfinite(table.at[1, "speedup vs dgl (x)"])

@@ -16,6 +16,7 @@ from gnnrepro.models import MLP
 from gnnrepro.pipeline import STAGES, Loader
 from gnnrepro.sampling import FusedSampler
 from gnnrepro.training import TrainResult, train
+from gnnrepro.training.loop import EpochStats
 
 EPOCHS, BATCH, HIDDEN, LR = 4, 64, 64, 0.01
 SETTINGS = dict(epochs=EPOCHS, hidden=HIDDEN, lr=LR, seed=0)
@@ -151,3 +152,25 @@ def test_bad_dataset_loader_or_evaluator(dataset: datasets.Dataset,
             train(dataset, [1, 2, 3], sampler)
         with pytest.raises(TypeError, match="evaluator"):
             train(dataset, loader, NoFanouts())
+
+
+def test_summary_is_a_labelled_table_that_explains_a_wait_above_the_work():
+    stages = {"sample": {"work_s": 0.5, "exposed_s": 0.5},
+              "extract": {"work_s": 0.0956, "exposed_s": 0.1107},
+              "forward": {"work_s": 1.0, "exposed_s": 1.0},
+              "backward": {"work_s": 2.0, "exposed_s": 2.0}}
+    epochs = [EpochStats(epoch=e, epoch_s=3.5 - e, seeds_per_s=1000.0 * (e + 1),
+                         loss=1.5 / (e + 1), peak_rss_mb=1.0, peak_gpu_mb=None, stages=stages,
+                         loader_wait_s=0.6, val_acc=0.75 if e == 1 else None)
+              for e in range(2)]
+    result = TrainResult(params={"eval_methods": {"test": "layerwise"}}, epochs=epochs,
+                         val_acc=0.75, test_acc=0.7512, env={})
+    lines = result.summary().splitlines()
+    assert lines[0].split() == ["epoch", "time", "s", "seeds/s", "loss", "val", "acc"]
+    assert lines[1].split() == ["0", "3.50", "1000", "1.5000", "-"]
+    assert lines[2].split() == ["1", "2.50", "2000", "0.7500", "0.7500"]
+    assert "test acc 0.7512 (layerwise)" in lines[3]
+    assert lines[6].split() == ["extract:", "0.096", "0.111"]
+    assert lines[-1].startswith("(extract: the wait includes the loader's own time")
+    stages["extract"]["exposed_s"] = 0.05
+    assert "(extract" not in result.summary()

@@ -32,6 +32,7 @@ from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
+from gnnrepro.progress import Progress
 from gnnrepro.training import make_loader
 
 __all__ = ["STEP_NOTE", "format_table", "measure"]
@@ -82,13 +83,17 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     with contextlib.ExitStack() as stack:
         loaders = {name: stack.enter_context(contextlib.closing(
             make_loader(data, config.replace(pipeline=name)))) for name in pipelines}
-        for name, loader in loaders.items():  # warm-up: workers started, first-call costs
-            _epoch(loader, name, step_ms / 1e3)
         orders = round_orders(pipelines, rounds)
-        for order in orders:
-            for name in order:
-                epoch_s, counts[name] = _epoch(loaders[name], name, step_ms / 1e3)
-                seconds[name].append(epoch_s)
+        with Progress("bench loader", total=len(pipelines) * (rounds + 1),
+                      unit="epoch") as progress:
+            for name, loader in loaders.items():  # warm-up: workers started, first-call costs
+                _epoch(loader, name, step_ms / 1e3)
+                progress.update(note=f"{name} warm-up")
+            for index, order in enumerate(orders):
+                for name in order:
+                    epoch_s, counts[name] = _epoch(loaders[name], name, step_ms / 1e3)
+                    seconds[name].append(epoch_s)
+                    progress.update(note=f"round {index + 1}/{rounds}: {name} {epoch_s:.2f} s")
         described = {name: repr(loader) for name, loader in loaders.items()}
         resolved = {name: {"workers": getattr(loader, "workers", 0),
                            "prefetch": getattr(loader, "prefetch", None)}

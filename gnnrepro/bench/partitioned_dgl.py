@@ -29,6 +29,7 @@ from gnnrepro.datasets import load_scaled
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.partitioned.local import free_port
 from gnnrepro.models.graphsage import GraphSAGE
+from gnnrepro.progress import Progress
 from gnnrepro.sampling.args import stream_seed
 from gnnrepro.supervisor import ChildFailed, Supervisor, run_reporting
 
@@ -110,26 +111,29 @@ def _trainer(env: dict[str, str], graph_name: str, rank: int, world_size: int, p
         optimizer = torch.optim.Adam(trained.parameters(), lr=config.lr)
         train_loader = loader("train_mask", True, config.batch_size)
         epochs = []
-        for _ in range(config.epochs):
+        for epoch in range(config.epochs):
             start = time.perf_counter()
-            for input_nodes, seeds, blocks in train_loader:
-                x = g.ndata["feat"][input_nodes]
-                y = g.ndata["label"][seeds]
-                loss = torch.nn.functional.cross_entropy(
-                    trained([from_dgl_block(b, dgl.NID) for b in blocks], x), y)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
+            with Progress(f"DistDGL rank {rank} epoch {epoch}", unit="batches") as progress:
+                for input_nodes, seeds, blocks in train_loader:
+                    x = g.ndata["feat"][input_nodes]
+                    y = g.ndata["label"][seeds]
+                    loss = torch.nn.functional.cross_entropy(
+                        trained([from_dgl_block(b, dgl.NID) for b in blocks], x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    progress.update()
             epochs.append(time.perf_counter() - start)
         correct = torch.zeros(2, dtype=torch.int64)
         model.eval()
-        with torch.no_grad():
-            for input_nodes, seeds, blocks in loader("test_mask", False,
-                                                     config.eval_batch_size):
+        test_loader = loader("test_mask", False, config.eval_batch_size)
+        with torch.no_grad(), Progress(f"DistDGL rank {rank} test", unit="batches") as progress:
+            for input_nodes, seeds, blocks in test_loader:
                 pred = model([from_dgl_block(b, dgl.NID) for b in blocks],
                              g.ndata["feat"][input_nodes]).argmax(dim=1)
                 correct += torch.tensor([int((pred == g.ndata["label"][seeds]).sum()),
                                          seeds.numel()])
+                progress.update()
         torch.distributed.all_reduce(correct)
         torch.distributed.barrier()
         return {"epoch_s": epochs, "test_acc": correct[0].item() / max(correct[1].item(), 1)}

@@ -19,6 +19,7 @@ from gnnrepro.config import SETTINGS, check_placement, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
 from gnnrepro.graph import CSCGraph
+from gnnrepro.progress import Progress
 from gnnrepro.sampling import FusedSampler, MiniBatch, ReferenceSampler
 
 SAMPLERS = ("dgl-unfused", "dgl-fused", "reference", "fused")
@@ -99,18 +100,24 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
         set_dgl_threads(threads)
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
 
+    progress = Progress("bench sampling", total=len(contenders) * repeats * len(seed_sets),
+                        unit="batch")
+
     def observe(name: str, output) -> None:
         edges, inputs = output_counts(output)
         totals[name][0] += edges
         totals[name][1] += inputs
+        progress.update(note=name)
 
     indexed = list(enumerate(seed_sets))
     calls = {n: (lambda x, f=f: f(x[1], x[0])) for n, f in contenders.items()}
     seconds: dict[str, list[float]] = {}
-    for phase in ([n for n in calls if n not in ISOLATED], [n for n in calls if n in ISOLATED]):
-        if phase:
-            seconds |= time_interleaved({n: calls[n] for n in phase}, indexed, warmup=3,
-                                        repeats=repeats, observe=observe)
+    with progress:
+        for phase in ([n for n in calls if n not in ISOLATED],
+                      [n for n in calls if n in ISOLATED]):
+            if phase:
+                seconds |= time_interleaved({n: calls[n] for n in phase}, indexed, warmup=3,
+                                            repeats=repeats, observe=observe)
     result: dict = {
         "benchmark": "sampling",
         "params": {"dataset": dataset, "scale": scale if dataset == "products-sim" else None,

@@ -40,6 +40,7 @@ from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed import launch, unavailable
 from gnnrepro.distributed.memory import PSS_KINDS, machine_data_bytes
 from gnnrepro.env import environment
+from gnnrepro.progress import announce
 from gnnrepro.training import reduce_stages
 
 __all__ = ["MEMORY_METHOD", "format_table", "measure"]
@@ -84,6 +85,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                                    "skipped": unavailable(world_size, device)}
             if row["skipped"] is None:
                 settings = config.replace(pipeline=name, batch_size=rank_batch).to_dict()
+                announce(f"bench scaling: {name} on {world_size} rank(s)")
                 result = launch(world_size, data, **settings)
                 steady = result.epochs[1:] or result.epochs
                 row.update(

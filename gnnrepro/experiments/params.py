@@ -12,7 +12,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import hashlib
+import json
 import os
+import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +30,10 @@ from gnnrepro.distributed import unavailable
 __all__ = ["Params", "from_namespace", "runnable_world_sizes"]
 
 Check = Callable[[str, Any], Any]
+_FOLDER_NAME = re.compile(r"[A-Za-z0-9._-]+")
+# Parameters that do not change what is measured (where data and output live, re-measuring):
+# they never move the figures to a subfolder.
+_NOT_MEASURED = ("root", "out_dir", "force", "figures_name")
 
 
 def _check_path(name: str, value: Any) -> str:
@@ -74,6 +82,18 @@ def _scale(name: str, value: Any) -> float:
         except ValueError:
             raise TypeError(f"{name} must be a number, got {value!r}") from None
     return check_positive_float(name, value)
+
+
+def _figures_name(name: str, value: Any) -> Optional[str]:
+    """None, '' or one plain folder name (letters, digits, '.', '_', '-'; no path)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a folder name or None, got {type(value).__name__}")
+    if value and (not _FOLDER_NAME.fullmatch(value) or value in (".", "..")):
+        raise ValueError(f"{name} must be one folder name of letters, digits, '.', '_' and '-' "
+                         f"(no '/'), got {value!r}")
+    return value
 
 
 def _param(default: Any, check: Check, help: str) -> Any:
@@ -166,6 +186,12 @@ class Params:
     force: bool = _param(
         False, _bool, "re-measure even if results for these parameters and this code are "
                       "stored (once per make figures: runs shared by notebooks are kept)")
+    figures_name: Optional[str] = _param(
+        None, _figures_name,
+        "folder under figures/ for this run's figures and tables. None: figures/ itself "
+        "when every measured parameter has its default, else figures/<dataset>-<scale>-<hash "
+        "of the parameters>, so other runs never overwrite the committed figures; an empty "
+        "name writes into figures/ itself")
 
     @classmethod
     def names(cls) -> list[str]:
@@ -197,7 +223,33 @@ class Params:
 
     @property
     def figures_dir(self) -> Path:
-        return Path(self.out_dir) / "figures"
+        """figures/ for the default parameters (or figures_name ''), else a subfolder of it
+        named by figures_name or derived from the parameters that differ."""
+        base = Path(self.out_dir) / "figures"
+        name = self.figures_name
+        if name is None:
+            changed = self.changed()
+            if not changed:
+                return base
+            digest = hashlib.sha256(json.dumps(changed, sort_keys=True, default=str)
+                                    .encode()).hexdigest()[:8]
+            name = f"{self.dataset}-{self.scale:g}-{digest}"
+        return base / name if name else base
+
+    def changed(self) -> dict[str, Any]:
+        """The measured parameters whose value differs from the default's (device compared
+        after 'auto' is resolved), by name."""
+        defaults = Params()
+        changed = {}
+        for name in self.names():
+            if name in _NOT_MEASURED:
+                continue
+            value, default = getattr(self, name), getattr(defaults, name)
+            if name == "device":
+                value, default = resolve_device(value), resolve_device(default)
+            if value != default:
+                changed[name] = value
+        return changed
 
     @property
     def results_dir(self) -> Path:
@@ -237,6 +289,11 @@ def from_namespace(namespace: Mapping[str, Any], before: Iterable[str]) -> Param
     the notebook does not declare is an error here, not a warning lost in the log."""
     before = set(before)
     values = {k: v for k, v in namespace.items() if k not in before and not k.startswith("_")}
-    params = Params.from_mapping(values)
+    try:
+        params = Params.from_mapping(values)
+    except (TypeError, ValueError) as exc:
+        # First in the cell's output, before papermill's or IPython's traceback around it.
+        print(f"Parameter error: {exc}", file=sys.stderr)
+        raise
     print(params.describe())
     return params

@@ -81,6 +81,31 @@ class TrainResult:
         """Plain JSON-ready dict (str keys; str, int, float, bool, None, lists, dicts)."""
         return {k: v for k, v in asdict(self).items() if k != "state"}
 
+    def summary(self) -> str:
+        """A short labelled table for people: each epoch, then the last epoch's stages."""
+        lines = [f"{'epoch':>5} {'time s':>8} {'seeds/s':>9} {'loss':>7} {'val acc':>8}"]
+        for e in self.epochs:
+            val = "-" if e.val_acc is None else f"{e.val_acc:.4f}"
+            lines.append(f"{e.epoch:>5} {e.epoch_s:8.2f} {e.seeds_per_s:9.0f} {e.loss:7.4f} "
+                         f"{val:>8}")
+        lines.append(f"val acc {self.val_acc:.4f}, test acc {self.test_acc:.4f} "
+                     f"({self.params.get('eval_methods', {}).get('test', 'evaluated')})")
+        if self.epochs:
+            last = self.epochs[-1]
+            lines.append(f"last epoch's stages: {'work s':>8} {'waited s':>9}")
+            over = []
+            for stage, t in last.stages.items():
+                exposed = t["exposed_s"]
+                lines.append(f"{stage:>19}: {t['work_s']:8.3f} "
+                             f"{'-' if exposed is None else f'{exposed:.3f}':>9}")
+                if exposed is not None and exposed > t["work_s"]:
+                    over.append(stage)
+            if over:
+                lines.append(f"({', '.join(over)}: the wait includes the loader's own time "
+                             "around the stage, e.g. building the batch, so it can exceed "
+                             "the work)")
+        return "\n".join(lines)
+
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux

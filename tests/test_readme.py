@@ -1,0 +1,96 @@
+"""The README and docs/ cannot go stale: their Python examples run (at a tiny scale, in a temp
+data cache), every `python -m gnnrepro` and `-m gnnrepro.distributed` command in them parses
+with today's options, and every `make` target they name exists."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gnnrepro import __main__ as cli
+from gnnrepro.distributed import __main__ as distributed_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+TINY_SCALE = "0.002"
+# Python examples that start processes of their own (ranks) and are run by other tests
+# (tests/test_distributed.py runs `launch`), or are fragments of a page's larger example.
+NOT_RUN = {"docs/data-parallel.md": "launch() starts 4 ranks: tests/test_distributed.py",
+           "docs/storage.md": "a fragment: `data` and `sampler` come from the page's text"}
+
+
+def code_blocks(path: Path, language: str) -> list[str]:
+    """The fenced code blocks of `path` marked with `language`."""
+    blocks, current, marked = [], None, ""
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current, marked = [], line[3:].strip()
+            else:
+                if marked == language:
+                    blocks.append("\n".join(current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def shell_commands(path: Path) -> list[str]:
+    """Every line of the page's bash blocks with continuations joined; a command quoted in a
+    comment (`make x  # = python -m ...`) continues over the commented lines below it."""
+    commands = []
+    for block in code_blocks(path, "bash"):
+        joined = re.sub(r"\\\n\s*(#\s*)?", " ", block)
+        commands.extend(line for line in joined.splitlines() if line.strip())
+    return commands
+
+
+def cli_arguments(command: str, module: str) -> list[str] | None:
+    """The arguments after `-m <module>` in `command`, or None if it does not run it."""
+    found = re.search(rf"-m {re.escape(module)}(\s|$)", command)
+    return None if found is None else shlex.split(command[found.end():], comments=True)
+
+
+def page_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_cli_command_on_the_page_parses(page):
+    for command in shell_commands(page):
+        for module, parser in (("gnnrepro", cli.build_parser()),
+                               ("gnnrepro.distributed", distributed_cli.build_parser())):
+            args = cli_arguments(command, module)
+            if args is not None:
+                parser.parse_args(args)  # exits (SystemExit) on an option that is gone
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_make_target_on_the_page_exists(page):
+    targets = set(re.findall(r"^([a-z][a-z-]*):", (ROOT / "Makefile").read_text(), re.M))
+    named = set(re.findall(r"`make ([a-z][a-z-]*)", page.read_text()))
+    for command in shell_commands(page):
+        named |= set(re.findall(r"(?:^|\s)make ([a-z][a-z-]*)", command))
+    assert named <= targets, sorted(named - targets)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if code_blocks(p, "python")], ids=page_id)
+def test_the_python_examples_run(page, tmp_path):
+    if page_id(page) in NOT_RUN:
+        pytest.skip(NOT_RUN[page_id(page)])
+    for index, block in enumerate(code_blocks(page, "python")):
+        tiny = re.sub(r"scale=[0-9.]+", f"scale={TINY_SCALE}", block)
+        tiny = re.sub(r"epochs=\d+", "epochs=1", tiny)
+        script = tmp_path / f"example_{index}.py"
+        script.write_text(tiny)
+        run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=300,
+                             env=os.environ | {"GNNREPRO_DATA": str(tmp_path / "data"),
+                                               "GNNREPRO_PROGRESS": "off"})
+        assert run.returncode == 0, f"{page_id(page)} example {index}:\n{run.stderr[-3000:]}"
+        assert run.stdout.strip(), "the example prints what it shows"
