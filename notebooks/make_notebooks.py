@@ -9,11 +9,13 @@ tests/test_notebooks.py checks that the committed notebooks are what this script
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import sys
 from pathlib import Path
 
 import nbformat
 
+from gnnrepro.experiments import measurements
 from gnnrepro.experiments.params import Params
 
 HERE = Path(__file__).resolve().parent
@@ -189,15 +191,44 @@ plots.save(fig, params.figures_dir / "08_scale_growth",
 }
 
 
-def parameters_source() -> str:
-    """The parameters cell: `name: type = default  # help` per schema field."""
+# What each notebook's result depends on (the experiments' store keys); the output parameters
+# (where, re-measure, which folder) apply to every notebook.
+# (The package exports each experiment's function under its module's name: import the modules
+# by path.)
+def _key(module: str, name: str = "PARAMETERS") -> tuple[str, ...]:
+    return getattr(importlib.import_module(f"gnnrepro.experiments.{module}"), name)
+
+
+USED: dict[str, tuple[str, ...]] = {
+    "01_stage_breakdown": measurements.LADDER_KEY,
+    "02_sampling_speedup": _key("sampling_speedup"),
+    "03_end_to_end": _key("end_to_end", "ALONE_PARAMETERS"),
+    "04_scaling": _key("scaling"),
+    "05_sensitivity": _key("sensitivity"),
+    "06_storage": _key("storage"),
+    "07_partitioned": _key("partitioned"),
+    "08_scale_growth": _key("scale_growth"),
+}
+OUTPUT = ("out_dir", "force", "figures_name")
+OTHERS_NOTE = ("# The other notebooks' parameters: not used here, accepted so that one parameters "
+               "file (make figures -f ...) serves every notebook.")
+
+
+def parameters_source(name: str) -> str:
+    """Notebook `name`'s parameters cell: `name: type = default  # help` per schema field,
+    those the notebook uses first, then the rest under a comment saying it ignores them."""
     defaults = Params()
+    used = set(USED[name]) | set(OUTPUT)
+    fields = dataclasses.fields(Params)
     lines = []
-    for f in dataclasses.fields(Params):
-        # typing names would need an import to be evaluated in the notebook; quoted they are not
-        annotation = f'"{f.type}"' if "Optional" in f.type else f.type
-        lines.append(f"{f.name}: {annotation} = {getattr(defaults, f.name)!r}  "
-                     f"# {f.metadata['help']}")
+    for group in ([f for f in fields if f.name in used], [f for f in fields if f.name not in used]):
+        if group and lines:
+            lines.append(OTHERS_NOTE)
+        for f in group:
+            # typing names would need an import to be evaluated in the notebook; quoted not
+            annotation = f'"{f.type}"' if "Optional" in f.type else f.type
+            lines.append(f"{f.name}: {annotation} = {getattr(defaults, f.name)!r}  "
+                         f"# {f.metadata['help']}")
     return "\n".join(lines)
 
 
@@ -217,7 +248,7 @@ def build(name: str) -> nbformat.NotebookNode:
                        "language": "python"},
         "language_info": {"name": "python"}})
     nb.cells = [v4.new_markdown_cell(intro), v4.new_code_cell(IMPORTS),
-                v4.new_code_cell(parameters_source(), metadata={"tags": ["parameters"]}),
+                v4.new_code_cell(parameters_source(name), metadata={"tags": ["parameters"]}),
                 v4.new_code_cell(VALIDATE), *(v4.new_code_cell(src) for src in cells)]
     for i, cell in enumerate(nb.cells):
         cell.id = f"{name}-{i}"

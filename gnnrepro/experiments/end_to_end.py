@@ -67,7 +67,8 @@ def timeline_frame(meta: dict[str, Any]) -> pd.DataFrame:
                                                    "start_s", "end_s"])
 
 
-_ALONE_KEY = (*measurements.LADDER_KEY, "loader_rounds", "loader_step_ms")
+#: The parameters the pipeline-alone result depends on (its store key).
+ALONE_PARAMETERS = (*measurements.LADDER_KEY, "loader_rounds", "loader_step_ms")
 
 
 def pipeline_alone(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -89,7 +90,7 @@ def pipeline_alone(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         return pd.DataFrame(rows), {"step_ms": step, "step_note": note,
                                     "threads": result["params"]["threads"]}
 
-    return store.cached(f"{NAME}_pipeline_alone", params.key(_ALONE_KEY), compute,
+    return store.cached(f"{NAME}_pipeline_alone", params.key(ALONE_PARAMETERS), compute,
                         params.force)
 
 

@@ -19,7 +19,8 @@ __all__ = ["MACHINES", "NAME", "partitioned", "partitioned_table"]
 NAME = "07_partitioned"
 #: Machine counts, simulated on this host (torchrun agents over loopback).
 MACHINES = (1, 2)
-_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "threads", "seed")
+#: The parameters the result depends on (its store key; the notebook lists them first).
+PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "threads", "seed")
 
 
 def _row(system: str, machines: int, reason: str | None = None,
@@ -63,7 +64,7 @@ def partitioned(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         return data, {"partitions": {str(r["machines"]): r["partition"]
                                      for r in result["runs"]}}
 
-    return store.cached(NAME, params.key(_KEY), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
 
 
 def partitioned_table(data: pd.DataFrame) -> pd.DataFrame:

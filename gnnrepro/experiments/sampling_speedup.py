@@ -16,7 +16,8 @@ from gnnrepro.experiments.store import Store
 __all__ = ["NAME", "sampling_speedup", "speedup_table"]
 
 NAME = "02_sampling_speedup"
-_KEY = ("dataset", "compare_datasets", "scale", "root", "fanouts", "batch_size", "threads",
+#: The parameters the result depends on (its store key; the notebook lists them first).
+PARAMETERS = ("dataset", "compare_datasets", "scale", "root", "fanouts", "batch_size", "threads",
         "seed", "sampling_batches", "sampling_repeats")
 
 
@@ -46,7 +47,7 @@ def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                                  for k in ("num_nodes", "num_edges", "batches")}
         return pd.DataFrame(rows), {"datasets": datasets}
 
-    return store.cached(NAME, params.key(_KEY), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
 
 
 def speedup_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -25,7 +25,8 @@ NAME = "08_scale_growth"
 DATASET = "products-sim"
 #: system -> (its sampler in bench sampling, its pipeline in bench loader / end-to-end)
 SYSTEMS = {"ours": ("fused", "fused+pinned"), "dgl": ("dgl-fused", "dgl")}
-_KEY = ("growth_scales", "root", "fanouts", "batch_size", "epochs", "threads", "workers",
+#: The parameters the result depends on (its store key; the notebook lists them first).
+PARAMETERS = ("growth_scales", "root", "fanouts", "batch_size", "epochs", "threads", "workers",
         "worker_kind", "seed", "sampling_batches", "sampling_repeats", "loader_rounds")
 
 
@@ -59,7 +60,7 @@ def scale_growth(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                     "eval_methods": str(trained.get("eval_methods", {}))})
         return pd.DataFrame(rows), {"dataset": DATASET, "systems": SYSTEMS}
 
-    return store.cached(NAME, params.key(_KEY), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
 
 
 def growth_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -17,7 +17,8 @@ __all__ = ["NAME", "scaling", "scaling_table"]
 
 NAME = "04_scaling"
 PIPELINES = ("dgl", "fused+pinned")
-_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
+#: The parameters the result depends on (its store key; the notebook lists them first).
+PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
         "sampler_device", "feature_source", "gpus", "threads", "workers", "worker_kind",
         "streams", "seed")
 
@@ -70,7 +71,7 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                              oversubscribed=bool(run["oversubscribed"])))
         return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": result["num_train_ids"]}
 
-    return store.cached(NAME, params.key(_KEY), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
 
 
 def _mb(nbytes: float | None) -> float:

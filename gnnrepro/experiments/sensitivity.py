@@ -23,7 +23,8 @@ AXES = {"batch_size": "sweep_batch_sizes", "fanouts": "sweep_fanouts",
         "placement": "sweep_placements"}
 NO_STREAMS = "streams are CUDA streams; the device is cpu"
 NO_CUDA = "needs CUDA; the device is cpu"
-_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
+#: The parameters the result depends on (its store key; the notebook lists them first).
+PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
         "sampler_device", "feature_source", "threads", "workers", "worker_kind", "streams",
         "seed", *AXES.values())
 
@@ -76,7 +77,7 @@ def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                    "seeds_per_s", "test_acc", *(f"{stage}_s" for stage in STAGES)]
         return pd.DataFrame(rows, columns=columns), {"pipeline": pipeline}
 
-    return store.cached(NAME, params.key(_KEY), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
 
 
 def sensitivity_table(data: pd.DataFrame) -> pd.DataFrame:

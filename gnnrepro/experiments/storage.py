@@ -38,7 +38,8 @@ MAX_BATCH_SIZE = 128
 #: Batches read ahead by the disk store: one (each batch read ahead is held in memory, and at
 #: the default scale a batch is ~6% of the file, so more would not fit the cap).
 LOOKAHEAD = 1
-_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "threads", "seed")
+#: The parameters the result depends on (its store key; the notebook lists them first).
+PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "threads", "seed")
 
 
 def _bench(params: Params, store: Store, stores: list[str], budget: float,
@@ -88,7 +89,7 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                           "graphbolt_read_amplification": paper.GRAPHBOLT_READ_AMPLIFICATION}}
         return pd.DataFrame(rows), meta
 
-    return results.cached(NAME, params.key(_KEY), compute, params.force)
+    return results.cached(NAME, params.key(PARAMETERS), compute, params.force)
 
 
 def storage_table(data: pd.DataFrame) -> pd.DataFrame:
