@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -245,6 +244,21 @@ def error_message(exc: BaseException) -> tuple[str, bool]:
     return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__), usage
 
 
+def partition_table(manifest: dict[str, Any], out: Path) -> str:
+    """What `partition` wrote, for people: one row per part and the totals (the manifest in
+    `out` has it all)."""
+    stats = manifest["stats"]
+    lines = [f"{len(manifest['parts'])} part(s) in {out}: METIS {stats['metis_s']:.1f} s, all "
+             f"{stats['partition_s']:.1f} s, peak RSS {stats['peak_rss_mb'] / 1024:.1f} GB",
+             f"{'part':>4} {'owned nodes':>12} {'halo nodes':>11} {'edges':>12} {'train ids':>10}"]
+    for index, part in enumerate(manifest["parts"]):
+        lines.append(f"{index:>4} {part['num_owned']:>12} {part['num_halo']:>11} "
+                     f"{part['num_edges']:>12} {part['num_train']:>10}")
+    lines.append(f"edge cut {stats['edge_cut_fraction']:.1%} of the edges, halo "
+                 f"{stats['halo_fraction']:.1%} of the nodes; manifest: {out / 'manifest.json'}")
+    return "\n".join(lines)
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command."""
     data = {name: getattr(args, name) for name in DATA_OPTIONS}
@@ -252,8 +266,7 @@ def _run(args: argparse.Namespace) -> int:
         manifest = partition_dataset(load_scaled(args.dataset, args.root, args.scale),
                                      args.parts, args.out,
                                      overwrite=args.overwrite)
-        print(json.dumps({"out": str(args.out), "parts": manifest["parts"],
-                          "stats": manifest["stats"]}, indent=2))
+        print(partition_table(manifest, args.out))
         return 0
     result: dict[str, Any]
     if args.benchmark == "sampling":

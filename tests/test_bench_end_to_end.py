@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from gnnrepro.__main__ import main
+from gnnrepro.bench.end_to_end import format_table
 from gnnrepro.pipeline import STAGES
 from helpers import require_dgl
 
@@ -77,3 +78,13 @@ def test_bench_end_to_end_failures_raise_with_the_cause(capsys):
     assert "pipeline 'fused'" in err and "feature_source='uva' needs a CUDA device" in err
     lines = err.strip().splitlines()  # progress lines, then the error and its hint
     assert "Traceback" not in err and lines[-2].startswith("python -m gnnrepro: error: ")
+
+
+def test_format_table_explains_a_wait_above_the_work():
+    stages = {s: {"work_s": 1.0, "exposed_s": 0.5} for s in STAGES}
+    row = {"epoch_s": 3.0, "stages": stages, "test_acc": 0.8, "peak_rss_bytes": 2**30}
+    result = {"pipelines": {"dgl": row}, "speedup_vs_dgl": {"dgl": 1.0}}
+    assert format_table(result).splitlines()[-1] == \
+        "w/e: seconds of work / seconds the loop waited for it, per epoch"
+    stages["extract"] = {"work_s": 0.1, "exposed_s": 0.2}
+    assert "; dgl extract: the wait includes the loader's own time" in format_table(result)

@@ -123,8 +123,15 @@ def test_bad_arguments(small: Dataset, tmp_path: Path):
 def test_cli(data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture):
     assert main(["partition", "--dataset", "products-sim", "--scale", "0.003",
                  "--root", str(data_root), "--parts", "2", "--out", str(tmp_path / "p")]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert set(report["stats"]) >= {"partition_s", "peak_rss_mb", "edge_cut",
-                                    "halo_fraction"}
+    table = capsys.readouterr().out.splitlines()
+    manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
+    assert table[0].startswith(f"2 part(s) in {tmp_path / 'p'}: METIS ")
+    assert table[1].split() == ["part", "owned", "nodes", "halo", "nodes", "edges", "train",
+                                "ids"]
+    for index, part in enumerate(manifest["parts"]):
+        assert table[2 + index].split() == [str(index), str(part["num_owned"]),
+                                            str(part["num_halo"]), str(part["num_edges"]),
+                                            str(part["num_train"])]
+    assert table[-1].startswith(f"edge cut {manifest['stats']['edge_cut_fraction']:.1%}")
     assert load_partition(tmp_path / "p", dataset="products-sim",
                           dataset_params={"scale": 0.003, "seed": 0}).num_parts == 2

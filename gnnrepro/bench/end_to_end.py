@@ -35,6 +35,7 @@ from gnnrepro.env import environment
 from gnnrepro.pipeline.spans import STAGES
 from gnnrepro.supervisor import ChildFailed, Heartbeat, Supervisor, run_reporting
 from gnnrepro.training import reduce_stages, run_training
+from gnnrepro.training.profiler import WAIT_ABOVE_WORK
 
 __all__ = ["format_table", "measure"]
 
@@ -160,10 +161,13 @@ def format_table(result: dict[str, Any]) -> str:
     head = (f"{'pipeline':<13} {'epoch s':>8} {'vs dgl':>7} "
             + " ".join(f"{s + ' w/e':>14}" for s in STAGES) + f" {'test acc':>9} {'peak RSS':>9}")
     lines = [head]
+    over = []
     for name, r in result["pipelines"].items():
         cells = []
         for stage in STAGES:
             work, exposed = r["stages"][stage]["work_s"], r["stages"][stage]["exposed_s"]
+            if exposed is not None and exposed > work:
+                over.append(f"{name} {stage}")
             cells.append(f"{work:6.2f}/{'  -  ' if exposed is None else f'{exposed:5.2f}':>6}"
                          .rjust(14))
         speedup = result["speedup_vs_dgl"].get(name)
@@ -174,4 +178,6 @@ def format_table(result: dict[str, Any]) -> str:
         if name != "dgl" and len(ratios) > 1:
             lines.append(f"{name} vs dgl per round: {min(ratios):.2f}x-{max(ratios):.2f}x "
                          f"(median {statistics.median(ratios):.2f}x)")
+    lines.append("w/e: seconds of work / seconds the loop waited for it, per epoch"
+                 + (f"; {', '.join(over)}: {WAIT_ABOVE_WORK}" if over else ""))
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from gnnrepro.pipeline.spans import Span
 from gnnrepro.progress import Progress
 from gnnrepro.sampling.args import stream_seed
 from gnnrepro.training.evaluate import accuracy, choose_eval_method, rank_and_world
-from gnnrepro.training.profiler import StageTimer
+from gnnrepro.training.profiler import WAIT_ABOVE_WORK, StageTimer
 
 __all__ = ["EpochStats", "TrainResult", "build_model", "train", "train_epoch"]
 
@@ -101,9 +101,7 @@ class TrainResult:
                 if exposed is not None and exposed > t["work_s"]:
                     over.append(stage)
             if over:
-                lines.append(f"({', '.join(over)}: the wait includes the loader's own time "
-                             "around the stage, e.g. building the batch, so it can exceed "
-                             "the work)")
+                lines.append(f"({', '.join(over)}: {WAIT_ABOVE_WORK})")
         return "\n".join(lines)
 
 

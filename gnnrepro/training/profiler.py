@@ -38,6 +38,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+#: Why a stage's waited time can exceed its work (in-process loading): the wait for next()
+#: also covers the loader's own time around the stage, such as building the batch.
+WAIT_ABOVE_WORK = ("the wait includes the loader's own time around the stage (building the "
+                   "batch), so it can exceed the work")
+
 from gnnrepro.pipeline.spans import STAGES, Span
 from gnnrepro.sampling.block import MiniBatch
 
