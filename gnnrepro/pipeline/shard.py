@@ -26,7 +26,14 @@ import math
 
 from gnnrepro.checks import check_bool, check_int
 
-__all__ = ["ShardPlan"]
+__all__ = ["ShardPlan", "rank_batch_id"]
+
+
+def rank_batch_id(epoch: int, step: int, steps: int, world_size: int, rank: int) -> int:
+    """The sampler's batch id of `rank`'s batch `step` of `epoch` (of `steps` per epoch):
+    unique across ranks and epochs, `epoch * steps + step` with one rank. Every loader that
+    shards batches between ranks (this plan, the partitioned loader) numbers them so."""
+    return (epoch * steps + step) * world_size + rank
 
 
 class ShardPlan:
@@ -69,7 +76,7 @@ class ShardPlan:
 
     def batch_id(self, epoch: int, step: int) -> int:
         """The sampler's batch id for this rank's batch `step` of `epoch` (unique per rank)."""
-        return (epoch * self.steps + step) * self.world_size + self.rank
+        return rank_batch_id(epoch, step, self.steps, self.world_size, self.rank)
 
     @property
     def max_batch_size(self) -> int:

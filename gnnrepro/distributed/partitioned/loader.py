@@ -20,6 +20,7 @@ from gnnrepro.checks import check_int
 from gnnrepro.distributed.partitioned.features import PartitionedFeatures
 from gnnrepro.distributed.partitioned.sampler import PartitionedSampler
 from gnnrepro.pipeline.loader import epoch_order
+from gnnrepro.pipeline.shard import rank_batch_id
 from gnnrepro.pipeline.spans import Span
 from gnnrepro.sampling.args import stream_seed
 from gnnrepro.sampling.block import MiniBatch
@@ -87,7 +88,7 @@ class PartitionedLoader:
         for step in range(self.steps):
             stop = None if step == self.steps - 1 else (step + 1) * self.batch_size
             seeds = self.share[order[step * self.batch_size: stop]]
-            yield (epoch * self.steps + step) * self.world_size + self.rank, seeds
+            yield rank_batch_id(epoch, step, self.steps, self.world_size, self.rank), seeds
 
     def __iter__(self) -> Iterator[MiniBatch]:
         epoch, self._epoch = self._epoch, self._epoch + 1
