@@ -8,8 +8,9 @@ work inline in Jupyter and headless (Agg).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -20,10 +21,12 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from gnnrepro.atomic import write_atomic
+from gnnrepro.experiments.labels import figure_label
+from gnnrepro.experiments.params import Params
 
-__all__ = ["STYLE", "end_to_end_bars", "growth_lines", "partitioned_lines", "pipeline_alone_bars", "save",
-           "scaling_lines", "sensitivity_bars", "speedup_bars", "stage_bars", "storage_lines",
-           "timeline"]
+__all__ = ["STYLE", "end_to_end_bars", "growth_lines", "partitioned_lines", "pipeline_alone_bars",
+           "save", "save_figure", "scaling_lines", "sensitivity_bars", "speedup_bars",
+           "stage_bars", "storage_lines", "timeline"]
 
 _OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442",
               "#000000", "#999999"]
@@ -423,3 +426,10 @@ def save(fig: Figure, stem: Path | str, label: str | None = None) -> list[Path]:
             tmp, format=f, bbox_inches="tight", **o))
         paths.append(path)
     return paths
+
+
+def save_figure(fig: Figure, params: Params, record: Mapping[str, Any], stem: str,
+                scales: Sequence[float] | None = None) -> list[Path]:
+    """A notebook's figure: params.figures_dir/stem.{png,pdf} (beside its tables), labelled
+    by gnnrepro.experiments.figure_label(params, record, scales)."""
+    return save(fig, params.figures_dir / stem, figure_label(params, record, scales))

@@ -43,8 +43,7 @@ experiments.write_table(table, params.figures_dir / "01_stage_breakdown",
                                 "sample + extract in each pipeline.")
 table""", """\
 fig = plots.stage_bars(data)
-plots.save(fig, params.figures_dir / "01_stage_breakdown",
-           experiments.figure_label(params, meta))"""]),
+plots.save_figure(fig, params, meta, "01_stage_breakdown")"""]),
     "02_sampling_speedup": (
         "Sampling speedup",
         "DGL's samplers (dgl-unfused: sample_neighbors + to_block, the pair the paper fuses; "
@@ -59,8 +58,7 @@ experiments.write_table(table, params.figures_dir / "02_sampling_speedup",
                                 f"(paper: {paper.SAMPLING_SPEEDUP:.2f}x vs DGL).")
 table""", """\
 fig = plots.speedup_bars(data, paper.SAMPLING_SPEEDUP)
-plots.save(fig, params.figures_dir / "02_sampling_speedup",
-           experiments.figure_label(params, meta))"""]),
+plots.save_figure(fig, params, meta, "02_sampling_speedup")"""]),
     "03_end_to_end": (
         "End-to-end training",
         "Epoch time of the ablation ladder: DGL's pipeline, fused sampling, fused sampling with "
@@ -77,11 +75,9 @@ experiments.write_table(table, params.figures_dir / "03_end_to_end",
                                 f"(paper: {paper.END_TO_END_SPEEDUP:.2f}x) and accuracy.")
 table""", """\
 fig = plots.end_to_end_bars(data, paper.END_TO_END_SPEEDUP)
-plots.save(fig, params.figures_dir / "03_end_to_end",
-           experiments.figure_label(params, meta))""", """\
+plots.save_figure(fig, params, meta, "03_end_to_end")""", """\
 fig = plots.timeline(experiments.timeline_frame(meta))
-plots.save(fig, params.figures_dir / "03_end_to_end_timeline",
-           experiments.figure_label(params, meta))""", """\
+plots.save_figure(fig, params, meta, "03_end_to_end_timeline")""", """\
 # The pipeline alone: every batch of an epoch delivered with no model (what a GPU trainer
 # would wait for), DGL's DataLoader beside ours.
 alone, alone_meta = experiments.pipeline_alone(params)
@@ -91,8 +87,7 @@ experiments.write_table(table, params.figures_dir / "03_pipeline_alone",
                                 f"({alone_meta['step_note']}).")
 table""", """\
 fig = plots.pipeline_alone_bars(alone, alone_meta["step_note"])
-plots.save(fig, params.figures_dir / "03_pipeline_alone",
-           experiments.figure_label(params, alone_meta))"""]),
+plots.save_figure(fig, params, alone_meta, "03_pipeline_alone")"""]),
     "04_scaling": (
         "Multi-GPU scaling",
         "Epoch time and speedup over DGL per world size. The paper reports 1.10x, 1.16x and "
@@ -109,8 +104,7 @@ experiments.write_table(table, params.figures_dir / "04_scaling",
                                 "the paper's, and memory per added rank.")
 table""", """\
 fig = plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"])
-plots.save(fig, params.figures_dir / "04_scaling",
-           experiments.figure_label(params, meta))"""]),
+plots.save_figure(fig, params, meta, "04_scaling")"""]),
     "05_sensitivity": (
         "Sensitivity",
         "The fused+pinned pipeline's epoch time as batch size, fanouts, workers and streams "
@@ -123,8 +117,7 @@ experiments.write_table(table, params.figures_dir / "05_sensitivity",
                                 "varied at a time.")
 table""", """\
 fig = plots.sensitivity_bars(data)
-plots.save(fig, params.figures_dir / "05_sensitivity",
-           experiments.figure_label(params, meta))"""]),
+plots.save_figure(fig, params, meta, "05_sensitivity")"""]),
     "06_storage": (
         "Features larger than memory",
         "Feature stores when the features do not fit in the memory a process may use (a "
@@ -152,8 +145,7 @@ ceiling = meta["device_ceiling"]
 row_ceiling = max((v["iops"] for k, v in ceiling.items() if k.endswith("qd32")
                    and v["block"] <= 512), default=None)
 fig = plots.storage_lines(data, meta["budgets"][0], row_ceiling, paper.GIDS_SPEEDUP_VS_MMAP)
-plots.save(fig, params.figures_dir / "06_storage",
-           experiments.figure_label(params, meta))"""]),
+plots.save_figure(fig, params, meta, "06_storage")"""]),
     "07_partitioned": (
         "Partitioned training",
         "Training on a graph partitioned across machines (DistDGLv2's setting), here 1 and 2 "
@@ -169,8 +161,7 @@ experiments.write_table(table, params.figures_dir / "07_partitioned",
                                 "DGL's DistDGL.")
 table""", """\
 fig = plots.partitioned_lines(data)
-plots.save(fig, params.figures_dir / "07_partitioned",
-           experiments.figure_label(params, meta))"""]),
+plots.save_figure(fig, params, meta, "07_partitioned")"""]),
     "08_scale_growth": (
         "How cost grows with the graph",
         "Ours beside DGL's on products-sim at each of `growth_scales` (1.0 is ogbn-products' "
@@ -186,8 +177,7 @@ experiments.write_table(table, params.figures_dir / "08_scale_growth",
                                 "the smallest scale.")
 table""", """\
 fig = plots.growth_lines(data)
-plots.save(fig, params.figures_dir / "08_scale_growth",
-           experiments.figure_label(params, meta, scales=params.growth_scales))"""]),
+plots.save_figure(fig, params, meta, "08_scale_growth", scales=params.growth_scales)"""]),
 }
 
 

@@ -39,3 +39,4 @@ def figure_label(params: Params, record: Mapping[str, Any],
     if commit:
         parts.append(str(commit)[:7])
     return " · ".join(parts)
+
