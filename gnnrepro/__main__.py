@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
-from gnnrepro.bench import end_to_end, loader, partitioned, sampling_speed, scaling, storage
+from gnnrepro.bench import (disk_training, end_to_end, loader, partitioned, sampling_speed,
+                            scaling, storage)
 from gnnrepro.checks import check_int
 from gnnrepro.config import (FEATURE_STORES, PIPELINES, TrainConfig, add_options, list_of,
                              resolve_threads)
@@ -172,7 +173,46 @@ def build_parser() -> argparse.ArgumentParser:
                     help="batches of the end-to-end training epoch")
     st.add_argument("--epoch-seconds", type=float, default=30.0,
                     help="stop a store's measured gather epoch after this long")
-    for sub in (s, t, ld, c, d, st):
+    dt = kinds.add_parser("disk-training", help="GraphSAGE trained with features larger than "
+                                                "memory (igb-sim), no memory cap: disk store "
+                                                "vs mmap (normal, random) vs LMDB")
+    add_options(dt, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=1.0,
+                dataset="igb-sim", fanouts=[10, 5, 5])
+    dt.add_argument("--stores", type=_names(disk_training.STORES),
+                    default=list(disk_training.STORES),
+                    help=f"comma-separated subset of {','.join(disk_training.STORES)}")
+    dt.add_argument("--budget-fraction", type=float, default=0.10,
+                    help="disk store's hot set + cache, as a fraction of the feature file")
+    dt.add_argument("--hot-policy", choices=("degree", "pagerank"), default="degree")
+    dt.add_argument("--gather-batches", type=_arg_type(_count(1), "gather_batches"),
+                    default=10, help="batches gathered back to back (disk store)")
+    dt.add_argument("--train-batches", type=_arg_type(_count(1), "train_batches"),
+                    default=200, help="training steps (disk store); the epoch is extrapolated")
+    dt.add_argument("--baseline-gather-batches", default=2,
+                    type=_arg_type(_count(1), "baseline_gather_batches"),
+                    help="batches gathered back to back by the baselines")
+    dt.add_argument("--baseline-train-batches", default=2,
+                    type=_arg_type(_count(1), "baseline_train_batches"),
+                    help="training steps of the baselines (mmap, mmap-random, LMDB)")
+    dt.add_argument("--baseline-seconds", type=float, default=300.0,
+                    help="a baseline gathers for at most this long, and trains only if one "
+                         "step's gather fits in it")
+    dt.add_argument("--eval-ids", type=_arg_type(_count(0), "eval_ids"), default=4096,
+                    help="test (and val) ids evaluated through the disk store")
+    dt.add_argument("--check-batches", type=_arg_type(_count(0), "check_batches"), default=2,
+                    help="sampled batches whose rows are checked against regenerated rows")
+    dt.add_argument("--workers", type=_arg_type(_count(0), "workers"), default=0,
+                    help="Loader worker threads (0: gather in the training loop)")
+    dt.add_argument("--lookahead", type=_arg_type(_count(0), "lookahead"), default=1,
+                    help="batches the disk store reads ahead (each one's rows are held in "
+                         "memory: a batch is ~0.9 GB at igb-sim 1.0)")
+    dt.add_argument("--no-read-ahead", action="store_true",
+                    help="do not announce upcoming batches to the disk store")
+    dt.add_argument("--thread-cache", choices=("shared", "per-thread"), default="shared",
+                    help="worker threads share the disk store's CLOCK cache or keep one each")
+    dt.add_argument("--queue-depth", type=_arg_type(_count(1), "queue_depth"), default=128)
+    dt.add_argument("--io-threads", type=_arg_type(_count(1), "io_threads"), default=16)
+    for sub in (s, t, ld, c, d, st, dt):
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
 
     p = commands.add_parser("partition", help="METIS partitions with 1-hop halos and a "
@@ -303,6 +343,19 @@ def _run(args: argparse.Namespace) -> int:
                              train_batches=args.train_batches,
                              epoch_seconds=args.epoch_seconds)
         print(storage.format_table(result))
+    elif args.benchmark == "disk-training":
+        result = disk_training.measure(
+            **data, fanouts=args.fanouts, batch_size=args.batch_size, stores=args.stores,
+            budget_fraction=args.budget_fraction, hot_policy=args.hot_policy,
+            gather_batches=args.gather_batches, train_batches=args.train_batches,
+            baseline_gather_batches=args.baseline_gather_batches,
+            baseline_train_batches=args.baseline_train_batches, eval_ids=args.eval_ids,
+            check_batches=args.check_batches, workers=args.workers, lookahead=args.lookahead,
+            read_ahead=not args.no_read_ahead, thread_cache=args.thread_cache,
+            baseline_seconds=args.baseline_seconds,
+            io_threads=args.io_threads, queue_depth=args.queue_depth,
+            threads=resolve_threads(args.threads), seed=args.seed)
+        print(disk_training.format_table(result))
     else:
         result = scaling.measure(_config(args), **data, ranks=args.ranks,
                                  pipelines=args.pipelines, per_rank_batch=args.per_rank_batch)

@@ -362,7 +362,8 @@ def partitioned_lines(data: pd.DataFrame) -> Figure:
     return fig
 
 
-STORE_COLORS = {"memory": "#009E73", "disk": "#0072B2", "mmap": "#D55E00", "lmdb": "#CC79A7"}
+STORE_COLORS = {"memory": "#009E73", "disk": "#0072B2", "mmap": "#D55E00", "lmdb": "#CC79A7",
+                "mmap-random": "#E69F00"}
 
 
 def storage_lines(data: pd.DataFrame, budget: float, ceiling_rows_per_s: float | None,
@@ -402,6 +403,36 @@ def storage_lines(data: pd.DataFrame, budget: float, ceiling_rows_per_s: float |
         _note(right, "no end-to-end epoch was run")
     right.set_ylabel("epoch time (s)")
     right.set_xlabel("feature store")
+    return fig
+
+
+def disk_training_bars(data: pd.DataFrame, table_vs_memory: float,
+                       gids_speedup: float) -> Figure:
+    """Left: gather rows/s per store (log), the disk store's ratio to mmap beside GIDS's.
+    Right: seconds per training step per store (log; "> x": a lower bound, the step was not
+    run), stores not run noted (06_storage, larger than memory)."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.6))
+    ok = data[data["error"].isna()]
+    colors = [STORE_COLORS.get(x) for x in ok["store"]]
+    for ax, column, label in ((left, "rows_per_s", "rows gathered / s (log)"),
+                              (right, "batch_s", "seconds per training step (log)")):
+        bars = ax.bar(ok["store"], ok[column], 0.6, color=colors)
+        run = ok["step_run"] if column == "batch_s" else [True] * len(ok)
+        ax.bar_label(bars, labels=[f"{v:.3g}" if r else f"> {v:.3g}"
+                                   for v, r in zip(ok[column], run)], fontsize=8, padding=1)
+        ax.set_yscale("log")
+        ax.set_ylabel(label)
+        ax.set_xlabel("feature store")
+        ax.margins(y=0.2)
+    ratio = ok.loc[ok["store"] == "disk", "gather_vs_mmap"]
+    title = f"Features {table_vs_memory:.2f}x memory"
+    if len(ratio) and pd.notna(ratio.iloc[0]):
+        title += f": disk {float(ratio.iloc[0]):.0f}x mmap (GIDS: {gids_speedup:.0f}x)"
+    left.set_title(title, fontsize=9)
+    right.set_title("Training steps (GraphSAGE 10,5,5, batch 1024)", fontsize=9)
+    missing = data[data["error"].notna()]
+    if len(missing):
+        _note(right, "not run: " + ", ".join(missing["store"]))
     return fig
 
 

@@ -2,6 +2,7 @@
 cache, prefetch), the feature file, the mmap and LMDB baselines, and their failure modes."""
 from __future__ import annotations
 
+import copy
 import errno
 import os
 import pickle
@@ -13,9 +14,9 @@ import pytest
 import torch
 
 from gnnrepro import _ops
+from gnnrepro.feature_file import read_header, write_feature_file
 from gnnrepro.features import DiskFeatureStore, MmapFeatureStore, open_feature_store
 from gnnrepro.features.baseline_stores import LmdbFeatureStore, write_lmdb
-from gnnrepro.features.feature_file import read_header, write_feature_file
 from gnnrepro.features.hot import hot_nodes
 from gnnrepro.features.row_cache import ClockCache
 from gnnrepro.pipeline import Loader
@@ -309,7 +310,7 @@ def test_loader_uses_a_disk_store_unchanged(dataset, tmp_path) -> None:
     assert store.stats.hot_hits and store.stats.rows_read and store.stats.prefetch_hits
     assert "disk" in lanes
     # Worker processes receive the store pickled: the hot set shared, the file reopened;
-    # worker threads each gather with a copy made the same way (the cache is not thread-safe).
+    # worker threads each gather with a copy.copy (own reader, shared hot set and cache).
     for kind, workers in (("process", 1), ("thread", 2)):
         with Loader(dataset, sampler, "cpu", 256, workers=workers, feature_store=store,
                     worker_kind=kind) as loader:
@@ -317,6 +318,36 @@ def test_loader_uses_a_disk_store_unchanged(dataset, tmp_path) -> None:
                 assert torch.equal(mb.x, dataset.features[mb.input_nodes])
     with pytest.raises(ValueError, match="feature_store"):
         Loader(dataset, sampler, "cpu", 128, feature_store="tape")
+
+
+@pytest.mark.parametrize("read_ahead", [True, False])
+@pytest.mark.parametrize("thread_cache", ["shared", "per-thread"])
+def test_worker_threads_read_ahead_and_share_one_cache(dataset, tmp_path, read_ahead,
+                                                      thread_cache) -> None:
+    store = open_feature_store("disk", dataset, path=tmp_path / "f.gnnf", hot_bytes=40_000,
+                               cache_bytes=200_000, thread_cache=thread_cache)
+    twin = copy.copy(store)
+    assert (twin.cache is store.cache) == (thread_cache == "shared")
+    assert twin.reader is not store.reader and twin.stats is store.stats
+    assert twin.hot is store.hot
+    twin.close()
+    sampler = FusedSampler(dataset.graph, [5, 5], seed=0)
+    with Loader(dataset, sampler, "cpu", 64, workers=2, worker_kind="thread", prefetch=6,
+                feature_store=store, read_ahead=read_ahead) as loader:
+        for epoch in range(2):
+            for i, mb in enumerate(loader):
+                assert torch.equal(mb.x, dataset.features[mb.input_nodes])
+                if epoch == 0 and i == 3:
+                    break  # abandoned with reads announced: the threads discard them
+    stats = store.reset_stats()
+    assert stats.rows > 0  # the threads' copies count into the store's counters
+    assert (stats.prefetch_hits > 0) == read_ahead  # rows of batches announced ahead
+    # the threads filled the store's own cache only when they share it
+    assert bool((store.cache.owner >= 0).any()) == (thread_cache == "shared")
+    assert store.reset_stats().rows == 0
+    with pytest.raises(ValueError, match="thread_cache"):
+        open_feature_store("disk", dataset, path=tmp_path / "f.gnnf", thread_cache="global")
+    store.close()
 
 
 def test_store_survives_pickling(files, table) -> None:

@@ -150,7 +150,7 @@ def test_other_parameters_never_write_over_the_default_figures(tmp_path):
     assert named.figures_dir == tmp_path / "figures" / "mine"
     asked = Params.from_mapping(base | {"scale": 0.002, "figures_name": ""})
     assert asked.figures_dir == tmp_path / "figures"
-    for name in ("smoke", "products", "paper"):
+    for name in ("smoke", "products", "paper", "larger-than-memory"):
         shipped = yaml.safe_load((PARAMS_DIR / f"{name}.yaml").read_text())
         assert Params.from_mapping(shipped | base).figures_dir == tmp_path / "figures" / name
     default = yaml.safe_load((PARAMS_DIR / "default.yaml").read_text())

@@ -4,6 +4,7 @@ by cost, says which it used, and refuses what it cannot run."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import pytest
 import torch
@@ -12,6 +13,8 @@ from helpers import random_graph
 
 from gnnrepro import CSCGraph
 from gnnrepro.datasets import Dataset
+from gnnrepro.feature_file import write_feature_file
+from gnnrepro.features import DiskFeatureStore, FeatureStore, InMemoryFeatureStore
 from gnnrepro.models import MLP, GraphSAGE
 from gnnrepro.pipeline import Loader
 from gnnrepro.sampling import FusedSampler
@@ -138,3 +141,61 @@ def test_train_says_which_method_each_split_used(dataset: Dataset) -> None:
     with contextlib.closing(Loader(dataset, sampler, "cpu", 64, seed=0)) as loader:
         with pytest.raises(ValueError, match="eval_method must be one of"):
             train(dataset, loader, sampler, epochs=1, eval_method="exact")
+
+
+class _CountingStore(FeatureStore):
+    """The real rows behind a store that is not the in-memory one (so nothing reads its table
+    directly), counting the rows gathered."""
+
+    thread_use = "share"
+
+    def __init__(self, rows: torch.Tensor):
+        self.rows = InMemoryFeatureStore(rows.clone(), share=False, pin=False)
+        self.rows_gathered = 0
+        self.num_nodes, self.dim, self.dtype = rows.shape[0], rows.shape[1], rows.dtype
+
+    num_nodes = dim = dtype = None  # set per object
+
+    def nbytes(self) -> int:
+        return self.rows.nbytes()
+
+    def gather(self, ids, out=None):
+        self.rows_gathered += len(ids)
+        return self.rows.gather(ids, out)
+
+
+@pytest.mark.parametrize("method", ["sampled", "layerwise"])
+def test_evaluation_reads_rows_through_the_store(dataset: Dataset, tmp_path, method) -> None:
+    sampler = FusedSampler(dataset.graph, [4, 3], seed=0)
+    model = _model(dataset.num_features, 16, dataset.num_classes, 2)
+    ids, cpu = dataset.test_idx, torch.device("cpu")
+    expected = accuracy(model, dataset, sampler, ids, cpu, 97, method=method)
+    # a disk store over a file of the same rows gives the same accuracy ...
+    disk = DiskFeatureStore(write_feature_file(tmp_path / "f.gnnf", dataset.features).path,
+                            cache_bytes=1 << 16, direct=False)
+    assert accuracy(model, dataset, sampler, ids, cpu, 97, method=method,
+                    store=disk) == expected
+    disk.close()
+    # ... and the rows really come from the store: the dataset's own table is not read
+    blank = dataclasses.replace(dataset, features=torch.zeros_like(dataset.features))
+    store = _CountingStore(dataset.features)
+    assert accuracy(model, blank, sampler, ids, cpu, 97, method=method,
+                    store=store) == expected
+    assert store.rows_gathered > 0
+
+
+def test_train_evaluates_through_the_loaders_store(dataset: Dataset) -> None:
+    sampler = FusedSampler(dataset.graph, [4, 3], seed=0)
+    blank = dataclasses.replace(dataset, features=torch.zeros_like(dataset.features))
+    results = []
+    for data, store in ((dataset, "memory"), (blank, _CountingStore(dataset.features))):
+        with contextlib.closing(Loader(data, sampler, "cpu", 256, seed=0,
+                                       feature_store=store)) as loader:
+            results.append(train(data, loader, sampler, epochs=1, hidden=16, seed=0,
+                                 eval_method="sampled"))
+    # the same batches and rows (from the store), so the same weights and accuracies; had
+    # evaluation read `blank`'s zeros, the accuracies would differ
+    for name, value in results[0].state.items():
+        assert torch.equal(value, results[1].state[name])
+    assert (results[1].val_acc, results[1].test_acc) == (results[0].val_acc,
+                                                         results[0].test_acc)

@@ -17,7 +17,7 @@ from pathlib import Path
 #: Lowest first. A part imports only parts of its own or a lower layer.
 LAYERS: list[set[str]] = [
     {"_C", "_ops", "_meta", "checks", "atomic", "env", "graph", "supervisor", "pinning",
-     "progress"},
+     "progress", "feature_file"},
     {"datasets"},
     {"sampling"},
     {"features"},

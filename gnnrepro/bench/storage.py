@@ -357,7 +357,7 @@ def measure(*, dataset: str = "products-sim", scale: float = 0.25, root: str | N
     from gnnrepro.env import environment
     from gnnrepro.features import InMemoryFeatureStore
     from gnnrepro.features.factory import feature_file_for
-    from gnnrepro.features.feature_file import block_size_of, read_header
+    from gnnrepro.feature_file import block_size_of, read_header
     fanouts = fanouts or [15, 10, 5]
     stores = stores or list(STORES)
     for s in stores:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.igb_sim import NAME as IGB_SIM
+from gnnrepro.datasets.igb_sim import load_igb_sim
 from gnnrepro.datasets.ogb_loader import OGB_DATASETS, load_ogb
 from gnnrepro.datasets.products_sim import NAME as PRODUCTS_SIM
 from gnnrepro.datasets.products_sim import load_products_sim
@@ -19,6 +21,7 @@ __all__ = ["Dataset", "KNOWN_DATASETS", "load", "load_scaled"]
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {
     PRODUCTS_SIM: load_products_sim,
+    IGB_SIM: load_igb_sim,
     **{name: functools.partial(load_ogb, name) for name in OGB_DATASETS},
 }
 KNOWN_DATASETS: tuple[str, ...] = tuple(_LOADERS)
@@ -27,9 +30,10 @@ KNOWN_DATASETS: tuple[str, ...] = tuple(_LOADERS)
 def load(name: str, root: str | Path | None = None, **kwargs: Any) -> Dataset:
     """Load dataset `name`, building and caching it on first use.
 
-    `root` is the cache directory for products-sim (default `$GNNREPRO_DATA`) and the OGB data
-    directory for ogbn-* (default `$GNNREPRO_OGB_ROOT` or `~/data/ogb`). products-sim takes
-    `scale` (float > 0, default 1.0) and `seed` (int >= 0, default 0); ogbn-* take no options.
+    `root` is the cache directory for the synthetic datasets (default `$GNNREPRO_DATA`) and
+    the OGB data directory for ogbn-* (default `$GNNREPRO_OGB_ROOT` or `~/data/ogb`).
+    products-sim and igb-sim (features larger than memory at scale 1.0: 41 GB) take `scale`
+    (float > 0, default 1.0) and `seed` (int >= 0, default 0); ogbn-* take no options.
     """
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(KNOWN_DATASETS)}")
@@ -44,7 +48,8 @@ def load(name: str, root: str | Path | None = None, **kwargs: Any) -> Dataset:
 
 def load_scaled(name: str, root: str | Path | None = None,
                 scale: float | None = None) -> Dataset:
-    """`load(name, root)` with products-sim at `scale` (None: its default); the OGB datasets
-    have one size, so `scale` is ignored for them (what the benchmarks' --scale means)."""
-    return load(name, root=root,
-                **({"scale": scale} if name == "products-sim" and scale is not None else {}))
+    """`load(name, root)` with a synthetic dataset at `scale` (None: its default); the OGB
+    datasets have one size, so `scale` is ignored for them (what the benchmarks' --scale
+    means)."""
+    scalable = name in _LOADERS and "scale" in inspect.signature(_LOADERS[name]).parameters
+    return load(name, root=root, **({"scale": scale} if scalable and scale is not None else {}))

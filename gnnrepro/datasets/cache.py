@@ -1,6 +1,8 @@
 """On-disk dataset cache: build once, then memory-map the arrays on every later load.
 
-Layout: `<root>/<name>/<k=v-k=v>/` holding one .npy per array plus `meta.json` (written last).
+Layout: `<root>/<name>/<k=v-k=v>/` holding one .npy per array plus `meta.json` (written last);
+features larger than memory come as a dense feature file, `features.gnnf`
+(gnnrepro.feature_file), instead of `features.npy`, mapped the same way.
 Why: generating products-sim or parsing OGB's CSVs takes minutes at full size, while mapping
 .npy files copy-on-write (`mmap_mode="c"`) takes well under a second and shares the page cache
 between processes. A directory is written in full under a temporary name next to its final one
@@ -23,12 +25,16 @@ import torch
 
 from gnnrepro.datasets.anonymous import anonymous_copy, fits_in_free_memory
 from gnnrepro.datasets.dataset import ARRAYS, Dataset
+from gnnrepro.feature_file import read_header
 
-__all__ = ["FORMAT_VERSION", "default_root", "entry_dir", "load_or_build"]
+__all__ = ["FEATURE_FILE", "FORMAT_VERSION", "default_root", "entry_dir", "load_or_build",
+           "read_entry", "write_meta"]
 
 FORMAT_VERSION = 1  # bump when the layout or a generator changes: old entries get rebuilt
 #: Arrays the sampler reads at random, copied out of the file mapping when they fit.
 RANDOM_ACCESS = ("indptr", "indices")
+#: The features of an entry written as a feature file (gnnrepro.feature_file) instead of .npy.
+FEATURE_FILE = "features.gnnf"
 _log = logging.getLogger(__name__)
 
 
@@ -57,27 +63,30 @@ def load_or_build(name: str, params: dict[str, Any], build: Callable[[], Dataset
     copy is freed and first and later loads return the same thing.
     """
     directory = entry_dir(default_root() if root is None else root, name, params)
-    dataset = _read(directory, name, params)
+    dataset = read_entry(directory, name, params)
     if dataset is not None:
         return dataset
     if directory.exists():
         _log.warning("rebuilding invalid cache entry %s", directory)
         shutil.rmtree(directory, ignore_errors=True)
     _write(build(), directory, params)
-    dataset = _read(directory, name, params)
+    dataset = read_entry(directory, name, params)
     if dataset is None:
         raise RuntimeError(f"cache entry {directory} is unreadable right after writing it")
     return dataset
 
 
-def _read(directory: Path, name: str, params: dict[str, Any]) -> Dataset | None:
+def read_entry(directory: Path, name: str, params: dict[str, Any]) -> Dataset | None:
     """The dataset in `directory`, or None if it is missing, partial, stale or corrupt."""
     try:
         meta = json.loads((directory / "meta.json").read_text())
         if (meta.get("format_version") != FORMAT_VERSION or meta.get("name") != name
                 or meta.get("params") != json.loads(json.dumps(params))):
             return None
-        arrays = {k: np.load(directory / f"{k}.npy", mmap_mode="c") for k in ARRAYS}
+        arrays = {k: np.load(directory / f"{k}.npy", mmap_mode="c") for k in ARRAYS
+                  if k != "features" or not (directory / FEATURE_FILE).exists()}
+        if "features" not in arrays:
+            arrays["features"] = read_header(directory / FEATURE_FILE).dense_rows().numpy()
         counts = meta["counts"]
         if (arrays["indptr"].shape != (counts["num_nodes"] + 1,)
                 or arrays["indices"].shape != (counts["num_edges"],)
@@ -109,16 +118,10 @@ def _write(dataset: Dataset, directory: Path, params: dict[str, Any]) -> None:
         tensors = dataset.arrays()
         for key, tensor in tensors.items():
             np.save(tmp / f"{key}.npy", tensor.numpy())
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "name": dataset.name,
-            "num_classes": dataset.num_classes,
-            "params": params,
-            "counts": {"num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
-                       "num_features": dataset.num_features,
-                       **{k: tensors[k].numel() for k in ("train_idx", "val_idx", "test_idx")}},
-        }
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        write_meta(tmp, dataset.name, dataset.num_classes, params, {
+            "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
+            "num_features": dataset.num_features,
+            **{k: tensors[k].numel() for k in ("train_idx", "val_idx", "test_idx")}})
         try:
             os.replace(tmp, directory)
         except OSError:
@@ -127,3 +130,12 @@ def _write(dataset: Dataset, directory: Path, params: dict[str, Any]) -> None:
             _log.info("another process cached %s first; using its entry", directory)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_meta(directory: Path, name: str, num_classes: int, params: dict[str, Any],
+               counts: dict[str, int]) -> None:
+    """Write the entry's meta.json (last: an entry without it is incomplete). `counts`:
+    num_nodes, num_edges, num_features and the three split sizes, checked on every read."""
+    meta = {"format_version": FORMAT_VERSION, "name": name, "num_classes": num_classes,
+            "params": params, "counts": counts}
+    (directory / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from gnnrepro.datasets import cache
+from gnnrepro.datasets.chung_lu import sample_pairs
 from gnnrepro.datasets.dataset import Dataset, symmetric_csc
 
 __all__ = ["NAME", "load_products_sim", "generate"]
@@ -50,7 +51,6 @@ WEIGHT_FLOOR = 0.05  # weight = floor + Lomax(shape): ~5% of nodes get degree <=
 SIGNAL = 3.1  # centroid norm against unit-variance noise per feature
 LABEL_NOISE = 0.2  # share of labels replaced by a uniform class
 MIN_NODES = 1000  # below this the class subgraphs cannot hold their share of the edges
-_MAX_ROUNDS = 50
 
 
 def load_products_sim(root: str | Path | None = None, scale: float = 1.0,
@@ -69,7 +69,7 @@ def generate(scale: float = 1.0, seed: int = 0) -> Dataset:
     prior = 1.0 / (np.arange(NUM_CLASSES) + 10.0)
     classes = rng.choice(NUM_CLASSES, size=num_nodes, p=prior / prior.sum())
     weights = WEIGHT_FLOOR + rng.pareto(PARETO_SHAPE, size=num_nodes)
-    keys = _sample_pairs(rng, classes, weights, num_pairs)
+    keys = sample_pairs(rng, classes, weights, num_pairs, NUM_CLASSES, HOMOPHILY)
     lo_end = (keys // num_nodes).astype(np.int32)
     np.remainder(keys, num_nodes, out=keys)
     hi_end = keys.astype(np.int32)
@@ -110,68 +110,6 @@ def _counts(scale: float) -> tuple[int, int, int, int]:
     """(nodes, undirected pairs, train, val) at `scale`; test is every remaining node."""
     return (round(FULL_NODES * scale), round(FULL_PAIRS * scale), round(FULL_TRAIN * scale),
             round(FULL_VAL * scale))
-
-
-def _sample_pairs(rng: np.random.Generator, classes: np.ndarray, weights: np.ndarray,
-                  num_pairs: int) -> np.ndarray:
-    """Exactly `num_pairs` distinct non-loop pairs as sorted keys `min * N + max`."""
-    n = classes.size
-    order = np.argsort(classes, kind="stable").astype(np.int32)  # nodes grouped by class
-    ends = np.cumsum(np.bincount(classes, minlength=NUM_CLASSES))
-    groups = [*zip([0, *ends[:-1].tolist()], ends.tolist()), (0, n)]  # classes, then "any"
-    mass = np.bincount(classes, weights=weights, minlength=NUM_CLASSES)
-    group_p = np.append(HOMOPHILY * mass / mass.sum(), 1.0 - HOMOPHILY)
-    sorted_weights = weights[order]
-
-    keys = np.empty(0, dtype=np.int64)
-    expected_yield = 0.98  # share of candidates that turn out new; re-measured every round
-    for _ in range(_MAX_ROUNDS):
-        deficit = num_pairs - keys.size
-        if deficit == 0:
-            return keys
-        drawn = math.ceil(deficit / expected_yield * 1.02) + 64
-        new = _candidate_keys(rng, drawn, order, groups, group_p, sorted_weights)
-        if keys.size:
-            pos = np.minimum(np.searchsorted(keys, new), keys.size - 1)
-            new = new[keys[pos] != new]
-        expected_yield = max(new.size / drawn, 0.05)
-        if new.size > deficit:
-            new = np.delete(new, rng.choice(new.size, new.size - deficit, replace=False))
-        keys = np.sort(np.concatenate((keys, new)))
-    raise RuntimeError(f"could not place {num_pairs} distinct pairs in {_MAX_ROUNDS} rounds")
-
-
-def _candidate_keys(rng: np.random.Generator, count: int, order: np.ndarray,
-                    groups: list[tuple[int, int]], group_p: np.ndarray,
-                    sorted_weights: np.ndarray) -> np.ndarray:
-    """`count` Chung-Lu candidate pairs as sorted distinct keys `min * N + max`, loops dropped.
-
-    Per group, both endpoint lists are multinomial draws expanded with np.repeat (O(group) work,
-    no per-edge binary search); shuffling one of them pairs the endpoints at random.
-    """
-    u = np.empty(count, dtype=np.int32)
-    v = np.empty(count, dtype=np.int32)
-    start = 0
-    for (lo, hi), size in zip(groups, rng.multinomial(count, group_p).tolist()):
-        if size == 0:
-            continue
-        p = sorted_weights[lo:hi] / sorted_weights[lo:hi].sum()
-        positions = np.arange(lo, hi, dtype=np.int32)
-        u[start:start + size] = np.repeat(positions, rng.multinomial(size, p))
-        v[start:start + size] = np.repeat(positions, rng.multinomial(size, p))
-        rng.shuffle(v[start:start + size])
-        start += size
-    u, v = order[u], order[v]
-    keys = np.minimum(u, v).astype(np.int64)
-    keys *= order.size
-    keys += np.maximum(u, v)
-    keys[u == v] = -1  # self loops sort to the front and are cut off there
-    del u, v
-    keys.sort()
-    keys = keys[np.searchsorted(keys, 0):]
-    if keys.size > 1:
-        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
-    return keys
 
 
 def _features(rng: np.random.Generator, classes: np.ndarray) -> np.ndarray:

@@ -5,6 +5,8 @@ computed once per parameter set and code version and stored under <out_dir>/resu
 `from_namespace` validates a notebook's parameters, `write_table` writes a display table as
 .csv, .md and booktabs .tex; `gnnrepro.plots` draws the figures.
 """
+from gnnrepro.experiments.disk_training import (disk_training, disk_training_table,
+                                                skip_reason)
 from gnnrepro.experiments.end_to_end import (end_to_end, end_to_end_table, pipeline_alone,
                                              pipeline_alone_table, timeline_frame)
 from gnnrepro.experiments.labels import figure_label
@@ -19,8 +21,8 @@ from gnnrepro.experiments.storage import storage, storage_table
 from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.tables import write_table
 
-__all__ = ["Params", "Store", "end_to_end", "end_to_end_table", "figure_label", "from_namespace",
+__all__ = ["Params", "Store", "disk_training", "disk_training_table", "end_to_end", "end_to_end_table", "figure_label", "from_namespace",
            "growth_table", "param_hash", "partitioned", "partitioned_table", "pipeline_alone",
            "pipeline_alone_table", "sampling_speedup", "scale_growth", "scaling", "scaling_table",
            "sensitivity", "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table",
-           "storage", "storage_table", "timeline_frame", "write_table"]
+           "skip_reason", "storage", "storage_table", "timeline_frame", "write_table"]

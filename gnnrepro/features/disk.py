@@ -20,6 +20,7 @@ and the nodes, never zeros.
 from __future__ import annotations
 
 import os
+import threading
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,13 +29,18 @@ import torch
 
 from gnnrepro import _ops
 from gnnrepro.checks import check_int, check_node_ids
-from gnnrepro.features.feature_file import FileFeatureStore, block_size_of, read_header
+from gnnrepro.feature_file import block_size_of, read_header
+from gnnrepro.features.feature_file import FileFeatureStore
 from gnnrepro.features.row_cache import ClockCache
 from gnnrepro.pinning import pin_in_place
 
 __all__ = ["DiskFeatureStore", "DiskStats"]
 
 ENGINES = ("auto", "io_uring", "pread")
+THREAD_CACHES = ("shared", "per-thread")
+_COUNTERS = ("rows", "unique", "hot_hits", "cache_hits", "prefetch_hits", "rows_read", "requests",
+             "bytes_read", "read_wait_s")
+_STATS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -60,10 +66,19 @@ class DiskStats:
         return self.bytes_read / max(self.rows_read * row_bytes, 1)
 
     def add(self, counts: object) -> None:
-        """Add one gather's counts (a gnnrepro._C.GatherCounts) to these."""
-        for name in ("rows", "unique", "hot_hits", "cache_hits", "prefetch_hits", "rows_read",
-                     "requests", "bytes_read", "read_wait_s"):
-            setattr(self, name, getattr(self, name) + getattr(counts, name))
+        """Add one gather's counts (a gnnrepro._C.GatherCounts) to these (under a lock: the
+        copies a Loader's worker threads gather with add to one DiskStats)."""
+        with _STATS_LOCK:
+            for name in _COUNTERS:
+                setattr(self, name, getattr(self, name) + getattr(counts, name))
+
+    def take(self) -> "DiskStats":
+        """A copy of the counters so far, which are zeroed (atomically, like add)."""
+        with _STATS_LOCK:
+            taken = DiskStats(**{name: getattr(self, name) for name in _COUNTERS})
+            for name in _COUNTERS:
+                setattr(self, name, type(getattr(self, name))())
+        return taken
 
     def to_dict(self, row_bytes: int) -> dict:
         return {"rows": self.rows, "unique": self.unique, "hot_hits": self.hot_hits,
@@ -85,9 +100,11 @@ class DiskFeatureStore(FileFeatureStore):
     `max_request_bytes`: the largest request. `direct=False` reads through the page cache
     (for file systems without O_DIRECT, e.g. tmpfs).
     Pickling (to worker processes) shares the hot set and reopens the file; caches are per
-    process. Not thread-safe (the CLOCK cache, the look-ahead queue and the counters are
-    unguarded): Loader worker threads each gather with their own copy.copy, made the same way
-    (shared hot set, own reader and cache).
+    process. One object is not for concurrent gathers (its look-ahead queue is in order):
+    Loader worker threads each gather with their own copy.copy, which shares the hot set, the
+    counters and - with `thread_cache="shared"` - the CLOCK cache (thread-safe: one lock per
+    batch's lookups and one per its inserts), with its own reader and look-ahead queue;
+    "per-thread" gives each copy a cache of `cache_bytes` of its own.
     """
 
     thread_use = "copy"
@@ -96,11 +113,16 @@ class DiskFeatureStore(FileFeatureStore):
                  cache_bytes: int = 0, engine: str = "auto", threads: int = 16,
                  queue_depth: int = 32, block_size: int | None = None,
                  max_gap_bytes: int | None = None, max_request_bytes: int = 128 << 10,
-                 direct: bool = True, share: bool = True, pin: bool = False):
+                 direct: bool = True, share: bool = True, pin: bool = False,
+                 thread_cache: str = "shared"):
         self.path = Path(path)
         self.info = read_header(self.path)
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        if thread_cache not in THREAD_CACHES:
+            raise ValueError(f"thread_cache must be one of {', '.join(THREAD_CACHES)}, got "
+                             f"{thread_cache!r}")
+        self.thread_cache = thread_cache
         check_int("cache_bytes", cache_bytes, 0)
         check_int("threads", threads, 1)
         check_int("queue_depth", queue_depth, 1)
@@ -137,16 +159,17 @@ class DiskFeatureStore(FileFeatureStore):
             self.pinned = pin_in_place(self.hot)
         self._bind()
 
-    def _open(self) -> None:
+    def _open(self, cache: ClockCache | None = None, stats: DiskStats | None = None) -> None:
+        """A reader of its own, and `cache`/`stats` (None: new ones)."""
         s = self.settings
         self.reader = _ops._C.DiskReader(
             str(self.path), self.info.data_offset, self.info.row_bytes, self.num_nodes,
             self.block_size, s["threads"], s["queue_depth"], self.max_gap_bytes,
             s["max_request_bytes"], s["engine"], s["direct"], self.info.rows_per_unit,
             self.info.unit_bytes)
-        self.cache = ClockCache(self.cache_bytes // self.info.row_bytes, self.num_nodes,
-                                self.dim, self.dtype)
-        self.stats = DiskStats()
+        self.cache = cache if cache is not None else ClockCache(
+            self.cache_bytes // self.info.row_bytes, self.num_nodes, self.dim, self.dtype)
+        self.stats = stats if stats is not None else DiskStats()
         self._read_spans: deque[tuple[float, float]] = deque(maxlen=4096)  # if nobody takes
 
     def _bind(self) -> None:
@@ -169,9 +192,9 @@ class DiskFeatureStore(FileFeatureStore):
             self.hot_slot.numel() * 4
 
     def reset_stats(self) -> DiskStats:
-        """Return the counters so far and start new ones (e.g. once per epoch)."""
-        stats, self.stats = self.stats, DiskStats()
-        return stats
+        """Return the counters so far and zero them (e.g. once per epoch; worker threads'
+        copies count into the same counters)."""
+        return self.stats.take()
 
     # ---- reading ------------------------------------------------------------------------
 
@@ -226,11 +249,20 @@ class DiskFeatureStore(FileFeatureStore):
         self.discard_prefetched()
         self.reader.close()
 
+    def __copy__(self) -> "DiskFeatureStore":
+        """A store for another thread (see the class doc): the same hot set and counters,
+        the same CLOCK cache unless thread_cache is "per-thread", its own reader."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._open(self.cache if self.thread_cache == "shared" else None, self.stats)
+        new._bind()
+        return new
+
     def __getstate__(self) -> dict:
         return {"path": self.path, "settings": self.settings, "block_size": self.block_size,
                 "max_gap_bytes": self.max_gap_bytes, "cache_bytes": self.cache_bytes,
                 "hot": self.hot, "hot_slot": self.hot_slot, "order": self.order,
-                "position": self.position}
+                "position": self.position, "thread_cache": self.thread_cache}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)

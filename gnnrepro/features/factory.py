@@ -16,12 +16,12 @@ import numpy as np
 import torch
 
 from gnnrepro.checks import check_int
-from gnnrepro.datasets.cache import default_root, entry_dir
+from gnnrepro.datasets.cache import FEATURE_FILE, default_root, entry_dir
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.baseline_stores import LmdbFeatureStore, MmapFeatureStore, write_lmdb
 from gnnrepro.features.disk import DiskFeatureStore
-from gnnrepro.features.feature_file import (block_size_of, ensure_feature_file, read_header,
-                                            write_feature_file)
+from gnnrepro.feature_file import block_size_of, read_header, write_feature_file
+from gnnrepro.features.feature_file import ensure_feature_file
 from gnnrepro.features.hot import hot_nodes
 from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
 
@@ -34,7 +34,8 @@ def feature_file_for(dataset: Dataset, path: str | os.PathLike | None = None,
                      pack_block: int | None = None) -> Path:
     """The feature file of `dataset`: `path` if given (written from the dataset's features
     when absent), else one in the dataset's cache entry (converted from features.npy once).
-    `pack_block`: block-packed rows (see feature_file), else dense."""
+    `pack_block`: block-packed rows (see feature_file), else dense. An entry whose features
+    are a feature file already (features.gnnf) is used as it is when its rows fit the blocks."""
     if path is not None:
         path = Path(path)
         try:
@@ -45,7 +46,14 @@ def feature_file_for(dataset: Dataset, path: str | os.PathLike | None = None,
         except (FileNotFoundError, ValueError):
             pass
         return write_feature_file(path, dataset.features, pack_block=pack_block).path
-    npy = entry_dir(default_root(), dataset.name, dataset.params) / "features.npy"
+    entry = entry_dir(default_root(), dataset.name, dataset.params)
+    npy, dense = entry / "features.npy", entry / FEATURE_FILE
+    if not npy.exists() and dense.exists():  # features written as a feature file (igb-sim)
+        info = read_header(dense)
+        if pack_block is None or not info.row_bytes % pack_block:  # dense is packed already
+            return dense
+        return feature_file_for(dataset, entry / f"features.packed{pack_block}.gnnf",
+                                pack_block)
     if not npy.exists():
         raise ValueError(f"dataset {dataset.name!r} has no cache entry with features.npy "
                          f"(looked for {npy}): pass path= for its feature file")
@@ -64,7 +72,8 @@ def open_feature_store(kind: str, source: Dataset | str | os.PathLike, *,
     the dense one; `path` names the file to use (written when absent).
     hot_bytes / cache_bytes: memory budgets of the disk store's hot set (needs a Dataset: hot
     nodes come from its graph, by `hot_policy` "degree" or "pagerank") and CLOCK cache.
-    disk_options go to DiskFeatureStore (engine, threads, queue_depth, max_gap_bytes, ...).
+    disk_options go to DiskFeatureStore (engine, threads, queue_depth, max_gap_bytes, ...), or
+    for "mmap" to MmapFeatureStore (advice).
     """
     if kind not in FEATURE_STORES:
         raise ValueError(f"feature_store must be one of {', '.join(FEATURE_STORES)}, "
@@ -95,7 +104,7 @@ def open_feature_store(kind: str, source: Dataset | str | os.PathLike, *,
         packed = block if row_bytes % block else None
     file = feature_file_for(dataset, path, packed) if dataset is not None else Path(source)
     if kind == "mmap":
-        return MmapFeatureStore(file)
+        return MmapFeatureStore(file, **disk_options)
     if kind == "lmdb":
         db = file.with_suffix(".lmdb")  # rows in the feature file's order
         mm = MmapFeatureStore(file)

@@ -182,7 +182,11 @@ class Loader:
     every epoch (see the module doc). `feature_store` is where rows come from: a kind (memory
     | disk | mmap | lmdb, opened with default budgets by gnnrepro.features.open_feature_store)
     or a store built by the caller. Worker threads refuse (ValueError naming worker_kind) a
-    sampler or store whose `thread_use` is None (FeatureStore.thread_use).
+    sampler or store whose `thread_use` is None (FeatureStore.thread_use). With a store that
+    reads ahead (DiskFeatureStore.prefetch) and `read_ahead`, upcoming batches' rows are
+    announced to it - with workers=0 `prefetch` batches ahead, in worker threads every batch
+    already queued for the thread - so its reads overlap the current batch; each announced
+    batch holds its rows in memory until gathered.
     """
 
     def __init__(self, dataset: Dataset, sampler: Any, device: str | torch.device,
@@ -192,7 +196,7 @@ class Loader:
                  worker_threads: int = 1, rank: int = 0, world_size: int = 1,
                  feature_source: str = SETTINGS["feature_source"].default,
                  feature_store: str | FeatureStore = SETTINGS["feature_store"].default,
-                 timeout_s: float = SETTINGS["timeout_s"].default):
+                 timeout_s: float = SETTINGS["timeout_s"].default, read_ahead: bool = True):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
         if not callable(getattr(sampler, "sample", None)):
@@ -219,6 +223,7 @@ class Loader:
         self.timeout_s = check_positive_float("timeout_s", timeout_s)
         self.shuffle = check_bool("shuffle", shuffle)
         self.drop_last = check_bool("drop_last", drop_last)
+        self.read_ahead = check_bool("read_ahead", read_ahead)
         self.dataset, self.sampler = dataset, sampler
         self.plan = ShardPlan(dataset.train_idx.numel(), self.batch_size, world_size, rank,
                               self.drop_last)
@@ -351,7 +356,7 @@ class Loader:
         where = getattr(self.sampler, "device", torch.device("cpu"))
         if where.type == "cuda":  # a GPU sampler takes its seeds on the GPU
             ids = ids.to(where)
-        if callable(getattr(self.store, "prefetch", None)):
+        if self.read_ahead and callable(getattr(self.store, "prefetch", None)):
             yield from self._in_process_ahead(ids, epoch)
             return
         for b in range(len(self)):
@@ -362,9 +367,13 @@ class Loader:
         """Dispatch batch b to worker b % W, at most `prefetch` ahead; yield in order."""
         if self._pool is None:
             staging = self._ring.buffers if self._ring is not None else None
-            pool = ThreadWorkerPool if self.worker_kind == "thread" else WorkerPool
-            self._pool = pool(self.workers, self.sampler, self.store, staging,
-                              self.worker_threads, self.timeout_s)
+            if self.worker_kind == "thread":
+                self._pool = ThreadWorkerPool(self.workers, self.sampler, self.store, staging,
+                                              self.worker_threads, self.timeout_s,
+                                              self.read_ahead)
+            else:
+                self._pool = WorkerPool(self.workers, self.sampler, self.store, staging,
+                                        self.worker_threads, self.timeout_s)
             self._live.append(self._pool)
         pool, ring, plan = self._pool, self._ring, self.plan
         num_batches = len(self)

@@ -35,13 +35,15 @@ import threading
 import time
 import traceback
 import warnings
+from collections import deque
 from typing import Any, NamedTuple
 
 import torch
 
 from gnnrepro import _ops
 from gnnrepro.features.store import FeatureStore
-from gnnrepro.pipeline.workers import Result, Task, prepare
+from gnnrepro.pipeline.workers import Result, Task, gather_task, sample_task
+from gnnrepro.sampling.block import MiniBatch
 
 __all__ = ["ThreadWorkerPool", "set_local_num_threads"]
 
@@ -67,31 +69,78 @@ class _Failure(NamedTuple):
     text: str
 
 
+class _Sampled(NamedTuple):
+    """A task sampled (its reads announced) and not yet gathered."""
+
+    task: Task
+    mb: MiniBatch
+    start: float
+    sampled: float
+
+
 def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Tensor | None,
                  threads: int, tasks: queue.SimpleQueue, results: queue.SimpleQueue,
-                 stop: threading.Event) -> None:
-    """Serve tasks until None or `stop`; put (wid, Result or _Failure) on `results`."""
+                 stop: threading.Event, read_ahead: bool) -> None:
+    """Serve tasks until None or `stop`; put (wid, Result or _Failure) on `results`.
+
+    With `read_ahead` and a store that reads ahead (DiskFeatureStore.prefetch), every task
+    already queued for this thread is sampled and its rows announced before the oldest is
+    gathered, so the store's reads for the thread's next batches overlap this one's gather."""
     set_local_num_threads(threads)
+    reads_ahead = read_ahead and callable(getattr(store, "prefetch", None))
     ids = torch.empty(0, dtype=torch.int64)
-    while True:
-        task = tasks.get()
-        if task is None or stop.is_set():
-            return
+    ahead: deque[_Sampled | _Failure] = deque()
+    last = False  # None was queued after the tasks in `ahead`
+
+    def sample(task: Task) -> _Sampled | _Failure:
+        nonlocal ids
         if task.ids is not None:
             ids = torch.from_numpy(task.ids)
         try:
-            prepared = prepare(task, ids, sampler, store, staging, stop.is_set)
-            if prepared is None:  # stopped while sampling: the slot may be someone else's
-                return
-            mb, start, sampled, gathered = prepared
-            message: Any = Result(task.index, wid, mb, start, sampled, gathered)
+            mb, start, sampled = sample_task(task, ids, sampler)
+            if reads_ahead and task.slot >= 0:
+                store.prefetch(mb.input_nodes)
+            return _Sampled(task, mb, start, sampled)
         except BaseException as exc:  # reported to the consumer, which raises it there
-            message = _Failure(task.index, exc, f"{type(exc).__name__}: {exc}\n"
-                                                f"{traceback.format_exc()}")
-        results.put((wid, message))
-        # Held until the next task, the batch would keep the staging slot the consumer leases
-        # to it (it attaches x to this very MiniBatch) while the thread waits.
-        mb = message = prepared = None
+            return _failure(task.index, exc)
+
+    try:
+        while not (last and not ahead):
+            if not ahead:
+                task = tasks.get()
+                if task is None or stop.is_set():
+                    return
+                ahead.append(sample(task))
+            while reads_ahead and not last:
+                try:
+                    task = tasks.get_nowait()
+                except queue.Empty:
+                    break
+                last = task is None
+                if not last:
+                    ahead.append(sample(task))
+            item = ahead.popleft()
+            if stop.is_set():  # the slot may be someone else's by now
+                return
+            if isinstance(item, _Sampled):
+                try:
+                    gathered = gather_task(item.task, item.mb, store, staging)
+                    item = Result(item.task.index, wid, item.mb, item.start, item.sampled,
+                                  gathered)
+                except BaseException as exc:
+                    item = _failure(item.task.index, exc)
+            results.put((wid, item))
+            # Held until the next task, the batch would keep the staging slot the consumer
+            # leases to it (it attaches x to this very MiniBatch) while the thread waits.
+            item = None
+    finally:
+        ahead.clear()
+        if reads_ahead:
+            store.discard_prefetched()  # reads still in flight finish before their buffers go
+
+
+def _failure(index: int, exc: BaseException) -> _Failure:
+    return _Failure(index, exc, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
 
 
 class ThreadWorkerPool:
@@ -99,11 +148,13 @@ class ThreadWorkerPool:
 
     Thread k samples with copy.copy(sampler) and gathers with `store` (its copy.copy where
     store.thread_use is "copy"; the Loader refuses stores without one) into `staging[slot]`,
-    using `threads` intra-op threads of its own.
+    using `threads` intra-op threads of its own; with `read_ahead` it announces its queued
+    batches to a store that reads ahead (see _worker_main).
     """
 
     def __init__(self, num_workers: int, sampler: Any, store: FeatureStore,
-                 staging: torch.Tensor | None, threads: int, timeout_s: float):
+                 staging: torch.Tensor | None, threads: int, timeout_s: float,
+                 read_ahead: bool = True):
         self.timeout_s = timeout_s
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self._tasks = [queue.SimpleQueue() for _ in range(num_workers)]
@@ -117,7 +168,7 @@ class ThreadWorkerPool:
                 thread = threading.Thread(
                     target=_worker_main, name=f"Loader worker thread {wid}", daemon=True,
                     args=(wid, copy.copy(sampler), mine, staging, threads, self._tasks[wid],
-                          self._results, self._stop))
+                          self._results, self._stop, read_ahead))
                 thread.start()
                 self._threads.append(thread)
         except BaseException:

@@ -95,20 +95,31 @@ def unpack(packed: tuple) -> MiniBatch:
     return MiniBatch(torch.from_numpy(seeds), blocks[0].src_nodes, blocks, batch_id=batch_id)
 
 
+def sample_task(task: Task, ids: torch.Tensor, sampler: Any) -> tuple[MiniBatch, float, float]:
+    """Sample `task`'s batch from `ids`: (batch, start, sampled) on time.perf_counter."""
+    start = time.perf_counter()
+    mb = sampler.sample(ids[task.start:task.stop], task.batch_id)
+    return mb, start, time.perf_counter()
+
+
+def gather_task(task: Task, mb: MiniBatch, store: FeatureStore,
+                staging: torch.Tensor | None) -> float:
+    """Gather sampled `mb`'s rows into the task's staging slot; when it finished."""
+    if task.slot >= 0:  # -1: the GPU gathers this batch's rows (feature_source)
+        store.gather(mb.input_nodes, out=staging[task.slot])
+    return time.perf_counter()
+
+
 def prepare(task: Task, ids: torch.Tensor, sampler: Any, store: FeatureStore,
             staging: torch.Tensor | None, stopped: Callable[[], bool] = lambda: False
             ) -> tuple[MiniBatch, float, float, float] | None:
     """What a worker does for `task`: sample its batch from `ids` and gather its rows into its
     staging slot. Returns (batch, start, sampled, gathered) on time.perf_counter, or None when
     `stopped()` says so after sampling (the slot may be another batch's by then)."""
-    start = time.perf_counter()
-    mb = sampler.sample(ids[task.start:task.stop], task.batch_id)
-    sampled = time.perf_counter()
+    mb, start, sampled = sample_task(task, ids, sampler)
     if stopped():
         return None
-    if task.slot >= 0:  # -1: the GPU gathers this batch's rows (feature_source)
-        store.gather(mb.input_nodes, out=staging[task.slot])
-    return mb, start, sampled, time.perf_counter()
+    return mb, start, sampled, gather_task(task, mb, store, staging)
 
 
 def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Tensor | None,

@@ -11,7 +11,8 @@
   large split (ogbn-products' 2.2M test ids), sampled for a small one.
 
 Either way the correct counts are summed over the ranks, which gives exactly the one-process
-count.
+count. Input rows are read through `store`, the FeatureStore training reads (a disk store's hot
+set, cache and direct reads; default: the dataset's table).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from torch import nn
 
 from gnnrepro.config import EVAL_METHODS
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.features.store import FeatureStore
 from gnnrepro.graph import CSCGraph
 from gnnrepro.progress import Progress
 from gnnrepro.training.layerwise import (layerwise_cost, layerwise_predict, sampled_cost,
@@ -65,15 +67,16 @@ def choose_eval_method(method: str, model: nn.Module, sampler: Any, num_ids: int
 def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
                   device: torch.device, batch_size: int, rank: int = 0, world_size: int = 1,
                   heartbeat: Callable[[], None] | None = None,
-                  method: str = "sampled") -> torch.Tensor:
+                  method: str = "sampled", store: FeatureStore | None = None) -> torch.Tensor:
     """Correct predictions (int64 scalar on `device`) on this rank's share of `ids`, in eval
     mode (no dropout, no grad). "sampled": the evaluation batches b with b % world_size ==
     rank, on blocks sampled by `sampler` (on its own device; blocks and features are moved to
     `device`). "layerwise": this rank's share of every layer over `sampler.graph`, all
-    neighbours (each id counted once)."""
+    neighbours (each id counted once). Rows come from `store` (None: dataset.features)."""
     if method == "layerwise":
-        nodes, logits = layerwise_predict(model, sampler.graph, dataset.features, ids, device,
-                                          rank, world_size, heartbeat)
+        nodes, logits = layerwise_predict(model, sampler.graph,
+                                          dataset.features if store is None else store, ids,
+                                          device, rank, world_size, heartbeat)
         nodes = nodes.cpu()
         # each node is computed once: an id given k times counts k times, as when sampled
         unique, counts = torch.unique(ids.cpu(), return_counts=True)
@@ -91,7 +94,8 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
         for b in batches:
             seeds = ids[b * batch_size: (b + 1) * batch_size]
             mb = sampler.sample(seeds.to(sampler_device), b)
-            x = dataset.features[mb.input_nodes.cpu()].to(device)
+            x = (dataset.features[mb.input_nodes.cpu()] if store is None
+                 else store.gather(mb.input_nodes.cpu())).to(device)
             blocks = [blk.to(device) for blk in mb.blocks]
             pred = model(blocks, x).argmax(dim=1)
             correct += (pred == dataset.labels[seeds].to(device)).sum()
@@ -104,16 +108,18 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
 
 def accuracy(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
              device: torch.device, batch_size: int,
-             heartbeat: Callable[[], None] | None = None, method: str = "auto") -> float:
+             heartbeat: Callable[[], None] | None = None, method: str = "auto",
+             store: FeatureStore | None = None) -> float:
     """Accuracy (a fraction in [0, 1]) on node ids `ids` by `method` (EVAL_METHODS), NaN for
     no ids; the whole group's under a torch.distributed process group (every rank must call
-    it). An id given k times counts k times by either method."""
+    it). An id given k times counts k times by either method. Rows are read through `store`
+    (None: dataset.features)."""
     if ids.numel() == 0:
         return float("nan")
     rank, world_size = rank_and_world()
     method = choose_eval_method(method, model, sampler, ids.numel())
     correct = count_correct(model, dataset, sampler, ids, device, batch_size, rank, world_size,
-                            heartbeat, method)
+                            heartbeat, method, store)
     if world_size > 1:
         dist.all_reduce(correct)
     return correct.item() / ids.numel()

@@ -16,13 +16,14 @@ caller sums the correct counts), so the result equals one process's.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
 from gnnrepro.checks import check_node_ids
+from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
 from gnnrepro.graph import CSCGraph
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.progress import Progress
@@ -101,6 +102,35 @@ def needed_nodes(graph: CSCGraph, targets: torch.Tensor, num_layers: int) -> lis
     return sets
 
 
+def _device_of(table: torch.Tensor | FeatureStore) -> torch.device:
+    """Where a table's rows live (a store's: host memory)."""
+    return torch.device("cpu") if isinstance(table, FeatureStore) else table.device
+
+
+def _rows(table: torch.Tensor | FeatureStore, ids: torch.Tensor) -> torch.Tensor:
+    """Rows `ids` of a tensor or (gathered from) a store."""
+    return table.gather(ids) if isinstance(table, FeatureStore) else table[ids]
+
+
+def _row_chunks(table: torch.Tensor | FeatureStore) -> list[torch.Tensor] | Iterator[torch.Tensor]:
+    """The table's rows in order, CHUNK_NODES at a time."""
+    if not isinstance(table, FeatureStore):
+        return torch.split(table, CHUNK_NODES)
+    return (table.gather(torch.arange(lo, min(lo + CHUNK_NODES, table.num_nodes)))
+            for lo in range(0, table.num_nodes, CHUNK_NODES))
+
+
+def _neighbour_mean(table: torch.Tensor | FeatureStore, neighbours: torch.Tensor,
+                    offsets: torch.Tensor) -> torch.Tensor:
+    """Mean of the rows `neighbours` per destination (CSR `offsets`); from a store, each
+    distinct neighbour's row is gathered once."""
+    if isinstance(table, FeatureStore):
+        neighbours, inverse = torch.unique(neighbours, return_inverse=True)
+        table, neighbours = table.gather(neighbours), inverse
+    return nn.functional.embedding_bag(neighbours, table, offsets, mode="mean",
+                                       include_last_offset=True)
+
+
 def _share(nodes: torch.Tensor, rank: int, world_size: int) -> tuple[int, int]:
     """[lo, hi) of `nodes` that `rank` computes: contiguous, sizes differing by at most one."""
     n = nodes.numel()
@@ -119,7 +149,7 @@ def _all_gather_rows(part: torch.Tensor, total: int, world_size: int) -> torch.T
 
 
 @torch.no_grad()
-def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor,
+def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor | FeatureStore,
                       targets: torch.Tensor, device: torch.device, rank: int = 0,
                       world_size: int = 1,
                       heartbeat: Callable[[], None] | None = None
@@ -128,14 +158,20 @@ def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor,
     every layer aggregating over all in-neighbours, in eval mode (no dropout).
 
     `features` is the [num_nodes, F] table (in memory or memory-mapped), read where it lives:
-    the first layer's neighbour means are taken there and moved to `device`. Hidden states
-    live on `device`. `heartbeat` is called after every chunk."""
+    the first layer's neighbour means are taken there and moved to `device`; or a
+    FeatureStore, whose rows are gathered a chunk at a time (a disk store reads each needed
+    row once per use, through its hot set and cache). Hidden states live on `device`.
+    `heartbeat` is called after every chunk."""
     if not supports_layerwise(model):
         raise TypeError(f"model must be a GraphSAGE for layer-wise inference, got "
                         f"{type(model).__name__}")
-    if features.dim() != 2 or features.shape[0] != graph.num_nodes:
+    if isinstance(features, InMemoryFeatureStore):
+        features = features.features
+    shape = ((features.num_nodes, features.dim) if isinstance(features, FeatureStore)
+             else tuple(features.shape))
+    if len(shape) != 2 or shape[0] != graph.num_nodes:
         raise ValueError(f"features must have one row per node ({graph.num_nodes}), got shape "
-                         f"{tuple(features.shape)}")
+                         f"{shape}")
     targets = check_node_ids(targets, graph.num_nodes, "targets", graph.indptr.device)
     was_training = model.training
     model.eval()
@@ -145,7 +181,8 @@ def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor,
         model.train(was_training)
 
 
-def _predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor, targets: torch.Tensor,
+def _predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor | FeatureStore,
+             targets: torch.Tensor,
              device: torch.device, rank: int, world_size: int,
              heartbeat: Callable[[], None] | None) -> tuple[torch.Tensor, torch.Tensor]:
     sets = needed_nodes(graph, targets, model.num_layers)
@@ -156,10 +193,11 @@ def _predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor, targets:
         for layer_index, (conv, nodes) in enumerate(zip(model.layers, sets)):
             last = layer_index == model.num_layers - 1
             lo, hi = _share(nodes, rank, world_size)
+            where = _device_of(table)
             neigh_table = table
             if conv.projects_first:  # W_neigh first, once per row, where the rows live
-                neigh_table = torch.cat([conv.fc_neigh(rows.to(device)).to(table.device)
-                                         for rows in torch.split(table, CHUNK_NODES)])
+                neigh_table = torch.cat([conv.fc_neigh(rows.to(device)).to(where)
+                                         for rows in _row_chunks(table)])
             mine = torch.empty((hi - lo, conv.fc_self.out_features), device=device,
                                dtype=conv.fc_self.weight.dtype)
             row = 0
@@ -169,10 +207,8 @@ def _predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor, targets:
                     neighbours, chunk_rows = position[neighbours], position[chunk]
                 else:
                     chunk_rows = chunk
-                mean = nn.functional.embedding_bag(
-                    neighbours.to(table.device), neigh_table, offsets.to(table.device),
-                    mode="mean", include_last_offset=True)
-                h = conv.combine(table[chunk_rows.to(table.device)].to(device), mean.to(device))
+                mean = _neighbour_mean(neigh_table, neighbours.to(where), offsets.to(where))
+                h = conv.combine(_rows(table, chunk_rows.to(where)).to(device), mean.to(device))
                 mine[row:row + chunk.numel()] = h if last else model.relu_dropout(h)
                 row += chunk.numel()
                 bar.update(note=f"layer {layer_index + 1}/{model.num_layers}")

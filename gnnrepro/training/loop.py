@@ -237,7 +237,7 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
         method = choose_eval_method(eval_method, model, evaluator, ids.numel())
         params["eval_methods"][split] = method
         return accuracy(model, dataset, evaluator, ids, device, eval_batch_size, heartbeat,
-                        method)
+                        method, getattr(loader, "store", None))
 
     history: list[EpochStats] = []
     for epoch in range(epochs):

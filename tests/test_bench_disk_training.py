@@ -1,0 +1,73 @@
+"""`bench disk-training` on a tiny igb-sim: every store trains, evaluates and has its rows
+checked against regenerated ones; an LMDB that cannot fit on the disk is listed as not run."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gnnrepro.bench import disk_training
+from gnnrepro.datasets import load
+
+pytestmark = pytest.mark.usefixtures("bench_env")
+
+TINY = {"scale": 0.0002, "gather_batches": 2, "train_batches": 2, "baseline_gather_batches": 1,
+        "baseline_train_batches": 1, "eval_ids": 64, "check_batches": 1,
+        "ceiling_seconds": 0.2, "threads": 1, "hidden": 16}
+
+
+def test_every_store_trains_and_returns_the_regenerated_rows() -> None:
+    result = disk_training.measure(**TINY)
+    stores = result["stores"]
+    for name in disk_training.STORES:
+        r = stores[name]
+        assert "error" not in r, r
+        assert r["check"] == {"rows": r["check"]["rows"], "identical": True,
+                              "against": "regenerated"} and r["check"]["rows"] > 0
+        assert r["train"]["batches"] == (2 if name == "disk" else 1)
+        assert r["train"]["epoch_batches"] == 2  # 1,200 training ids in batches of 1024
+        assert r["train"]["epoch_s_extrapolated"] == pytest.approx(2 * r["train"]["batch_s"])
+        assert all(r["memory"][phase]["peak_rss_bytes"] > 0
+                   for phase in ("gather", "train", "check"))
+    disk = stores["disk"]
+    assert 0 <= disk["gather"]["hit_rate"] <= 1 and disk["gather"]["bytes_read"] > 0
+    assert 0 <= disk["train"]["test_acc"] <= 1  # evaluated through the disk store
+    assert math.isnan(stores["mmap"]["train"]["test_acc"])  # baselines are not evaluated
+    assert disk["gather_vs_mmap"] == pytest.approx(
+        disk["gather"]["rows_per_s"] / stores["mmap"]["gather"]["rows_per_s"])
+    assert result["dataset"]["name"] == "igb-sim" and result["feature_file"]["row_bytes"] == 4096
+    table = disk_training.format_table(result)
+    assert all(name in table for name in disk_training.STORES)
+
+
+def test_a_baseline_too_slow_for_its_time_limit_reports_a_lower_bound() -> None:
+    result = disk_training.measure(**TINY | {"stores": ["disk", "mmap"],
+                                             "baseline_gather_batches": 3,
+                                             "baseline_seconds": 1e-6})
+    mmap, disk = result["stores"]["mmap"], result["stores"]["disk"]
+    assert not mmap["gather"]["complete"] and mmap["gather"]["rows"] > 0  # stopped early
+    assert "skipped" in mmap["train"] and mmap["train"]["batch_s_at_least"] > 1e-6
+    assert disk["gather"]["complete"] and "batch_s" in disk["train"]  # the disk store: all
+    assert disk["batch_vs_mmap"] == pytest.approx(mmap["train"]["batch_s_at_least"]
+                                                  / disk["train"]["batch_s"])
+    assert mmap["check"]["identical"] and mmap["check"]["rows"] <= 4096
+    assert ">" in disk_training.format_table(result)
+
+
+def test_an_lmdb_that_does_not_fit_is_listed_as_not_run(monkeypatch) -> None:
+    load("igb-sim", scale=TINY["scale"])  # built before the disk looks full
+    real = disk_training.shutil.disk_usage
+    monkeypatch.setattr(disk_training.shutil, "disk_usage",
+                        lambda p: real(p)._replace(free=10_000))
+    result = disk_training.measure(**TINY | {"stores": ["lmdb"]})
+    error = result["stores"]["lmdb"]["error"]
+    assert error.startswith("not run: an LMDB of these rows needs at least")
+    assert "8192 bytes of pages" in error  # a 4 KiB row and its header take two pages
+    assert "lmdb" in disk_training.format_table(result)
+
+
+@pytest.mark.parametrize("bad, error", [({"stores": ["tape"]}, "stores"),
+                                        ({"budget_fraction": 1.5}, "budget_fraction")])
+def test_bad_arguments_name_themselves(bad, error) -> None:
+    with pytest.raises(ValueError, match=error):
+        disk_training.measure(**TINY | bad)
