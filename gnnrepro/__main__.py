@@ -211,6 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
     dt.add_argument("--thread-cache", choices=("shared", "per-thread"), default="shared",
                     help="worker threads share the disk store's CLOCK cache or keep one each")
     dt.add_argument("--queue-depth", type=_arg_type(_count(1), "queue_depth"), default=128)
+    dt.add_argument("--same-as-memory", type=_arg_type(_count(1), "same_as_memory"),
+                    default=None, metavar="EPOCHS",
+                    help="instead: train this many epochs with the features in memory and "
+                         "from the disk store (a --scale that fits in memory) and check the "
+                         "two train bit-identical models")
+    dt.add_argument("--target-acc", type=float, default=0.7,
+                    help="with --same-as-memory: report the epochs each needs to reach this "
+                         "validation accuracy")
     dt.add_argument("--io-threads", type=_arg_type(_count(1), "io_threads"), default=16)
     for sub in (s, t, ld, c, d, st, dt):
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
@@ -343,6 +351,12 @@ def _run(args: argparse.Namespace) -> int:
                              train_batches=args.train_batches,
                              epoch_seconds=args.epoch_seconds)
         print(storage.format_table(result))
+    elif args.benchmark == "disk-training" and args.same_as_memory:
+        result = disk_training.same_as_memory(
+            **data, fanouts=args.fanouts, batch_size=args.batch_size, epochs=args.same_as_memory,
+            target_acc=args.target_acc, budget_fraction=args.budget_fraction,
+            threads=resolve_threads(args.threads), seed=args.seed)
+        print(disk_training.format_same_as_memory(result))
     elif args.benchmark == "disk-training":
         result = disk_training.measure(
             **data, fanouts=args.fanouts, batch_size=args.batch_size, stores=args.stores,

@@ -24,6 +24,9 @@ store:
   compared with the rows regenerated from (seed, node id) (igb-sim; other datasets: their
   own table), so no second copy is needed;
 * memory: the peak RSS of each phase (the kernel's high-water mark, reset between phases).
+
+`same_as_memory` trains at a scale that fits in memory with the in-memory and the disk store
+and checks that they train bit-identical models (`bench disk-training --same-as-memory`).
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ import torch
 
 from gnnrepro.bench.storage import drop_page_cache, fio_random_read
 
-__all__ = ["STORES", "format_table", "measure"]
+__all__ = ["STORES", "format_same_as_memory", "format_table", "measure", "same_as_memory"]
 
 STORES = ("disk", "mmap", "mmap-random", "lmdb")
 #: Store kind and options behind each name.
@@ -258,9 +261,12 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
 def _run_child(settings: dict[str, Any], timeout: float) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "gnnrepro.bench.disk_training", json.dumps(settings)]
     print(f"bench disk-training: {settings['store']} ...", file=sys.stderr, flush=True)
+    # As bench storage's children: a fixed malloc mmap threshold, so large buffers freed go
+    # back to the system at once (glibc's adaptive threshold keeps them in the heap).
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
     try:
         done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=timeout,
-                              check=False)
+                              check=False, env=env)
     except subprocess.TimeoutExpired:
         return {"store": settings["store"], "error": f"timed out after {timeout:.0f} s"}
     if done.returncode != 0:  # its traceback went to our stderr
@@ -412,6 +418,64 @@ def format_table(result: dict[str, Any]) -> str:
             f"{fmt(None if epoch is None else epoch / 3600, '8.2f')} "
             f"{fmt(t.get('test_acc'), '8.3f')} "
             f"{r['memory']['train']['peak_rss_bytes'] / 1e9:8.2f} {r['check']['identical']}")
+    return "\n".join(lines)
+
+
+def same_as_memory(*, dataset: str = "igb-sim", scale: float = 0.01, root: str | None = None,
+                   fanouts: list[int] | None = None, batch_size: int = 1024, epochs: int = 3,
+                   target_acc: float = 0.7, budget_fraction: float = 0.10,
+                   threads: int = 2, hidden: int = 256, seed: int = 0) -> dict[str, Any]:
+    """Train the same GraphSAGE with the features in memory and from the disk store (at a
+    scale that fits in memory), in this process: the final weights must be equal bit for bit
+    (same batches, same rows, same steps), and so the accuracies; val accuracy after every
+    epoch and the epochs each needed to reach `target_acc`."""
+    from gnnrepro.datasets import load_scaled
+    from gnnrepro.env import environment
+    from gnnrepro.features import open_feature_store
+    from gnnrepro.pipeline import Loader
+    from gnnrepro.sampling import FusedSampler
+    from gnnrepro.training import train
+    fanouts = fanouts or [10, 5, 5]
+    torch.set_num_threads(threads)
+    data = load_scaled(dataset, root, scale)
+    budget = int(data.features.numel() * data.features.element_size() * budget_fraction)
+    runs: dict[str, Any] = {}
+    states = {}
+    for kind in ("memory", "disk"):
+        options = ({"hot_bytes": budget // 2, "cache_bytes": budget - budget // 2}
+                   if kind == "disk" else {})
+        store = open_feature_store(kind, data, share=False, **options)
+        sampler = FusedSampler(data.graph, fanouts, seed=seed)
+        with Loader(data, sampler, "cpu", batch_size, seed=seed, feature_store=store) as loader:
+            result = train(data, loader, FusedSampler(data.graph, fanouts, seed=seed),
+                           epochs=epochs, hidden=hidden, seed=seed, eval_every=1)
+        val = [e.val_acc for e in result.epochs]
+        runs[kind] = {"epoch_s": [e.epoch_s for e in result.epochs], "val_acc": val,
+                      "test_acc": result.test_acc,
+                      "epochs_to_target": next((i + 1 for i, a in enumerate(val)
+                                                if a >= target_acc), None)}
+        states[kind] = result.state
+        if hasattr(store, "close"):
+            store.close()
+    identical = all(torch.equal(states["memory"][k], states["disk"][k]) for k in states["memory"])
+    return {"benchmark": "disk-same-as-memory", "env": environment(),
+            "params": {"dataset": dataset, "scale": scale, "fanouts": fanouts,
+                       "batch_size": batch_size, "epochs": epochs, "target_acc": target_acc,
+                       "budget_fraction": budget_fraction, "threads": threads,
+                       "hidden": hidden, "seed": seed},
+            "dataset": data.summary(), "weights_identical": identical, "runs": runs}
+
+
+def format_same_as_memory(result: dict[str, Any]) -> str:
+    """One line per store."""
+    lines = [f"weights bit-identical after {result['params']['epochs']} epochs: "
+             f"{result['weights_identical']}",
+             f"{'store':7} {'epoch s':>8} {'val acc per epoch':>30} {'test acc':>8} "
+             f"epochs to {result['params']['target_acc']}"]
+    for name, r in result["runs"].items():
+        val = " ".join(f"{a:.4f}" for a in r["val_acc"])
+        lines.append(f"{name:7} {sum(r['epoch_s']) / len(r['epoch_s']):8.1f} {val:>30} "
+                     f"{r['test_acc']:8.4f} {r['epochs_to_target']}")
     return "\n".join(lines)
 
 

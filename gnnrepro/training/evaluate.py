@@ -99,6 +99,7 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
             blocks = [blk.to(device) for blk in mb.blocks]
             pred = model(blocks, x).argmax(dim=1)
             correct += (pred == dataset.labels[seeds].to(device)).sum()
+            del mb, x, blocks, pred  # before the next batch's rows: one batch's at a time
             bar.update()
             if heartbeat is not None:
                 heartbeat()
