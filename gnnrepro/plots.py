@@ -425,9 +425,9 @@ def disk_training_bars(data: pd.DataFrame, table_vs_memory: float,
         ax.set_xlabel("feature store")
         ax.margins(y=0.2)
     ratio = ok.loc[ok["store"] == "disk", "gather_vs_mmap"]
-    title = f"Features {table_vs_memory:.2f}x memory"
+    title = f"Features {table_vs_memory:.3g}x memory"
     if len(ratio) and pd.notna(ratio.iloc[0]):
-        title += f": disk {float(ratio.iloc[0]):.0f}x mmap (GIDS: {gids_speedup:.0f}x)"
+        title += f": disk {float(ratio.iloc[0]):.3g}x mmap (GIDS: {gids_speedup:.0f}x)"
     left.set_title(title, fontsize=9)
     right.set_title("Training steps (GraphSAGE 10,5,5, batch 1024)", fontsize=9)
     missing = data[data["error"].notna()]
@@ -460,7 +460,7 @@ def save(fig: Figure, stem: Path | str, label: str | None = None) -> list[Path]:
 
 
 def save_figure(fig: Figure, params: Params, record: Mapping[str, Any], stem: str,
-                scales: Sequence[float] | None = None) -> list[Path]:
+                scales: Sequence[float] | None = None, dataset: str | None = None) -> list[Path]:
     """A notebook's figure: params.figures_dir/stem.{png,pdf} (beside its tables), labelled
-    by gnnrepro.experiments.figure_label(params, record, scales)."""
-    return save(fig, params.figures_dir / stem, figure_label(params, record, scales))
+    by gnnrepro.experiments.figure_label(params, record, scales, dataset)."""
+    return save(fig, params.figures_dir / stem, figure_label(params, record, scales, dataset))

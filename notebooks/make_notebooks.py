@@ -161,7 +161,8 @@ else:
     display(big_table)
     fig = plots.disk_training_bars(big, big_meta["table_vs_memory"],
                                    paper.GIDS_SPEEDUP_VS_MMAP)
-    plots.save_figure(fig, params, big_meta, "06_disk_training")"""]),
+    plots.save_figure(fig, params, big_meta, "06_disk_training",
+                      scales=[params.disk_training_scale], dataset="igb-sim")"""]),
     "07_partitioned": (
         "Partitioned training",
         "Training on a graph partitioned across machines (DistDGLv2's setting), here 1 and 2 "

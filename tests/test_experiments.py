@@ -178,6 +178,8 @@ def test_figure_label_names_dataset_scale_machine_date_and_commit(tmp_path):
     assert experiments.figure_label(ogb, record).startswith("ogbn-products · AMD EPYC")
     growth = experiments.figure_label(ogb, record, scales=[0.05])  # 08 measures products-sim
     assert growth.startswith("products-sim scale 0.05 · ")
+    big = experiments.figure_label(params, record, scales=[1.0], dataset="igb-sim")
+    assert big.startswith("igb-sim scale 1 · ")  # 06's larger-than-memory part
 
 
 def test_a_saved_figure_carries_its_label(tmp_path):

@@ -34,7 +34,7 @@ def skip_reason(params: Params) -> str | None:
         return None
     need = igb_sim.feature_bytes(1.0) / 1e9
     return (f"Skipped: disk_training_scale is 0. At igb-sim 1.0 this section writes "
-            f"{need:.0f} GB of features (it needs about {need * 1.05:.0f} GB of free disk) and "
+            f"{need:.0f} GB of features (it needs about {need * 1.02:.0f} GB of free disk) and "
             f"trains for about half an hour on 2 cores; run it with make figures "
             f"PARAMS=notebooks/params/larger-than-memory.yaml "
             f"NOTEBOOKS=notebooks/06_storage.ipynb")
@@ -77,7 +77,7 @@ def disk_training(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         meta = {"feature_file": result["feature_file"],
                 "table_vs_memory": result["table_vs_memory"],
                 "read_ahead_kb": result["read_ahead_kb"],
-                "device_ceiling": result["device_ceiling"], "params": result["params"],
+                "device_ceiling": result["device_ceiling"], "settings": result["params"],
                 "paper": {"gids_speedup_vs_mmap": paper.GIDS_SPEEDUP_VS_MMAP}}
         return pd.DataFrame(rows), meta
 

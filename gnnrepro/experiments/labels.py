@@ -17,13 +17,14 @@ __all__ = ["figure_label"]
 
 
 def figure_label(params: Params, record: Mapping[str, Any],
-                 scales: Sequence[float] | None = None) -> str:
+                 scales: Sequence[float] | None = None, dataset: str | None = None) -> str:
     """'products-sim scale 0.05 · AMD EPYC (2 cores) · 2026-11-25 · 2d6705c' for a result's
-    record (Store.cached's); `scales`, for a figure that spans several products-sim scales
-    whatever the parameters' dataset (08_scale_growth), replaces dataset and scale."""
+    record (Store.cached's). A figure of other data than the parameters' names it: `dataset`
+    (default products-sim when `scales` is given) at `scales` (08_scale_growth: products-sim
+    at growth_scales; 06's larger-than-memory part: igb-sim at disk_training_scale)."""
     env = record.get("env") or environment()
     if scales is not None:
-        data = "products-sim scale " + ", ".join(f"{s:g}" for s in scales)
+        data = f"{dataset or 'products-sim'} scale " + ", ".join(f"{s:g}" for s in scales)
     elif params.dataset == "products-sim":
         data = f"products-sim scale {params.scale:g}"
     else:
