@@ -13,9 +13,24 @@ import math
 
 import numpy as np
 
-__all__ = ["sample_pairs"]
+from gnnrepro.datasets.dataset import symmetric_csc
+from gnnrepro.graph import CSCGraph
+
+__all__ = ["chung_lu_graph", "sample_pairs"]
 
 _MAX_ROUNDS = 50
+
+
+def chung_lu_graph(rng: np.random.Generator, classes: np.ndarray, weights: np.ndarray,
+                   num_pairs: int, num_classes: int, homophily: float) -> CSCGraph:
+    """The undirected graph (both directions stored) of sample_pairs' `num_pairs` pairs."""
+    n = classes.size
+    keys = sample_pairs(rng, classes, weights, num_pairs, num_classes, homophily)
+    lo_end = (keys // n).astype(np.int32)
+    np.remainder(keys, n, out=keys)
+    hi_end = keys.astype(np.int32)
+    del keys
+    return symmetric_csc(lo_end, hi_end, n)
 
 
 def sample_pairs(rng: np.random.Generator, classes: np.ndarray, weights: np.ndarray,

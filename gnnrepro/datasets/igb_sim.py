@@ -26,8 +26,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
-import math
-import numbers
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -37,8 +35,9 @@ import numpy as np
 import torch
 
 from gnnrepro.datasets import cache
-from gnnrepro.datasets.chung_lu import sample_pairs
-from gnnrepro.datasets.dataset import ARRAYS, Dataset, symmetric_csc
+from gnnrepro.datasets.chung_lu import chung_lu_graph
+from gnnrepro.datasets.dataset import ARRAYS, Dataset
+from gnnrepro.datasets.scaled import check_scale_and_seed
 from gnnrepro.feature_file import ALIGN, FeatureFileWriter
 from gnnrepro.progress import Progress, announce
 
@@ -165,14 +164,8 @@ def _graph_and_labels(scale: float, seed: int) -> dict[str, torch.Tensor]:
     rng = np.random.default_rng(seed)
     classes = latent_classes(np.arange(num_nodes), seed)
     weights = WEIGHT_FLOOR + rng.pareto(PARETO_SHAPE, size=num_nodes)
-    keys = sample_pairs(rng, classes, weights, num_pairs, NUM_CLASSES, HOMOPHILY)
+    graph = chung_lu_graph(rng, classes, weights, num_pairs, NUM_CLASSES, HOMOPHILY)
     del weights
-    lo_end = (keys // num_nodes).astype(np.int32)
-    np.remainder(keys, num_nodes, out=keys)
-    hi_end = keys.astype(np.int32)
-    del keys
-    graph = symmetric_csc(lo_end, hi_end, num_nodes)
-    del lo_end, hi_end
     labels = classes
     noisy = rng.random(num_nodes) < LABEL_NOISE
     labels[noisy] = rng.integers(0, NUM_CLASSES, size=int(noisy.sum()))
@@ -276,15 +269,4 @@ def _feature_stage(partial: Path, params: dict) -> None:
 
 def _check_params(scale: float, seed: int) -> dict[str, float | int]:
     """Validated, canonical parameters (they name the cache directory)."""
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
-    if not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
-    if not MIN_NODES <= round(FULL_NODES * scale) < 2**31:
-        raise ValueError(f"scale={scale!r} gives {round(FULL_NODES * scale)} nodes; igb-sim "
-                         f"needs {MIN_NODES} to 2**31 - 1 (scale >= {MIN_NODES / FULL_NODES:.2g})")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if not 0 <= seed < 2**63:
-        raise ValueError(f"seed must be in [0, 2**63), got {seed}")
-    return {"scale": float(scale), "seed": int(seed)}
+    return check_scale_and_seed(NAME, scale, seed, FULL_NODES, MIN_NODES)

@@ -22,16 +22,15 @@ the same arrays bit for bit):
 """
 from __future__ import annotations
 
-import math
-import numbers
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from gnnrepro.datasets import cache
-from gnnrepro.datasets.chung_lu import sample_pairs
-from gnnrepro.datasets.dataset import Dataset, symmetric_csc
+from gnnrepro.datasets.chung_lu import chung_lu_graph
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.scaled import check_scale_and_seed
 
 __all__ = ["NAME", "load_products_sim", "generate"]
 
@@ -69,13 +68,8 @@ def generate(scale: float = 1.0, seed: int = 0) -> Dataset:
     prior = 1.0 / (np.arange(NUM_CLASSES) + 10.0)
     classes = rng.choice(NUM_CLASSES, size=num_nodes, p=prior / prior.sum())
     weights = WEIGHT_FLOOR + rng.pareto(PARETO_SHAPE, size=num_nodes)
-    keys = sample_pairs(rng, classes, weights, num_pairs, NUM_CLASSES, HOMOPHILY)
-    lo_end = (keys // num_nodes).astype(np.int32)
-    np.remainder(keys, num_nodes, out=keys)
-    hi_end = keys.astype(np.int32)
-    del keys
-    graph = symmetric_csc(lo_end, hi_end, num_nodes)
-    del lo_end, hi_end
+    graph = chung_lu_graph(rng, classes, weights, num_pairs, NUM_CLASSES, HOMOPHILY)
+    del weights
 
     features = _features(rng, classes)
     labels = classes.astype(np.int64)
@@ -92,18 +86,7 @@ def generate(scale: float = 1.0, seed: int = 0) -> Dataset:
 
 def _check_params(scale: float, seed: int) -> dict[str, float | int]:
     """Validated, canonical parameters (they name the cache directory)."""
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise TypeError(f"scale must be a real number, got {type(scale).__name__}")
-    if not math.isfinite(scale) or scale <= 0:
-        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
-    if not MIN_NODES <= round(FULL_NODES * scale) < 2**31:
-        raise ValueError(f"scale={scale!r} gives {round(FULL_NODES * scale)} nodes; products-sim "
-                         f"needs {MIN_NODES} to 2**31 - 1 (scale >= {MIN_NODES / FULL_NODES:.2g})")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    return {"scale": float(scale), "seed": int(seed)}
+    return check_scale_and_seed(NAME, scale, seed, FULL_NODES, MIN_NODES)
 
 
 def _counts(scale: float) -> tuple[int, int, int, int]:
