@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parts", type=_arg_type(_count(1), "parts"), required=True)
     p.add_argument("--out", type=Path, required=True, help="partition directory to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    for sub in (s, t, ld, c, d, st, p):
+    for sub in (s, t, ld, c, d, st, dt, p):
         sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                          help=f"show the traceback of an error (or set {DEBUG_ENV}=1)")
         _show_defaults(sub)
