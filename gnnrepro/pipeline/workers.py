@@ -19,7 +19,6 @@ import multiprocessing as mp
 import multiprocessing.connection
 import time
 import traceback
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -111,14 +110,10 @@ def gather_task(task: Task, mb: MiniBatch, store: FeatureStore,
 
 
 def prepare(task: Task, ids: torch.Tensor, sampler: Any, store: FeatureStore,
-            staging: torch.Tensor | None, stopped: Callable[[], bool] = lambda: False
-            ) -> tuple[MiniBatch, float, float, float] | None:
-    """What a worker does for `task`: sample its batch from `ids` and gather its rows into its
-    staging slot. Returns (batch, start, sampled, gathered) on time.perf_counter, or None when
-    `stopped()` says so after sampling (the slot may be another batch's by then)."""
+            staging: torch.Tensor | None) -> tuple[MiniBatch, float, float, float]:
+    """What a worker process does for `task`: sample its batch from `ids` and gather its rows
+    into its staging slot. Returns (batch, start, sampled, gathered) on time.perf_counter."""
     mb, start, sampled = sample_task(task, ids, sampler)
-    if stopped():
-        return None
     return mb, start, sampled, gather_task(task, mb, store, staging)
 
 
