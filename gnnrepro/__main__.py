@@ -78,6 +78,17 @@ def _milliseconds(name: str, text: Any) -> float:
     return value
 
 
+def _fraction(name: str, text: Any) -> float:
+    """A check of a fraction in (0, 1] written as text."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise TypeError(f"{name} must be a number, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {text!r}")
+    return value
+
+
 def _add_pipelines(parser: argparse.ArgumentParser, default: list[str]) -> None:
     parser.add_argument("--pipelines", type=_names(PIPELINES), default=default,
                         help=f"comma-separated subset of {','.join(PIPELINES)}")
@@ -110,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--timeline-batches", type=_arg_type(_count(0), "timeline_batches"),
                    default=0,
                    help="keep the timeline of this many batches of the second epoch")
+    t.add_argument("--target-acc", type=_arg_type(_fraction, "target_acc"), default=None,
+                   help="evaluate every epoch and report the epochs each pipeline needs to "
+                        "reach this validation accuracy (in (0, 1])")
 
     ld = kinds.add_parser("loader", help="the mini-batch pipeline alone (no model; optional "
                                          "busy-wait standing in for a GPU step): DGL's "
@@ -326,7 +340,8 @@ def _run(args: argparse.Namespace) -> int:
     elif args.benchmark == "end-to-end":
         result = end_to_end.measure(_config(args), **data, pipelines=args.pipelines,
                                     repeats=args.repeats,
-                                    timeline_batches=args.timeline_batches)
+                                    timeline_batches=args.timeline_batches,
+                                    target_acc=args.target_acc)
         print(end_to_end.format_table(result))
     elif args.benchmark == "loader":
         result = loader.measure(_config(args), **data, pipelines=args.pipelines,

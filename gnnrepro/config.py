@@ -33,8 +33,9 @@ __all__ = ["EVAL_METHODS", "FEATURE_SOURCES", "FEATURE_STORES", "PIPELINES", "SA
 
 Check = Callable[[str, Any], Any]
 
-#: The training pipelines the paper compares (gnnrepro.training.pipelines builds them).
-PIPELINES = ("dgl", "reference", "fused", "fused+pinned")
+#: The training pipelines the paper compares, and DGL's whole stack (its DataLoader feeding its
+#: own model) beside them (gnnrepro.training.pipelines builds them).
+PIPELINES = ("dgl", "dgl-native", "reference", "fused", "fused+pinned")
 #: Where the sampler reads the graph: the CPU op, GPU memory, or pinned host memory over UVA.
 SAMPLER_DEVICES = ("cpu", "cuda", "uva")
 #: How feature rows reach the GPU: gathered on the CPU into pinned slots and copied on side

@@ -30,7 +30,7 @@ __all__ = ["STYLE", "end_to_end_bars", "growth_lines", "partitioned_lines", "pip
 
 _OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442",
               "#000000", "#999999"]
-PIPELINE_COLORS = {"dgl": "#D55E00", "reference": "#999999", "fused": "#56B4E9",
+PIPELINE_COLORS = {"dgl": "#D55E00", "dgl-native": "#CC79A7", "reference": "#999999", "fused": "#56B4E9",
                    "fused+pinned": "#0072B2"}
 SAMPLER_COLORS = {"dgl-unfused": "#D55E00", "dgl-fused": "#E69F00", "reference": "#999999",
                   "fused": "#0072B2"}

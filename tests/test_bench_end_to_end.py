@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from gnnrepro.__main__ import main
-from gnnrepro.bench.end_to_end import format_table
+from gnnrepro.bench.end_to_end import epochs_to_reach, format_table
 from gnnrepro.pipeline import STAGES
 from helpers import require_dgl
 
@@ -44,6 +44,43 @@ def test_bench_end_to_end_writes_side_by_side_json(tmp_path, capsys):
     assert result["pipelines"]["fused"]["loss"] == result["pipelines"]["fused+pinned"]["loss"]
     assert result["dataset"]["num_train"] > 0 and result["env"]["versions"]["torch"]
     assert "fused+pinned" in capsys.readouterr().out
+
+
+def test_bench_end_to_end_compares_dgls_whole_stack_and_counts_epochs_to_a_target(tmp_path,
+                                                                                  capsys):
+    require_dgl()
+    out = tmp_path / "train.json"
+    assert main(ARGS + ["--pipelines", "dgl,dgl-native,fused", "--target-acc", "0.05",
+                        "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["params"]["model"] == {"dgl": "GraphSAGE-mean",
+                                         "dgl-native": "DGL SAGEConv-mean",
+                                         "fused": "GraphSAGE-mean"}
+    native = result["speedup_vs_dgl_native"]
+    assert native["dgl-native"] == 1.0
+    assert native["fused"] == pytest.approx(
+        result["pipelines"]["dgl-native"]["epoch_s"] / result["pipelines"]["fused"]["epoch_s"])
+    for r in result["pipelines"].values():
+        accs = r["val_acc_epochs"]
+        assert len(accs) == 2 and all(0 <= a <= 1 for a in accs)
+        assert accs[-1] == r["val_acc"]  # the last epoch's evaluation is the final one
+        assert r["epochs_to_target"] == epochs_to_reach(accs, 0.05)
+    table = capsys.readouterr().out
+    assert "vs native" in table and "to 0.05" in table
+
+
+def test_epochs_to_reach_counts_the_first_epoch_at_or_above_the_target():
+    assert epochs_to_reach([0.2, 0.5, 0.4, 0.7], 0.5) == 2
+    assert epochs_to_reach([0.2, None, 0.6], 0.6) == 3
+    assert epochs_to_reach([0.2, 0.3], 0.9) is None
+    assert epochs_to_reach([], 0.1) is None
+
+
+@pytest.mark.parametrize("bad", ["0", "1.5", "x"])
+def test_bench_end_to_end_rejects_a_bad_target_accuracy(bad, capsys):
+    with pytest.raises(SystemExit):
+        main(ARGS + ["--target-acc", bad])
+    assert "target_acc" in capsys.readouterr().err
 
 
 def test_bench_end_to_end_repeats_alternate_the_order_and_pool(tmp_path):

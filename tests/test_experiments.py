@@ -345,7 +345,7 @@ def test_table_writers(tmp_path):
 # --- experiments and figures on stand-in benchmarks --------------------------------------
 
 def fake_end_to_end(config, *, dataset, scale, root, pipelines, repeats,
-                    timeline_batches) -> dict:
+                    timeline_batches, target_acc=None) -> dict:
     """gnnrepro.bench.end_to_end.measure's documented result, with made-up but plausible
     numbers."""
     result = {"params": {"dataset": dataset, "batch_size": config.batch_size,
@@ -373,10 +373,16 @@ def fake_end_to_end(config, *, dataset, scale, root, pipelines, repeats,
             "stages": {s: {"work_s": w, "exposed_s": None if workers else w}
                        for s, w in work.items()},
             "wait_s": 0.1, "val_acc": 0.6, "test_acc": 0.55, "peak_rss_bytes": 2**30,
-            "seeds_per_s": 100 / epoch, "timeline": spans}
-    dgl = result["pipelines"].get("dgl", {}).get("epoch_s")
-    result["speedup_vs_dgl"] = {n: (dgl / r["epoch_s"] if dgl else None)
-                                for n, r in result["pipelines"].items()}
+            "seeds_per_s": 100 / epoch, "timeline": spans,
+            "val_acc_epochs": [0.3 + 0.1 * i] * config.epochs,
+            "epochs_to_target": None if target_acc is None or 0.3 + 0.1 * i < target_acc
+            else 1}
+    result["params"]["target_acc"] = target_acc
+    for base in ("dgl", "dgl-native"):
+        key = "speedup_vs_" + base.replace("-", "_")
+        time = result["pipelines"].get(base, {}).get("epoch_s")
+        result[key] = {n: time / r["epoch_s"] for n, r in result["pipelines"].items()
+                       } if time else {}
     return result
 
 
@@ -410,24 +416,31 @@ def saved(fig, stem: Path) -> list[Path]:
 
 def test_stage_breakdown_and_end_to_end_share_one_run(fake_train, params):
     data, meta = experiments.stage_breakdown(params)
-    assert len(fake_train) == 1 and fake_train[0]["pipelines"] == ["dgl", "fused",
-                                                                   "fused+pinned"]
+    ladder = ["dgl", "dgl-native", "fused", "fused+pinned"]
+    assert len(fake_train) == 1 and fake_train[0]["pipelines"] == ladder
+    assert fake_train[0]["target_acc"] == params.target_acc
     assert fake_train[0]["timeline_batches"] == params.timeline_batches
     assert fake_train[0]["repeats"] == params.train_repeats
     assert set(data["stage"]) == set(STAGES) and (data["work_s"] > 0).all()
     assert data["exposed_s"].isna().all()  # workers: the wait cannot be split
     table = experiments.stage_table(data)
-    assert table["pipeline"].tolist() == ["dgl", "fused", "fused+pinned"]
-    assert table["sample+extract (% of work)"].tolist() == pytest.approx([70, 70, 70])
+    assert table["pipeline"].tolist() == ladder
+    assert table["sample+extract (% of work)"].tolist() == pytest.approx([70] * 4)
 
     e2e, meta = experiments.end_to_end(params)
     assert len(fake_train) == 1, "03 must reuse 01's training run"
     assert e2e.set_index("pipeline").at["fused+pinned", "paper_speedup"] == \
         paper.END_TO_END_SPEEDUP
-    assert e2e["speedup_vs_dgl"].tolist() == pytest.approx([1, 2, 3])
+    assert e2e["speedup_vs_dgl"].tolist() == pytest.approx([1, 2, 3, 4])
+    assert e2e["speedup_vs_dgl_native"].tolist() == pytest.approx([0.5, 1, 1.5, 2])
+    reached = [None if 0.3 + 0.1 * i < params.target_acc else 1 for i in range(4)]
+    assert [None if pd.isna(v) else v for v in e2e["epochs_to_target"]] == reached
+    assert meta["target_acc"] == params.target_acc
     spans = experiments.timeline_frame(meta)
-    assert len(spans) == 3 * params.timeline_batches * 4 and spans["start_s"].min() == 0
-    assert experiments.end_to_end_table(e2e)["peak RSS (MiB)"].tolist() == [1024] * 3
+    assert len(spans) == 4 * params.timeline_batches * 4 and spans["start_s"].min() == 0
+    e2e_table = experiments.end_to_end_table(e2e)
+    assert e2e_table["peak RSS (MiB)"].tolist() == [1024] * 4
+    assert "epochs to target acc" in e2e_table and "speedup vs dgl-native (x)" in e2e_table
 
     figures = params.figures_dir
     saved(plots.stage_bars(data), figures / "01_stage_breakdown")

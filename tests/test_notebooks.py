@@ -82,7 +82,7 @@ def check_values(out_dir: Path, name: str) -> None:
     """The stored numbers are measurements: positive times, finite speedups, accuracies."""
     if name == "01_stage_breakdown":
         data = stored_data(out_dir, name)
-        assert set(data["pipeline"]) == {"dgl", "fused", "fused+pinned"}
+        assert set(data["pipeline"]) == {"dgl", "dgl-native", "fused", "fused+pinned"}
         assert (data["work_s"] > 0).all() and (data["epoch_s"] > 0).all()
         assert data.groupby("pipeline")["share_of_work"].sum().round(6).eq(1).all()
     elif name == "02_sampling_speedup":
@@ -95,8 +95,11 @@ def check_values(out_dir: Path, name: str) -> None:
         assert data.loc[data["sampler"] != "dgl-unfused", "paper_speedup"].isna().all()
     elif name == "03_end_to_end":
         data = stored_data(out_dir, name)
-        assert data["pipeline"].tolist() == ["dgl", "fused", "fused+pinned"]
+        assert data["pipeline"].tolist() == ["dgl", "dgl-native", "fused", "fused+pinned"]
         assert (data["epoch_s"] > 0).all() and data["speedup_vs_dgl"].map(math.isfinite).all()
+        assert data.set_index("pipeline").at["dgl-native", "speedup_vs_dgl_native"] == 1.0
+        reached = data["epochs_to_target"].dropna()
+        assert (reached >= 1).all() and reached.map(float.is_integer).all()
         check_accuracy(data["val_acc"])
         check_accuracy(data["test_acc"])
         alone = stored_data(out_dir, f"{name}_pipeline_alone")

@@ -109,6 +109,46 @@ def test_dgl_pipeline_learns_like_ours(dataset, fused_run) -> None:
         assert all(e.stages[s]["exposed_s"] is not None for s in STAGES)
 
 
+def test_dgl_native_trains_dgls_own_model_on_dgls_blocks(dataset) -> None:
+    require_dgl()
+    from gnnrepro.baselines.dgl_model import DGLGraphSAGE
+    from gnnrepro.sampling import Block
+    loader = make_loader(dataset, TrainConfig(pipeline="dgl-native", fanouts=FANOUTS,
+                                              batch_size=BATCH, device="cpu", seed=5))
+    first = next(iter(loader))
+    assert not any(isinstance(b, Block) for b in first.blocks)  # DGL's blocks, unconverted
+    assert "native_blocks=True" in repr(loader)
+    result = train_pipeline("dgl-native", dataset, FANOUTS, batch_size=BATCH, **SETTINGS)
+    assert result.params["model"] == "DGL SAGEConv-mean"
+    assert result.losses[1] < result.losses[0]
+    assert result.test_acc >= 3 / dataset.num_classes
+    assert isinstance(DGLGraphSAGE(4, 8, 3, 2, 0.5).layers[0].fc_neigh, torch.nn.Linear)
+
+
+def test_dgl_model_gives_the_same_logits_on_our_blocks_and_dgls(dataset) -> None:
+    require_dgl()
+    from gnnrepro.baselines.dgl_model import DGLGraphSAGE
+    from gnnrepro.baselines.dgl_samplers import from_dgl_block
+    from gnnrepro.baselines.dgl_import import import_dgl
+    loader = make_loader(dataset, TrainConfig(pipeline="dgl-native", fanouts=FANOUTS,
+                                              batch_size=BATCH, device="cpu", seed=5))
+    mb = next(iter(loader))
+    ours = [from_dgl_block(b, import_dgl().NID) for b in mb.blocks]
+    model = DGLGraphSAGE(dataset.num_features, 16, dataset.num_classes, len(FANOUTS),
+                         0.5).eval()
+    torch.testing.assert_close(model(ours, mb.x), model(mb.blocks, mb.x))
+    with pytest.raises(ValueError, match="blocks has 1 blocks"):
+        model(ours[:1], mb.x)
+    with pytest.raises(ValueError, match="hidden must be >= 1"):
+        DGLGraphSAGE(4, 0, 3, 2, 0.5)
+
+
+def test_build_model_names_an_unknown_architecture(dataset) -> None:
+    from gnnrepro.training import build_model
+    with pytest.raises(ValueError, match="architecture must be one of graphsage, dgl-sage"):
+        build_model(dataset, 2, 8, 0.5, 0, torch.device("cpu"), "gat")
+
+
 def test_timeline_holds_each_stage_of_the_first_batches(fused_run) -> None:
     for e in fused_run.epochs:
         assert {s["batch"] for s in e.timeline} == {0, 1}
@@ -169,7 +209,7 @@ def test_gpu_sampler_takes_no_workers_and_reference_stays_on_cpu(dataset,
 
 
 def test_unknown_pipeline_and_placement() -> None:
-    assert PIPELINES == ("dgl", "reference", "fused", "fused+pinned")
+    assert PIPELINES == ("dgl", "dgl-native", "reference", "fused", "fused+pinned")
     with pytest.raises(ValueError, match="pipeline must be one of"):
         TrainConfig(pipeline="fused+magic")
     with pytest.raises(ValueError, match="sampler_device must be one of cpu, cuda, uva"):

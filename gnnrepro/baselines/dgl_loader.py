@@ -76,12 +76,15 @@ class DGLLoader:
     """Iterate `dataset`'s training ids in mini-batches prepared by DGL 2.1's DataLoader.
 
     Same interface as gnnrepro's Loader (a BatchSource): each `iter()` is one epoch of
-    MiniBatch objects with `x` (input features) and `y` (labels) on `device`.
+    MiniBatch objects with `x` (input features) and `y` (labels) on `device`. Their blocks are
+    gnnrepro Blocks, or with `native_blocks` DGL's own blocks, unconverted (for DGL's model:
+    the "dgl-native" pipeline).
     """
 
     def __init__(self, dataset: Dataset, fanouts: list[int], device: str | torch.device,
                  batch_size: int, shuffle: bool = True, seed: int = 0,
-                 drop_last: bool = False, *, rank: int = 0, world_size: int = 1):
+                 drop_last: bool = False, *, rank: int = 0, world_size: int = 1,
+                 native_blocks: bool = False):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
         self.fanouts = check_fanouts(fanouts)
@@ -92,6 +95,7 @@ class DGLLoader:
         self.drop_last = check_bool("drop_last", drop_last)
         self.rank = check_int("rank", rank, 0)
         self.world_size = check_int("world_size", world_size, 1)
+        self.native_blocks = check_bool("native_blocks", native_blocks)
         if world_size > 1:
             _check_process_group(rank, world_size)
         self.dataset = dataset
@@ -172,7 +176,8 @@ class DGLLoader:
             except StopIteration:
                 return
             mb = MiniBatch(output_nodes.long(), input_nodes.long(),
-                           [from_dgl_block(blk, nid) for blk in blocks],
+                           blocks if self.native_blocks
+                           else [from_dgl_block(blk, nid) for blk in blocks],
                            x=blocks[0].srcdata["feat"], y=blocks[-1].dstdata["label"],
                            batch_id=b)
             end = time.perf_counter()
@@ -201,5 +206,7 @@ class DGLLoader:
     def __repr__(self) -> str:
         ranks = (f", rank={self.rank}, world_size={self.world_size}"
                  if self.world_size > 1 else "")
+        native = ", native_blocks=True" if self.native_blocks else ""
         return (f"DGLLoader(batches={len(self)}, batch_size={self.batch_size}, "
-                f"fanouts={self.fanouts}, device={self.device}, seed={self.seed}{ranks})")
+                f"fanouts={self.fanouts}, device={self.device}, seed={self.seed}{ranks}"
+                f"{native})")

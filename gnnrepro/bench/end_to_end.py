@@ -14,7 +14,10 @@ Reported per pipeline: epoch_s, the median epoch time over the epochs after the 
 first includes start-up: workers, DGL's first-call allocations, page faults) pooled over
 rounds, and speedup_vs_dgl from it; speedup_vs_dgl_rounds, the same ratio in each round alone
 (its spread shows how far one round can be trusted); per-stage work and exposed seconds
-(median per epoch, same epochs); accuracy of the first round; peak RSS of the training
+(median per epoch, same epochs); accuracy of the first round, and with `target_acc` the
+validation accuracy after every epoch of it and the epochs it took to reach target_acc (None:
+not within the epochs run; "dgl-native" trains DGL's own model, so accuracy is where the whole
+stacks differ); speedup_vs_dgl_native beside speedup_vs_dgl when "dgl-native" ran; peak RSS of the training
 process (worker threads included, worker processes not: the training process's getrusage;
 RUSAGE_CHILDREN would also count the pre-exec RSS of any subprocess it forks, such as the git
 call that records the commit).
@@ -28,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gnnrepro.bench.timing import check_pipelines, round_orders, speedups
-from gnnrepro.checks import check_int
+from gnnrepro.checks import check_int, check_positive_float
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
@@ -40,18 +43,19 @@ from gnnrepro.training.profiler import WAIT_ABOVE_WORK
 __all__ = ["format_table", "measure"]
 
 def _train_one(name: str, config: TrainConfig, data_args: dict[str, Any],
-               timeline_batches: int, inbox: Any, outbox: Any) -> None:
+               timeline_batches: int, eval_every: int | None, inbox: Any,
+               outbox: Any) -> None:
     """Child process: train pipeline `name`, beating while it trains; send ("ok", summary)
     or ("error", traceback)."""
     def body() -> dict[str, Any]:
         data = load_scaled(**data_args)
-        result = run_training(data, config.replace(pipeline=name),
+        result = run_training(data, config.replace(pipeline=name), eval_every=eval_every,
                               timeline_batches=timeline_batches, heartbeat=Heartbeat(outbox))
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
         epochs = result.epochs
         return {
             "epochs": [{"epoch_s": e.epoch_s, "stages": e.stages, "wait_s": e.loader_wait_s,
-                        "seeds_per_s": e.seeds_per_s, "loss": e.loss,
+                        "seeds_per_s": e.seeds_per_s, "loss": e.loss, "val_acc": e.val_acc,
                         "peak_gpu_mb": e.peak_gpu_mb} for e in epochs],
             "timeline": epochs[min(1, len(epochs) - 1)].timeline,
             "val_acc": result.val_acc, "test_acc": result.test_acc,
@@ -61,13 +65,13 @@ def _train_one(name: str, config: TrainConfig, data_args: dict[str, Any],
 
 
 def _run_child(name: str, config: TrainConfig, data_args: dict[str, Any],
-               timeline_batches: int) -> dict[str, Any]:
+               timeline_batches: int, eval_every: int | None) -> dict[str, Any]:
     """Run `_train_one` in a fresh spawned process, supervised (a child that dies, raises or
     sends nothing for config.timeout_s raises RuntimeError naming the pipeline)."""
     supervisor = Supervisor("spawn")
     try:
         supervisor.start(f"pipeline {name!r}", _train_one,
-                         (name, config, data_args, timeline_batches))
+                         (name, config, data_args, timeline_batches, eval_every))
         while True:
             for _, (_, payload) in supervisor.receive(1.0):
                 return payload
@@ -88,10 +92,20 @@ def _steady_median(one_round: dict[str, Any]) -> float:
     return statistics.median(e["epoch_s"] for e in _steady(one_round))
 
 
-def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+def epochs_to_reach(val_accs: list[float | None], target: float) -> int | None:
+    """The number of epochs after which validation accuracy first reached `target` (None:
+    it never did, or was not measured)."""
+    for epoch, acc in enumerate(val_accs, start=1):
+        if acc is not None and acc >= target:
+            return epoch
+    return None
+
+
+def _summarize(rounds: list[dict[str, Any]], target_acc: float | None) -> dict[str, Any]:
     """Pool a pipeline's rounds: medians over the epochs after the first of every round."""
     steady = [e for r in rounds for e in _steady(r)]
     first = rounds[0]
+    val_accs = [e.get("val_acc") for e in first["epochs"]]
     gpu_peaks = [e["peak_gpu_mb"] for e in steady if e["peak_gpu_mb"] is not None]
     return {
         "epoch_s": statistics.median(e["epoch_s"] for e in steady),
@@ -101,6 +115,9 @@ def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "seeds_per_s": statistics.median(e["seeds_per_s"] for e in steady),
         "loss": [e["loss"] for e in first["epochs"]],
         "val_acc": first["val_acc"], "test_acc": first["test_acc"],
+        "val_acc_epochs": val_accs,
+        "epochs_to_target": (None if target_acc is None
+                             else epochs_to_reach(val_accs, target_acc)),
         "peak_rss_bytes": max(r["peak_rss_bytes"] for r in rounds),
         "peak_gpu_mb": max(gpu_peaks) if gpu_peaks else None,
         "timeline": first["timeline"],
@@ -112,13 +129,19 @@ def _summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             scale: float = SETTINGS["scale"].default, root: str | None = None,
             pipelines: Sequence[str] = ("dgl", "fused", "fused+pinned"), repeats: int = 1,
-            timeline_batches: int = 0) -> dict[str, Any]:
+            timeline_batches: int = 0, target_acc: float | None = None) -> dict[str, Any]:
     """Train each pipeline with `config`'s settings (a fresh process each, `repeats` rounds);
     return the JSON-ready result: params, dataset, pipelines {name: summary},
-    speedup_vs_dgl, env."""
+    speedup_vs_dgl (and speedup_vs_dgl_native), env. With `target_acc` (in (0, 1]) every
+    epoch is evaluated on the validation ids (after its timing ends)."""
     pipelines = check_pipelines(pipelines, PIPELINES)
     check_int("repeats", repeats, 1)
     check_int("timeline_batches", timeline_batches, 0)
+    if target_acc is not None:
+        check_positive_float("target_acc", target_acc)
+        if target_acc > 1:
+            raise ValueError(f"target_acc must be in (0, 1], got {target_acc}")
+    eval_every = None if target_acc is None else 1
     data_args = {"name": validate("dataset", dataset), "root": root,
                  "scale": validate("scale", scale)}
     data = load_scaled(**data_args)  # built (and cached) once, before the children
@@ -128,8 +151,10 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
         for name in order:
             print(f"bench end-to-end: round {r + 1}/{len(orders)}, {name}", file=sys.stderr,
                   flush=True)
-            rounds[name].append(_run_child(name, config, data_args, timeline_batches))
-    summaries = {name: _summarize(rounds[name]) for name in pipelines}
+            rounds[name].append(_run_child(name, config, data_args, timeline_batches,
+                                           eval_every))
+    summaries = {name: _summarize(rounds[name], target_acc) for name in pipelines}
+    epoch_s = {name: s["epoch_s"] for name, s in summaries.items()}
     per_round = [speedups({name: _steady_median(rounds[name][r]) for name in pipelines})
                  for r in range(len(orders))]
     return {
@@ -140,14 +165,16 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                                        for key in ("threads", "workers", "prefetch")}
                                 for name in pipelines},
                    "pipelines": pipelines, "repeats": repeats, "round_orders": orders,
-                   "timeline_batches": timeline_batches,
-                   "model": "GraphSAGE-mean", "optimizer": "Adam",
+                   "timeline_batches": timeline_batches, "target_acc": target_acc,
+                   "model": {name: rounds[name][0]["params"]["model"] for name in pipelines},
+                   "optimizer": "Adam",
                    "evaluation": "eval_method (config): layer-wise full-neighbour inference "
                                  "or sampled mini-batches with the fused sampler (same fanouts); "
                                  "each pipeline's eval_methods says which per split"},
         "dataset": data.summary(),
         "pipelines": summaries,
-        "speedup_vs_dgl": speedups({name: s["epoch_s"] for name, s in summaries.items()}),
+        "speedup_vs_dgl": speedups(epoch_s),
+        "speedup_vs_dgl_native": speedups(epoch_s, base="dgl-native"),
         # The same ratio in each round (its steady epochs' median): its spread shows how stable
         # the pooled figure is on this machine.
         "speedup_vs_dgl_rounds": {name: [r[name] for r in per_round] for name in pipelines}
@@ -157,9 +184,14 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
 
 
 def format_table(result: dict[str, Any]) -> str:
-    """The stage breakdown (work/exposed seconds per epoch), epoch time, speedup, accuracy."""
-    head = (f"{'pipeline':<13} {'epoch s':>8} {'vs dgl':>7} "
-            + " ".join(f"{s + ' w/e':>14}" for s in STAGES) + f" {'test acc':>9} {'peak RSS':>9}")
+    """The stage breakdown (work/exposed seconds per epoch), epoch time, speedups, accuracy."""
+    native = result.get("speedup_vs_dgl_native", {})
+    target = result.get("params", {}).get("target_acc")
+    head = (f"{'pipeline':<13} {'epoch s':>8} {'vs dgl':>7}"
+            + (f" {'vs native':>9}" if native else "") + " "
+            + " ".join(f"{s + ' w/e':>14}" for s in STAGES) + f" {'test acc':>9}"
+            + (f" {'to ' + format(target, '.2f'):>8}" if target is not None else "")
+            + f" {'peak RSS':>9}")
     lines = [head]
     over = []
     for name, r in result["pipelines"].items():
@@ -171,13 +203,21 @@ def format_table(result: dict[str, Any]) -> str:
             cells.append(f"{work:6.2f}/{'  -  ' if exposed is None else f'{exposed:5.2f}':>6}"
                          .rjust(14))
         speedup = result["speedup_vs_dgl"].get(name)
+        reached = r.get("epochs_to_target")
         lines.append(f"{name:<13} {r['epoch_s']:8.2f} "
-                     f"{'-' if speedup is None else f'{speedup:.2f}x':>7} " + " ".join(cells)
-                     + f" {r['test_acc']:9.4f} {r['peak_rss_bytes'] / 2**30:7.2f}GB")
+                     f"{'-' if speedup is None else f'{speedup:.2f}x':>7}"
+                     + (f" {native[name]:8.2f}x" if native else "") + " "
+                     + " ".join(cells) + f" {r['test_acc']:9.4f}"
+                     + (f" {'-' if reached is None else reached:>8}"
+                        if target is not None else "")
+                     + f" {r['peak_rss_bytes'] / 2**30:7.2f}GB")
     for name, ratios in result.get("speedup_vs_dgl_rounds", {}).items():
         if name != "dgl" and len(ratios) > 1:
             lines.append(f"{name} vs dgl per round: {min(ratios):.2f}x-{max(ratios):.2f}x "
                          f"(median {statistics.median(ratios):.2f}x)")
     lines.append("w/e: seconds of work / seconds the loop waited for it, per epoch"
                  + (f"; {', '.join(over)}: {WAIT_ABOVE_WORK}" if over else ""))
+    if target is not None:
+        lines.append(f"to {target:.2f}: epochs until validation accuracy first reached "
+                     f"{target:.2f} (-: not within {len(r['val_acc_epochs'])})")
     return "\n".join(lines)

@@ -12,16 +12,20 @@ from gnnrepro.config import TrainConfig
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
 
-__all__ = ["LADDER", "LADDER_KEY", "end_to_end_run", "ladder", "loader_run", "sampling_run",
+__all__ = ["LADDER", "LADDER_KEY", "LOADERS", "end_to_end_run", "ladder", "loader_run", "sampling_run",
            "train_config"]
 
 #: The end-to-end ablation ladder (01 and 03 share this run): DGL's pipeline, fused sampling,
-#: fused sampling with pinned multi-stream feature loading.
-LADDER = ("dgl", "fused", "fused+pinned")
+#: fused sampling with pinned multi-stream feature loading; and DGL's whole stack (its
+#: pipeline feeding its own model) for the stack-against-stack comparison.
+LADDER = ("dgl", "dgl-native", "fused", "fused+pinned")
+#: The loaders of 03's pipeline-alone run: dgl-native's loader is dgl's.
+LOADERS = ("dgl", "fused", "fused+pinned")
 #: The parameters the shared training run of 01 and 03 (`ladder`) depends on.
 LADDER_KEY = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
               "sampler_device", "feature_source", "feature_store", "threads", "workers",
-              "worker_kind", "streams", "seed", "timeline_batches", "train_repeats")
+              "worker_kind", "streams", "seed", "timeline_batches", "train_repeats",
+              "target_acc")
 
 
 def train_config(params: Params, **overrides: Any) -> TrainConfig:
@@ -41,17 +45,20 @@ def ladder(params: Params, store: Store) -> dict:
     """The training run 01_stage_breakdown and 03_end_to_end share: every LADDER pipeline,
     `params.train_repeats` rounds, the timeline of `params.timeline_batches` batches."""
     return end_to_end_run(params, store, LADDER, timeline_batches=params.timeline_batches,
-                          repeats=params.train_repeats)
+                          repeats=params.train_repeats, target_acc=params.target_acc)
 
 
 def end_to_end_run(params: Params, store: Store, pipelines: Sequence[str], *,
-                   timeline_batches: int = 0, repeats: int = 1, **overrides: Any) -> dict:
+                   timeline_batches: int = 0, repeats: int = 1,
+                   target_acc: float | None = None, **overrides: Any) -> dict:
     """gnnrepro.bench.end_to_end.measure of `pipelines` with `params`' settings, `overrides`
     replacing any TrainConfig setting; stored by its arguments."""
     config = train_config(params, **overrides)
     kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
               "pipelines": list(pipelines), "repeats": repeats,
               "timeline_batches": timeline_batches}
+    if target_acc is not None:  # absent otherwise: runs stored before it keep their keys
+        kwargs["target_acc"] = target_acc
     return store.memo("end-to-end", kwargs | {"config": config.to_dict()},
                       lambda: end_to_end_bench.measure(config, **kwargs), params.force)
 
@@ -68,7 +75,7 @@ def sampling_run(params: Params, store: Store, dataset: str) -> dict:
                       params.force)
 
 
-def loader_run(params: Params, store: Store, pipelines: Sequence[str] = LADDER) -> dict:
+def loader_run(params: Params, store: Store, pipelines: Sequence[str] = LOADERS) -> dict:
     """gnnrepro.bench.loader.measure of `pipelines` with `params`' settings (`loader_rounds`
     timed epochs each, `loader_step_ms` stand-in step); stored."""
     config = train_config(params)

@@ -50,6 +50,14 @@ def _dataset(name: str, value: Any) -> str:
     return SETTINGS["dataset"].check(name, value)
 
 
+def _fraction(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {value}")
+    return float(value)
+
+
 def _non_negative(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
@@ -147,6 +155,9 @@ class Params:
         "rounds of the end-to-end runs of 01 and 03, pipeline orders from a Williams design "
         "(balanced at a multiple of 2n rounds for n odd, n for n even), each pipeline in a "
         "fresh process; epoch times pooled over rounds")
+    target_acc: float = _param(
+        0.6, _fraction,
+        "validation accuracy 03_end_to_end counts the epochs to (every epoch is evaluated)")
     loader_rounds: int = _param(
         3, _int(1), "timed epochs per pipeline of 03's pipeline-alone run (bench loader)")
     loader_step_ms: float = _param(

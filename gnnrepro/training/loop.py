@@ -20,6 +20,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from gnnrepro.baselines.dgl_model import DGLGraphSAGE
 from gnnrepro.checks import check_int
 from gnnrepro.config import SETTINGS, validate
 from gnnrepro.datasets.dataset import Dataset
@@ -109,13 +110,25 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
+#: The models train() builds, by name: ours (every pipeline but one) and DGL's example model
+#: (the "dgl-native" pipeline, DGL's whole stack), with the name results record.
+MODELS: dict[str, tuple[type[nn.Module], str]] = {
+    "graphsage": (GraphSAGE, "GraphSAGE-mean"),
+    "dgl-sage": (DGLGraphSAGE, "DGL SAGEConv-mean"),
+}
+
+
 def build_model(dataset: Dataset, num_layers: int, hidden: int, dropout: float, seed: int,
-                device: torch.device) -> GraphSAGE:
-    """The GraphSAGE every pipeline trains: its weights (and the dropout stream that follows)
-    come from torch.manual_seed(seed)."""
+                device: torch.device, architecture: str = "graphsage") -> nn.Module:
+    """The model of `architecture` (a MODELS key) that a pipeline trains: its weights (and
+    the dropout stream that follows) come from torch.manual_seed(seed)."""
+    if architecture not in MODELS:
+        raise ValueError(f"architecture must be one of {', '.join(MODELS)}, "
+                         f"got {architecture!r}")
     torch.manual_seed(seed)
-    return GraphSAGE(dataset.num_features, hidden, dataset.num_classes, num_layers,
-                     dropout).to(device)
+    model_class, _ = MODELS[architecture]
+    return model_class(dataset.num_features, hidden, dataset.num_classes, num_layers,
+                       dropout).to(device)
 
 
 def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: BatchSource,
@@ -176,9 +189,11 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
           eval_every: int | None = None,
           eval_batch_size: int = SETTINGS["eval_batch_size"].default,
           eval_method: str = SETTINGS["eval_method"].default, timeline_batches: int = 0,
-          heartbeat: Callable[[], None] | None = None) -> TrainResult:
-    """Train GraphSAGE (mean aggregator, one layer per fanout of `evaluator`) with Adam and
-    cross-entropy on the batches of `loader`, on the loader's device; return a TrainResult.
+          heartbeat: Callable[[], None] | None = None,
+          architecture: str = "graphsage") -> TrainResult:
+    """Train GraphSAGE (mean aggregator, one layer per fanout of `evaluator`; ours, or with
+    architecture="dgl-sage" DGL's) with Adam and cross-entropy on the batches of `loader`, on
+    the loader's device; return a TrainResult.
 
     `evaluator` (FusedSampler API: sample, fanouts) samples the blocks of the mini-batch
     evaluation: every `eval_every` epochs on the val ids, and at the end on the val and test
@@ -210,7 +225,7 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
     device = loader.device
     rank, world_size = rank_and_world()
 
-    model = build_model(dataset, len(fanouts), hidden, dropout, seed, device)
+    model = build_model(dataset, len(fanouts), hidden, dropout, seed, device, architecture)
     trained: nn.Module = model
     if world_size > 1:  # DDP broadcasts rank 0's weights; each rank its own dropout masks
         torch.manual_seed(stream_seed(seed, rank))
@@ -228,7 +243,7 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
               "prefetch": getattr(loader, "prefetch", None), "seed": seed,
               "eval_every": eval_every, "eval_batch_size": eval_batch_size,
               "eval_method": eval_method, "eval_methods": {},
-              "optimizer": "Adam", "loss": "cross_entropy", "model": "GraphSAGE-mean",
+              "optimizer": "Adam", "loss": "cross_entropy", "model": MODELS[architecture][1],
               "num_layers": len(fanouts), "timeline_batches": timeline_batches,
               "world_size": world_size}
 

@@ -1,6 +1,9 @@
 """The four training pipelines the paper compares, by name, and the functions that run one.
 
 * "dgl": DGL 2.1's DataLoader + NeighborSampler with DGL's own feature slicing (the baseline).
+* "dgl-native": DGL's whole stack as its users run it: the same DataLoader feeding DGL's own
+  model (DGL's node-classification example: dgl.nn.SAGEConv('mean') layers, nn.Dropout) on
+  DGL's blocks, unconverted. Its weights start from DGL's initialisation, not ours.
 * "reference": our unfused torch sampler (sample to COO, then relabel), serial.
 * "fused": our fused sampler, serial: no workers, no side streams, nothing ahead.
 * "fused+pinned": the paper's full method: fused sampler, W workers sampling and gathering
@@ -10,7 +13,7 @@
   process, or with worker_kind='process' the paper's worker processes.
 
 Placement (TrainConfig.sampler_device, .feature_source; gnnrepro.config) applies to the fused
-pipelines: where the sampler reads the graph and how rows reach the GPU. All four train the
+pipelines: where the sampler reads the graph and how rows reach the GPU. All but "dgl-native" train the
 identical model from the same initial weights on batches of the same size and are evaluated
 with the same fused sampler (seed `seed`), so their accuracies differ only through the batches
 they trained on.
@@ -33,7 +36,10 @@ from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.sampling import FusedSampler, ReferenceSampler
 from gnnrepro.training.loop import TrainResult, train
 
-__all__ = ["make_evaluator", "make_loader", "run_training", "train_pipeline"]
+__all__ = ["ARCHITECTURES", "make_evaluator", "make_loader", "run_training", "train_pipeline"]
+
+#: The model a pipeline trains where it is not ours (gnnrepro.training.loop.MODELS).
+ARCHITECTURES = {"dgl-native": "dgl-sage"}
 
 
 def _sampler_graph_device(dataset: Dataset, sampler_device: str,
@@ -66,11 +72,13 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     device = torch.device(resolve_device(config.device))
     fanouts = list(config.fanouts)
     ranks = {"rank": rank, "world_size": world_size, "seed": config.seed}
-    if config.pipeline == "dgl":
+    if config.pipeline in ("dgl", "dgl-native"):
         if config.feature_store != "memory":
-            raise ValueError("pipeline='dgl' slices the features itself, from memory: "
-                             f"feature_store must be 'memory', got {config.feature_store!r}")
-        return DGLLoader(dataset, fanouts, device, config.batch_size, **ranks)
+            raise ValueError(f"pipeline={config.pipeline!r} slices the features itself, from "
+                             f"memory: feature_store must be 'memory', got "
+                             f"{config.feature_store!r}")
+        return DGLLoader(dataset, fanouts, device, config.batch_size,
+                         native_blocks=config.pipeline == "dgl-native", **ranks)
     serial = config.pipeline in ("reference", "fused")
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
     workers = 0 if serial else resolve_workers(config.workers, str(device),
@@ -119,7 +127,8 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
                        hidden=config.hidden, dropout=config.dropout, seed=config.seed,
                        eval_every=eval_every, eval_batch_size=config.eval_batch_size,
                        eval_method=config.eval_method,
-                       timeline_batches=timeline_batches, heartbeat=heartbeat)
+                       timeline_batches=timeline_batches, heartbeat=heartbeat,
+                       architecture=ARCHITECTURES.get(config.pipeline, "graphsage"))
         if before_close is not None:
             result.params["before_close"] = before_close(loader)
     result.params.update(pipeline=config.pipeline, config=config.to_dict(), threads=threads,
