@@ -12,7 +12,7 @@ TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
 .PHONY: setup test test-gpu asan check-cuda check-cuda-if-nvcc check-cuda-link gpu-check \
         gpu-check-offline gpu-wheels \
-        bench-sampling bench-end-to-end figures report lab clean
+        bench-sampling bench-end-to-end figures report lab clean peers
 
 setup: $(BUILD)
 
@@ -32,6 +32,29 @@ $(DEPS): pyproject.toml | $(PY)
 # Rebuild the extension in place (ninja, incremental) when a C++/CUDA source changes.
 $(BUILD): $(DEPS) $(CSRC)
 	$(PY) setup.py -q build_ext --inplace
+	touch $@
+
+# The peers, each in an environment of its own under .peers/ (gnnrepro.peers): GraphBolt needs
+# the torch its native library was built for (2.2.1, with its CUDA libraries: about 5 GB);
+# PyG's torch-scatter and torch-sparse are built from source against our torch (about 11
+# minutes on 2 cores). Optional: benchmarks list a peer that is not set up as not run.
+PEERS_DIR ?= .peers
+peers: $(PEERS_DIR)/graphbolt/.stamp $(PEERS_DIR)/pyg/.stamp
+
+$(PEERS_DIR)/graphbolt/.stamp:
+	$(PYTHON) -m venv $(PEERS_DIR)/graphbolt
+	$(PEERS_DIR)/graphbolt/bin/pip install -q torch==2.2.1 dgl==2.1.0 torchdata==0.7.1 \
+	    'numpy<2' 'pandas<2.3' pydantic pyyaml tqdm
+	$(PEERS_DIR)/graphbolt/bin/python -c "import dgl.graphbolt"
+	touch $@
+
+$(PEERS_DIR)/pyg/.stamp: $(DEPS)
+	$(PYTHON) -m venv $(PEERS_DIR)/pyg
+	$(PEERS_DIR)/pyg/bin/pip install -q "torch==$$($(PY) -c 'import torch; print(torch.__version__.split("+")[0])')" \
+	    torch_geometric==2.8.1 numpy scipy tqdm setuptools wheel
+	MAX_JOBS=$(THREADS) $(PEERS_DIR)/pyg/bin/pip install -q --no-build-isolation \
+	    torch-scatter==2.1.2 torch-sparse==0.6.18
+	$(PEERS_DIR)/pyg/bin/python -c "import torch_geometric, torch_sparse"
 	touch $@
 
 test: setup check-cuda-if-nvcc

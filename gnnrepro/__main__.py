@@ -20,6 +20,7 @@ from gnnrepro.atomic import write_json_atomic
 from gnnrepro.bench import (disk_training, end_to_end, loader, partitioned, sampling_speed,
                             scaling, storage)
 from gnnrepro.checks import check_int
+from gnnrepro.peers import PEERS, SETUP_COMMAND
 from gnnrepro.config import (FEATURE_STORES, PIPELINES, TrainConfig, add_options, list_of,
                              resolve_threads)
 from gnnrepro.datasets import load_scaled
@@ -94,6 +95,13 @@ def _add_pipelines(parser: argparse.ArgumentParser, default: list[str]) -> None:
                         help=f"comma-separated subset of {','.join(PIPELINES)}")
 
 
+def _add_peers(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--peers", type=_names(tuple(PEERS)), default=[],
+                        help=f"comma-separated subset of {','.join(PEERS)}: other stacks, "
+                             f"each from its own environment (`{SETUP_COMMAND}` sets them up), "
+                             f"measured alongside; one not set up is listed as not run")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gnnrepro")
     parser.add_argument("--debug", action="store_true",
@@ -111,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--samplers", type=_names(sampling_speed.SAMPLERS),
                    default=list(sampling_speed.SAMPLERS),
                    help=f"comma-separated subset of {','.join(sampling_speed.SAMPLERS)}")
+    _add_peers(s)
 
     t = kinds.add_parser("end-to-end", help="end-to-end training: dgl vs reference vs fused "
                                             "vs fused+pinned, each in a fresh process")
@@ -124,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--target-acc", type=_arg_type(_fraction, "target_acc"), default=None,
                    help="evaluate every epoch and report the epochs each pipeline needs to "
                         "reach this validation accuracy (in (0, 1])")
+    _add_peers(t)
 
     ld = kinds.add_parser("loader", help="the mini-batch pipeline alone (no model; optional "
                                          "busy-wait standing in for a GPU step): DGL's "
@@ -134,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="timed epochs per pipeline, in Williams-balanced orders")
     ld.add_argument("--step-ms", type=_arg_type(_milliseconds, "step_ms"), default=0.0,
                     help="busy-wait per batch standing in for a GPU model step (0: none)")
+    _add_peers(ld)
 
     c = kinds.add_parser("scaling", help="data-parallel training on 1, 2, 4, ... ranks (GPUs, "
                                          "or CPU processes): dgl vs fused+pinned, and memory "
@@ -335,17 +346,17 @@ def _run(args: argparse.Namespace) -> int:
         result = sampling_speed.measure(
             **data, fanouts=args.fanouts, batch_size=args.batch_size, batches=args.batches,
             threads=args.threads, repeats=args.repeats, samplers=args.samplers,
-            seed=args.seed, sampler_device=args.sampler_device)
+            seed=args.seed, sampler_device=args.sampler_device, peers=args.peers)
         print(sampling_speed.format_table(result))
     elif args.benchmark == "end-to-end":
         result = end_to_end.measure(_config(args), **data, pipelines=args.pipelines,
                                     repeats=args.repeats,
                                     timeline_batches=args.timeline_batches,
-                                    target_acc=args.target_acc)
+                                    target_acc=args.target_acc, peers=args.peers)
         print(end_to_end.format_table(result))
     elif args.benchmark == "loader":
         result = loader.measure(_config(args), **data, pipelines=args.pipelines,
-                                rounds=args.rounds, step_ms=args.step_ms)
+                                rounds=args.rounds, step_ms=args.step_ms, peers=args.peers)
         print(loader.format_table(result))
     elif args.benchmark == "partitioned":
         result = partitioned.measure(_config(args), **data, machines=args.machines,

@@ -19,6 +19,7 @@ LAYERS: list[set[str]] = [
     {"_C", "_ops", "_meta", "checks", "atomic", "env", "graph", "supervisor", "pinning",
      "progress", "feature_file"},
     {"datasets"},
+    {"peers"},
     {"sampling"},
     {"features"},
     {"config"},

@@ -21,6 +21,13 @@ stacks differ); speedup_vs_dgl_native beside speedup_vs_dgl when "dgl-native" ra
 process (worker threads included, worker processes not: the training process's getrusage;
 RUSAGE_CHILDREN would also count the pre-exec RSS of any subprocess it forks, such as the git
 call that records the commit).
+
+Peers (gnnrepro.peers: GraphBolt feeding DGL's SAGEConv, PyG's NeighborLoader feeding its
+SAGEConv) train their own models with the same settings (epochs, batch size, fanouts, lr,
+hidden, dropout, threads) in their own processes and environments, after our pipelines in each
+round, scored on the validation ids after every epoch by their own samplers. They are reported
+under `peers`, with speedup_vs_<peer> for every pipeline; one not set up is listed under
+peers_not_run.
 """
 from __future__ import annotations
 
@@ -32,9 +39,10 @@ from typing import Any
 
 from gnnrepro.bench.timing import check_pipelines, round_orders, speedups
 from gnnrepro.checks import check_int, check_positive_float
-from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, validate
+from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
+from gnnrepro.peers import PEERS, PeerProcess, open_peers
 from gnnrepro.pipeline.spans import STAGES
 from gnnrepro.supervisor import ChildFailed, Heartbeat, Supervisor, run_reporting
 from gnnrepro.training import reduce_stages, run_training
@@ -126,10 +134,32 @@ def _summarize(rounds: list[dict[str, Any]], target_acc: float | None) -> dict[s
     }
 
 
+def _train_peer(peer: PeerProcess, config: TrainConfig) -> dict[str, Any]:
+    """One round of a peer: train its model with `config`'s settings."""
+    return peer.request("train", epochs=config.epochs, lr=config.lr, hidden=config.hidden,
+                        dropout=config.dropout)
+
+
+def _summarize_peer(name: str, peer: PeerProcess, rounds: list[dict[str, Any]],
+                    target_acc: float | None) -> dict[str, Any]:
+    """A peer's rounds pooled as ours are: the median over the epochs after the first."""
+    steady = [s for r in rounds for s in (r["epochs_s"][1:] or r["epochs_s"])]
+    val_accs = rounds[0]["val_acc"]
+    return {"label": PEERS[name].label, "versions": peer.opened["versions"],
+            "threads": peer.opened["threads"], "epoch_s": statistics.median(steady),
+            "epochs_s": [s for r in rounds for s in r["epochs_s"]],
+            "loss": rounds[0]["loss"], "val_acc": val_accs[-1], "val_acc_epochs": val_accs,
+            "epochs_to_target": (None if target_acc is None
+                                 else epochs_to_reach(val_accs, target_acc)),
+            "peak_rss_bytes": max(r["peak_rss_bytes"] for r in rounds),
+            "evaluation": "the peer's own sampler (training fanouts) on every validation id"}
+
+
 def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             scale: float = SETTINGS["scale"].default, root: str | None = None,
             pipelines: Sequence[str] = ("dgl", "fused", "fused+pinned"), repeats: int = 1,
-            timeline_batches: int = 0, target_acc: float | None = None) -> dict[str, Any]:
+            timeline_batches: int = 0, target_acc: float | None = None,
+            peers: Sequence[str] = ()) -> dict[str, Any]:
     """Train each pipeline with `config`'s settings (a fresh process each, `repeats` rounds);
     return the JSON-ready result: params, dataset, pipelines {name: summary},
     speedup_vs_dgl (and speedup_vs_dgl_native), env. With `target_acc` (in (0, 1]) every
@@ -141,20 +171,35 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
         check_positive_float("target_acc", target_acc)
         if target_acc > 1:
             raise ValueError(f"target_acc must be in (0, 1], got {target_acc}")
+    unknown = [name for name in peers if name not in PEERS]
+    if unknown:
+        raise ValueError(f"peers must be a subset of {', '.join(PEERS)}, got {unknown}")
     eval_every = None if target_acc is None else 1
     data_args = {"name": validate("dataset", dataset), "root": root,
                  "scale": validate("scale", scale)}
     data = load_scaled(**data_args)  # built (and cached) once, before the children
     rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in pipelines}
+    peer_rounds: dict[str, list[dict[str, Any]]] = {name: [] for name in peers}
     orders = round_orders(pipelines, repeats)
-    for r, order in enumerate(orders):
-        for name in order:
-            print(f"bench end-to-end: round {r + 1}/{len(orders)}, {name}", file=sys.stderr,
-                  flush=True)
-            rounds[name].append(_run_child(name, config, data_args, timeline_batches,
-                                           eval_every))
+    setup = {"dataset": data_args["name"], "root": root, "scale": data_args["scale"],
+             "fanouts": list(config.fanouts), "batch_size": config.batch_size,
+             "threads": resolve_threads(config.threads), "seed": config.seed}
+    with open_peers(list(peers), setup, config.timeout_s) as (running, peers_not_run):
+        for r, order in enumerate(orders):
+            for name in order:
+                print(f"bench end-to-end: round {r + 1}/{len(orders)}, {name}",
+                      file=sys.stderr, flush=True)
+                rounds[name].append(_run_child(name, config, data_args, timeline_batches,
+                                               eval_every))
+            for name, peer in running.items():
+                print(f"bench end-to-end: round {r + 1}/{len(orders)}, peer {name}",
+                      file=sys.stderr, flush=True)
+                peer_rounds[name].append(_train_peer(peer, config))
+        peer_summaries = {name: _summarize_peer(name, peer, peer_rounds[name], target_acc)
+                          for name, peer in running.items()}
     summaries = {name: _summarize(rounds[name], target_acc) for name in pipelines}
     epoch_s = {name: s["epoch_s"] for name, s in summaries.items()}
+    everyone = epoch_s | {name: s["epoch_s"] for name, s in peer_summaries.items()}
     per_round = [speedups({name: _steady_median(rounds[name][r]) for name in pipelines})
                  for r in range(len(orders))]
     return {
@@ -175,6 +220,10 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
         "pipelines": summaries,
         "speedup_vs_dgl": speedups(epoch_s),
         "speedup_vs_dgl_native": speedups(epoch_s, base="dgl-native"),
+        "peers": peer_summaries,
+        "peers_not_run": peers_not_run,
+        **{f"speedup_vs_{name.replace('-', '_')}": speedups(everyone, base=name)
+           for name in peer_summaries},
         # The same ratio in each round (its steady epochs' median): its spread shows how stable
         # the pooled figure is on this machine.
         "speedup_vs_dgl_rounds": {name: [r[name] for r in per_round] for name in pipelines}
@@ -211,6 +260,18 @@ def format_table(result: dict[str, Any]) -> str:
                      + (f" {'-' if reached is None else reached:>8}"
                         if target is not None else "")
                      + f" {r['peak_rss_bytes'] / 2**30:7.2f}GB")
+    for name, r in result.get("peers", {}).items():
+        reached = r.get("epochs_to_target")
+        lines.append(f"{name:<13} {r['epoch_s']:8.2f}  (peer: its own model; val acc "
+                     f"{r['val_acc']:.4f}"
+                     + (f", epochs to {target:.2f}: {'-' if reached is None else reached}"
+                        if target is not None else "")
+                     + f", peak RSS {r['peak_rss_bytes'] / 2**30:.2f}GB)")
+        ours = result.get(f"speedup_vs_{name.replace('-', '_')}", {})
+        lines.append(f"{'':<13} ours vs {name}: "
+                     + ", ".join(f"{p} {ours[p]:.2f}x" for p in result["pipelines"]))
+    for name, why in result.get("peers_not_run", {}).items():
+        lines.append(f"{name:<13} not run: {why}")
     for name, ratios in result.get("speedup_vs_dgl_rounds", {}).items():
         if name != "dgl" and len(ratios) > 1:
             lines.append(f"{name} vs dgl per round: {min(ratios):.2f}x-{max(ratios):.2f}x "

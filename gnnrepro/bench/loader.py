@@ -16,6 +16,12 @@ With no stand-in step (step_ms 0) nothing runs on the trainer's thread but the h
 `workers` None gives fused+pinned one worker per thread (`threads`), the cores DGL's loader
 and the serial pipelines sample with; with a step, workers are resolved as for training
 (gnnrepro.config.resolve_workers). The JSON records what was used.
+
+Peers (gnnrepro.peers: GraphBolt's ItemSampler -> sample_neighbor -> fetch_feature on its
+DataLoader, PyG's NeighborLoader) deliver the same epochs (same training ids, batch size,
+fanouts and threads, no worker processes, as their examples run on a CPU) from their own
+processes, one epoch per round after ours, with an untimed warm-up epoch first; they run only
+with no stand-in step. One that is not set up is listed under peers_not_run.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
+from gnnrepro.peers import PEERS, open_peers
 from gnnrepro.progress import Progress
 from gnnrepro.training import make_loader
 
@@ -65,41 +72,63 @@ def _epoch(loader: Any, name: str, step_s: float) -> tuple[float, int]:
 def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             scale: float = SETTINGS["scale"].default, root: str | None = None,
             pipelines: Sequence[str] = ("dgl", "fused", "fused+pinned"), rounds: int = 5,
-            step_ms: float = 0.0) -> dict[str, Any]:
-    """Time each pipeline's loader over whole epochs (see the module doc); return the
-    JSON-ready result: params, dataset, pipelines {name: {epoch_s, batches_per_s,
-    epochs_s, batches}}, speedup_vs_dgl, env."""
+            step_ms: float = 0.0, peers: Sequence[str] = ()) -> dict[str, Any]:
+    """Time each pipeline's loader, and each of `peers`', over whole epochs (see the module
+    doc); return the JSON-ready result: params, dataset, pipelines {name: {epoch_s,
+    batches_per_s, epochs_s, batches}} (peers among them), peers_not_run, speedup_vs_dgl,
+    env."""
     pipelines = check_pipelines(pipelines, PIPELINES)
     check_int("rounds", rounds, 1)
     if isinstance(step_ms, bool) or not isinstance(step_ms, (int, float)) or step_ms < 0:
         raise ValueError(f"step_ms must be a number >= 0, got {step_ms!r}")
+    unknown = [name for name in peers if name not in PEERS]
+    if unknown:
+        raise ValueError(f"peers must be a subset of {', '.join(PEERS)}, got {unknown}")
+    if peers and step_ms:
+        raise ValueError("peers run with no stand-in step: use step_ms=0 with peers")
     data = load_scaled(validate("dataset", dataset), root, validate("scale", scale))
     threads = resolve_threads(config.threads)
     torch.set_num_threads(threads)
     if config.workers is None and step_ms == 0:  # the trainer's core is free: see the doc
         config = config.replace(workers=threads)
-    seconds: dict[str, list[float]] = {name: [] for name in pipelines}
+    seconds: dict[str, list[float]] = {name: [] for name in [*pipelines, *peers]}
     counts: dict[str, int] = {}
+    setup = {"dataset": dataset, "root": root, "scale": scale, "fanouts": list(config.fanouts),
+             "batch_size": config.batch_size, "threads": threads, "seed": config.seed}
     with contextlib.ExitStack() as stack:
         loaders = {name: stack.enter_context(contextlib.closing(
             make_loader(data, config.replace(pipeline=name)))) for name in pipelines}
+        running, peers_not_run = stack.enter_context(open_peers(list(peers), setup))
         orders = round_orders(pipelines, rounds)
-        with Progress("bench loader", total=len(pipelines) * (rounds + 1),
+        with Progress("bench loader", total=(len(pipelines) + len(running)) * (rounds + 1),
                       unit="epoch") as progress:
             for name, loader in loaders.items():  # warm-up: workers started, first-call costs
                 _epoch(loader, name, step_ms / 1e3)
+                progress.update(note=f"{name} warm-up")
+            for name, peer in running.items():
+                peer.request("loader_epoch", epoch=0)
                 progress.update(note=f"{name} warm-up")
             for index, order in enumerate(orders):
                 for name in order:
                     epoch_s, counts[name] = _epoch(loaders[name], name, step_ms / 1e3)
                     seconds[name].append(epoch_s)
                     progress.update(note=f"round {index + 1}/{rounds}: {name} {epoch_s:.2f} s")
+                for name, peer in running.items():
+                    reply = peer.request("loader_epoch", epoch=index + 1)
+                    seconds[name].append(reply["seconds"])
+                    counts[name] = reply["batches"]
+                    progress.update(note=f"round {index + 1}/{rounds}: {name} "
+                                         f"{reply['seconds']:.2f} s")
         described = {name: repr(loader) for name, loader in loaders.items()}
+        described |= {name: PEERS[name].label for name in running}
         resolved = {name: {"workers": getattr(loader, "workers", 0),
                            "prefetch": getattr(loader, "prefetch", None)}
                     for name, loader in loaders.items()}
+        resolved |= {name: {"workers": 0, "threads": peer.opened["threads"]}
+                     for name, peer in running.items()}
+        peer_versions = {name: peer.opened["versions"] for name, peer in running.items()}
     summaries = {}
-    for name in pipelines:
+    for name in [*pipelines, *running]:
         epoch_s = statistics.median(seconds[name])
         summaries[name] = {"epoch_s": epoch_s, "epochs_s": seconds[name],
                            "batches": counts[name], "batches_per_s": counts[name] / epoch_s,
@@ -110,9 +139,11 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
         "params": {**config.to_dict(), "threads": threads, "dataset": dataset, "scale": scale,
                    "root": root, "pipelines": pipelines, "rounds": rounds,
                    "round_orders": orders, "step_ms": step_ms, "step_note": STEP_NOTE,
-                   "resolved": resolved},
+                   "resolved": resolved, "peers": list(peers)},
         "dataset": data.summary(),
         "pipelines": summaries,
+        "peer_versions": peer_versions,
+        "peers_not_run": peers_not_run,
         "speedup_vs_dgl": speedups({name: s["epoch_s"] for name, s in summaries.items()}),
         "env": environment(),
     }
@@ -125,6 +156,8 @@ def format_table(result: dict[str, Any]) -> str:
                f"{r['epoch_s_min']:6.3f}-{r['epoch_s_max']:<6.3f} {r['batches_per_s']:10.1f} "
                f"{result['speedup_vs_dgl'].get(name, float('nan')):6.2f}x"
                for name, r in result["pipelines"].items())]
+    for name, why in result.get("peers_not_run", {}).items():
+        lines.append(f"{name:<13} not run: {why}")
     step = result["params"]["step_ms"]
     lines.append(f"model step: {'none' if not step else f'{step} ms busy-wait (stand-in)'}")
     return "\n".join(lines)

@@ -6,12 +6,20 @@ median is reported. DGL is timed on its native output (what a DGL user gets), ou
 The reference sampler allocates hundreds of MB of temporaries per batch, which evicts the
 caches and memory of whoever runs after it, so it is timed in a phase of its own (same process,
 batches and method) rather than interleaved with the samplers the speedups compare.
+
+Peers (gnnrepro.peers: GraphBolt, PyG) sample the same seed batches of the same dataset cache
+with the same threads, each in its own process and environment; their passes alternate with
+ours, round by round (a peer's first pass is an untimed warm-up). A peer that is not set up is
+listed under peers_not_run with the command that sets it up.
 """
 from __future__ import annotations
 
+import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+import numpy as np
 import torch
 
 from gnnrepro.bench.timing import round_medians, summarize, time_interleaved
@@ -19,6 +27,7 @@ from gnnrepro.config import SETTINGS, check_placement, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
 from gnnrepro.graph import CSCGraph
+from gnnrepro.peers import PEERS, PeerProcess, open_peers
 from gnnrepro.progress import Progress
 from gnnrepro.sampling import FusedSampler, MiniBatch, ReferenceSampler
 
@@ -83,9 +92,13 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
             batch_size: int = SETTINGS["batch_size"].default, batches: int = 50,
             threads: int | None = None, repeats: int = 4, samplers: Sequence[str] = SAMPLERS,
             seed: int = SETTINGS["seed"].default,
-            sampler_device: str = SETTINGS["sampler_device"].default) -> dict:
-    """Time each sampler on the same batches (`threads` torch threads; None: the machine's
-    cores); return the JSON-ready result."""
+            sampler_device: str = SETTINGS["sampler_device"].default,
+            peers: Sequence[str] = ()) -> dict:
+    """Time each sampler, and each of `peers`, on the same batches (`threads` torch threads;
+    None: the machine's cores); return the JSON-ready result."""
+    unknown = [name for name in peers if name not in PEERS]
+    if unknown:
+        raise ValueError(f"peers must be a subset of {', '.join(PEERS)}, got {unknown}")
     batch_size = validate("batch_size", batch_size)
     fanouts = validate("fanouts", list(fanouts))
     threads = resolve_threads(threads)
@@ -100,7 +113,8 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
         set_dgl_threads(threads)
     totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
 
-    progress = Progress("bench sampling", total=len(contenders) * repeats * len(seed_sets),
+    progress = Progress("bench sampling",
+                        total=(len(contenders) + len(peers)) * repeats * len(seed_sets),
                         unit="batch")
 
     def observe(name: str, output) -> None:
@@ -111,13 +125,27 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
 
     indexed = list(enumerate(seed_sets))
     calls = {n: (lambda x, f=f: f(x[1], x[0])) for n, f in contenders.items()}
-    seconds: dict[str, list[float]] = {}
-    with progress:
-        for phase in ([n for n in calls if n not in ISOLATED],
-                      [n for n in calls if n in ISOLATED]):
-            if phase:
-                seconds |= time_interleaved({n: calls[n] for n in phase}, indexed, warmup=3,
-                                            repeats=repeats, observe=observe)
+    seconds: dict[str, list[float]] = defaultdict(list)
+    setup = {"dataset": dataset, "root": root, "scale": scale, "fanouts": fanouts,
+             "batch_size": batch_size, "threads": threads, "seed": seed}
+    with progress, tempfile.TemporaryDirectory() as scratch, \
+            open_peers(list(peers), setup) as (running, peers_not_run):
+        seeds_file = str(Path(scratch) / "seeds.npy")
+        np.save(seeds_file, torch.stack(seed_sets).numpy())
+        shared = [n for n in calls if n not in ISOLATED]
+        for r in range(repeats):  # ours interleaved, then each peer: alternating passes
+            if shared:
+                for name, secs in time_interleaved(
+                        {n: calls[n] for n in shared}, indexed, warmup=3 if r == 0 else 0,
+                        repeats=1, observe=observe).items():
+                    seconds[name] += secs
+            for name, peer in running.items():
+                _peer_pass(name, peer, seeds_file, r == 0, seconds, totals, progress)
+        isolated = [n for n in calls if n in ISOLATED]
+        if isolated:
+            seconds |= time_interleaved({n: calls[n] for n in isolated}, indexed, warmup=3,
+                                        repeats=repeats, observe=observe)
+        peer_versions = {name: peer.opened for name, peer in running.items()}
     result: dict = {
         "benchmark": "sampling",
         "params": {"dataset": dataset, "scale": scale if dataset == "products-sim" else None,
@@ -126,8 +154,11 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
                    "sampler_device": sampler_device,
                    "timed_in_own_phase": [n for n in samplers if n in ISOLATED],
                    "num_nodes": data.graph.num_nodes, "num_edges": data.graph.num_edges,
-                   "index_dtype": str(data.graph.indices.dtype)},
+                   "index_dtype": str(data.graph.indices.dtype), "peers": list(peers)},
         "samplers": {},
+        "peers": {name: {"label": PEERS[name].label, **opened}
+                  for name, opened in peer_versions.items()},
+        "peers_not_run": peers_not_run,
     }
     for name, secs in seconds.items():
         stats = summarize(secs)
@@ -142,7 +173,7 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
     for name, medians in rounds.items():
         result["samplers"][name]["ms_round_medians"] = medians
     ours = result["samplers"].get("fused", {}).get("ms_per_batch")
-    for base in ("dgl_fused", "dgl_unfused"):
+    for base in ("dgl_fused", "dgl_unfused", *(p.replace("-", "_") for p in peer_versions)):
         other = result["samplers"].get(base.replace("_", "-"), {}).get("ms_per_batch")
         result[f"speedup_vs_{base}"] = other / ours if ours and other else None
         if ours and other:  # the same ratio in each round: its spread shows how stable it is
@@ -153,6 +184,19 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
     return result
 
 
+def _peer_pass(name: str, peer: PeerProcess, seeds_file: str, warm_up: bool,
+               seconds: dict[str, list[float]], totals: dict[str, list[int]],
+               progress: Progress) -> None:
+    """One timed pass of a peer over the seed batches (after an untimed one when `warm_up`)."""
+    if warm_up:
+        peer.request("sample", seeds_file=seeds_file)
+    reply = peer.request("sample", seeds_file=seeds_file)
+    seconds[name] += reply["seconds"]
+    totals[name][0] += sum(reply["edges"])
+    totals[name][1] += sum(reply["input_nodes"])
+    progress.update(len(reply["seconds"]), note=name)
+
+
 def format_table(result: dict) -> str:
     """A fixed-width table of the result for the terminal."""
     lines = [f"{'sampler':<12} {'ms/batch':>9} {'p10':>8} {'p90':>8} {'Medges/s':>9} "
@@ -160,7 +204,10 @@ def format_table(result: dict) -> str:
     for name, r in result["samplers"].items():
         lines.append(f"{name:<12} {r['ms_per_batch']:9.2f} {r['ms_p10']:8.2f} {r['ms_p90']:8.2f} "
                      f"{r['edges_per_s'] / 1e6:9.2f} {r['input_nodes']:12.0f}")
-    for key in ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused"):
+    for name, why in result.get("peers_not_run", {}).items():
+        lines.append(f"{name:<12} not run: {why}")
+    for key in ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused",
+                *(f"speedup_vs_{p.replace('-', '_')}" for p in result.get("peers", {}))):
         if result.get(key):
             per_round = result.get(f"{key}_rounds") or []
             spread = (f" (rounds: {min(per_round):.2f}x-{max(per_round):.2f}x)"

@@ -1,0 +1,127 @@
+"""PeerAdapter: what every peer does the same way, in the peer's own process.
+
+It loads the dataset from gnnrepro's cache (the same files our benchmarks read), times the
+peer's sampler on given seed batches, times the peer's loader over an epoch, and trains the
+peer's own model (Adam, cross-entropy), scoring it after every epoch on the validation ids with
+the peer's own sampler. A subclass supplies the peer's parts: `build`, `sample_stream`, `batches`,
+`make_model` and `logits`.
+"""
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+from gnnrepro.datasets import load_scaled
+from gnnrepro.progress import Progress
+
+__all__ = ["PeerAdapter"]
+
+
+class PeerAdapter:
+    """The ops gnnrepro.peers.serve dispatches; see the module doc."""
+
+    def open(self, dataset: str, root: str | None, scale: float, fanouts: list[int],
+             batch_size: int, threads: int, seed: int) -> dict[str, Any]:
+        """Load the dataset and build the peer's objects; returns the peer's versions."""
+        torch.set_num_threads(threads)
+        self.data = load_scaled(dataset, root, scale)
+        self.fanouts, self.batch_size, self.seed = list(fanouts), batch_size, seed
+        self.threads = threads
+        self.build()
+        return {"versions": self.versions(), "threads": torch.get_num_threads(),
+                "num_edges": self.data.graph.num_edges}
+
+    def sample(self, seeds_file: str) -> dict[str, list]:
+        """Time the peer's sampler on each row of the .npy file of seed batches: seconds,
+        sampled edges and input nodes per batch."""
+        batches = torch.from_numpy(np.load(seeds_file))
+        seconds, edges, inputs = [], [], []
+        stream = self.sample_stream(batches)
+        while True:
+            start = time.perf_counter()
+            counts = next(stream, None)
+            if counts is None:
+                break
+            seconds.append(time.perf_counter() - start)
+            edges.append(counts[0])
+            inputs.append(counts[1])
+        if len(seconds) != len(batches):
+            raise RuntimeError(f"the peer sampled {len(seconds)} of {len(batches)} batches")
+        return {"seconds": seconds, "edges": edges, "input_nodes": inputs}
+
+    def loader_epoch(self, epoch: int) -> dict[str, float]:
+        """Time one epoch of the peer's loader over the training ids (batches with their
+        features and labels, no model)."""
+        start = time.perf_counter()
+        count = sum(1 for _ in self.batches(self.data.train_idx, shuffle=True, epoch=epoch))
+        return {"seconds": time.perf_counter() - start, "batches": count}
+
+    def train(self, epochs: int, lr: float, hidden: int, dropout: float) -> dict[str, list]:
+        """Train the peer's own model for `epochs`; each epoch's seconds, mean loss and the
+        validation accuracy after it (evaluation outside the epoch's time), and this process's
+        peak RSS (dataset included, as for our pipelines' training processes)."""
+        torch.manual_seed(self.seed)
+        model = self.make_model(hidden, dropout)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        epochs_s, losses, val_acc = [], [], []
+        for epoch in range(epochs):
+            model.train()
+            start, loss_sum, seen = time.perf_counter(), 0.0, 0
+            with Progress(f"{type(self).__module__} epoch {epoch}", None, "batches") as bar:
+                for batch, y in self.batches(self.data.train_idx, shuffle=True, epoch=epoch):
+                    loss = torch.nn.functional.cross_entropy(self.logits(model, batch), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    loss_sum += loss.item() * y.numel()
+                    seen += y.numel()
+                    bar.update()
+            epochs_s.append(time.perf_counter() - start)
+            losses.append(loss_sum / max(seen, 1))
+            val_acc.append(self.accuracy(model, self.data.val_idx))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        return {"epochs_s": epochs_s, "loss": losses, "val_acc": val_acc,
+                "peak_rss_bytes": peak}
+
+    @torch.no_grad()
+    def accuracy(self, model: torch.nn.Module, ids: torch.Tensor) -> float:
+        """Accuracy on `ids`, batches sampled by the peer with the training fanouts."""
+        model.eval()
+        correct = 0
+        for batch, y in self.batches(ids, shuffle=False, epoch=0):
+            correct += int((self.logits(model, batch).argmax(1) == y).sum())
+        return correct / max(ids.numel(), 1)
+
+    def epoch_order(self, ids: torch.Tensor, shuffle: bool, epoch: int) -> torch.Tensor:
+        """`ids` in this epoch's seeded order (unchanged without shuffle)."""
+        if not shuffle:
+            return ids
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        return ids[torch.randperm(ids.numel(), generator=generator)]
+
+    # --- the peer's parts -------------------------------------------------------------------
+    def build(self) -> None:
+        raise NotImplementedError
+
+    def versions(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def sample_stream(self, batches: torch.Tensor) -> Iterator[tuple[int, int]]:
+        """Sample each row of `batches` as one mini-batch (lazily: one per next(), which is
+        what is timed); yields (sampled edges, input nodes)."""
+        raise NotImplementedError
+
+    def batches(self, ids: torch.Tensor, shuffle: bool, epoch: int) -> Iterator[tuple[Any, Any]]:
+        """The peer's loader over `ids`: (what logits() takes, labels) per batch."""
+        raise NotImplementedError
+
+    def make_model(self, hidden: int, dropout: float) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def logits(self, model: torch.nn.Module, batch: Any) -> torch.Tensor:
+        raise NotImplementedError

@@ -1,0 +1,116 @@
+"""PeerProcess: a peer's long-lived child process, driven by JSON-line requests.
+
+The child is `<peer python> -m gnnrepro.peers.serve <adapter>` with this checkout on its
+PYTHONPATH; its stderr (progress, warnings) passes through, its stdout carries only replies.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from gnnrepro.peers.environments import PEERS, REPO_ROOT, peer_python, unavailable
+
+__all__ = ["PeerFailed", "PeerProcess", "open_peers"]
+
+
+class PeerFailed(RuntimeError):
+    """A peer's process raised, died or went silent; the message names the peer."""
+
+
+class PeerProcess:
+    """One peer's serving process. `request(op, **args)` returns the reply's result dict;
+    a failure raises PeerFailed with the peer's traceback. Close it (or use `with`)."""
+
+    def __init__(self, name: str, timeout_s: float = 1800.0):
+        reason = unavailable(name)
+        if reason is not None:
+            raise PeerFailed(f"peer {name!r} {reason}")
+        self.name, self.timeout_s = name, timeout_s
+        self.opened: dict[str, Any] = {}  # the reply to "open": the peer's versions, threads
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+        self._proc = subprocess.Popen(
+            [str(peer_python(name)), "-m", "gnnrepro.peers.serve", PEERS[name].adapter],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+            cwd=str(REPO_ROOT))
+
+    def request(self, op: str, **args: Any) -> dict[str, Any]:
+        """Send one request and wait (at most timeout_s) for its reply."""
+        proc = self._proc
+        if proc.poll() is not None:
+            raise PeerFailed(f"peer {self.name!r} exited with status {proc.returncode}")
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            raise PeerFailed(f"peer {self.name!r} exited before {op!r}") from None
+        with selectors.DefaultSelector() as selector:
+            selector.register(proc.stdout, selectors.EVENT_READ)
+            if not selector.select(self.timeout_s):
+                proc.kill()
+                self.close()
+                raise PeerFailed(f"peer {self.name!r} sent nothing for {self.timeout_s:g} s "
+                                 f"after {op!r}; stopped")
+        line = proc.stdout.readline()
+        if not line:
+            status = proc.wait()
+            raise PeerFailed(f"peer {self.name!r} exited with status {status} during {op!r}")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise PeerFailed(f"peer {self.name!r} failed in {op!r}:\n{reply['error']}")
+        return reply["result"]
+
+    def close(self) -> None:
+        """Ask the child to stop; kill it if it does not within 10 s."""
+        proc = self._proc
+        if proc.poll() is None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.close()
+                proc.wait(10)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def __enter__(self) -> "PeerProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextmanager
+def open_peers(names: Sequence[str], setup: dict[str, Any],
+               timeout_s: float = 1800.0) -> Iterator[tuple[dict[str, PeerProcess],
+                                                             dict[str, str]]]:
+    """Start each named peer and send it `setup` ("open"); yields ({name: process} of the
+    peers that started, {name: why not run} of the rest). All are closed on exit."""
+    running: dict[str, PeerProcess] = {}
+    not_run: dict[str, str] = {}
+    try:
+        for name in names:
+            reason = unavailable(name)
+            if reason is not None:
+                not_run[name] = reason
+                continue
+            peer = PeerProcess(name, timeout_s)
+            try:
+                peer.opened = peer.request("open", **setup)
+            except PeerFailed as exc:
+                peer.close()
+                not_run[name] = f"failed to start: {str(exc).splitlines()[-1]}"
+                continue
+            running[name] = peer
+        yield running, not_run
+    finally:
+        for peer in running.values():
+            peer.close()

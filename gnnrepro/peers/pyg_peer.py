@@ -1,0 +1,86 @@
+"""PyG as its examples use it: a NeighborLoader (over one NeighborSampler) feeding SAGEConv
+layers that run on the whole sampled subgraph, the seeds' rows of the output scored. Without
+pyg-lib PyG samples with torch-sparse's `neighbor_sample` op. Runs only in the pyg environment.
+
+PyG counts hops from the seeds, so its num_neighbors is our fanouts reversed (ours, like DGL's,
+are listed input layer first). The graph is handed over as `adj_t`, the CSC arrays of the cache
+as a SparseTensor, so PyG builds no second copy of the edges.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch import nn
+
+from gnnrepro.peers.adapter import PeerAdapter
+
+__all__ = ["Adapter"]
+
+
+class _SAGE(nn.Module):
+    """PyG's example GraphSAGE: SAGEConv (mean) layers, ReLU and dropout between them."""
+
+    def __init__(self, dims: list[int], dropout: float):
+        super().__init__()
+        from torch_geometric.nn import SAGEConv
+        self.layers = nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims, dims[1:]))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, adj_t: Any) -> torch.Tensor:
+        h = x
+        for i, layer in enumerate(self.layers):
+            h = layer(h, adj_t)
+            if i < len(self.layers) - 1:
+                h = self.dropout(torch.relu(h))
+        return h
+
+
+class Adapter(PeerAdapter):
+    """PyG's sampler, loader and model (see the module doc)."""
+
+    def build(self) -> None:
+        from torch_geometric.data import Data
+        from torch_geometric.sampler import NeighborSampler
+        from torch_sparse import SparseTensor
+        graph = self.data.graph
+        n = graph.num_nodes
+        adj_t = SparseTensor(rowptr=graph.indptr, col=graph.indices.long(), sparse_sizes=(n, n),
+                             is_sorted=True, trust_data=True)
+        self.pyg_data = Data(x=self.data.features, y=self.data.labels, adj_t=adj_t,
+                             num_nodes=n)
+        self.sampler = NeighborSampler(self.pyg_data, list(reversed(self.fanouts)))
+
+    def versions(self) -> dict[str, str]:
+        import torch_geometric
+        import torch_geometric.typing as pyg_typing
+        import torch_sparse
+        return {"torch_geometric": torch_geometric.__version__,
+                "torch_sparse": torch_sparse.__version__, "torch": torch.__version__,
+                "pyg_lib": str(pyg_typing.WITH_PYG_LIB)}
+
+    def sample_stream(self, batches: torch.Tensor) -> Iterator[tuple[int, int]]:
+        from torch_geometric.sampler import NodeSamplerInput
+        for seeds in batches:
+            out = self.sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=seeds))
+            yield int(out.row.numel()), int(out.node.numel())
+
+    def batches(self, ids: torch.Tensor, shuffle: bool, epoch: int) -> Iterator[tuple[Any, Any]]:
+        from torch_geometric.loader import NeighborLoader
+        loader = NeighborLoader(self.pyg_data, list(reversed(self.fanouts)),
+                                input_nodes=self.epoch_order(ids, shuffle, epoch),
+                                batch_size=self.batch_size, shuffle=False, num_workers=0,
+                                neighbor_sampler=self.sampler)
+        for batch in loader:
+            yield batch, batch.y[:batch.batch_size]
+
+    def make_model(self, hidden: int, dropout: float) -> nn.Module:
+        dims = ([self.data.num_features] + [hidden] * (len(self.fanouts) - 1)
+                + [self.data.num_classes])
+        return _SAGE(dims, dropout)
+
+    def logits(self, model: nn.Module, batch: Any) -> torch.Tensor:
+        # A graph given as adj_t comes back as the batch's adj_t (a SparseTensor), which
+        # PyG's layers take directly (its sparse-matrix path, as in PyG's OGB examples).
+        return model(batch.x, batch.adj_t)[:batch.batch_size]

@@ -1,0 +1,155 @@
+"""Peers (gnnrepro.peers): the child-process protocol with a stand-in peer (tests/peer_standin),
+the benchmarks' peer rows and their not-run path, and, where `make peers` has set them up here,
+the real GraphBolt and PyG adapters on a tiny dataset."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gnnrepro.__main__ import main
+from gnnrepro.peers import PEERS, PeerFailed, PeerProcess, open_peers, peer_python, unavailable
+from gnnrepro.peers.environments import Peer
+from helpers import require_dgl
+
+
+def seeds_file(folder: Path, batch_size: int = 4) -> str:
+    """Two seed batches, as the benchmarks hand them to a peer."""
+    path = folder / "seeds.npy"
+    np.save(path, np.arange(2 * batch_size, dtype=np.int64).reshape(2, batch_size))
+    return str(path)
+
+TESTS = Path(__file__).resolve().parent
+SETUP = {"dataset": "products-sim", "root": None, "scale": 0.002, "fanouts": [4, 3],
+         "batch_size": 64, "threads": 1, "seed": 0}
+DATA = ["--scale", "0.002", "--fanouts", "4,3", "--batch-size", "64", "--threads", "1"]
+
+pytestmark = pytest.mark.usefixtures("bench_env")
+
+
+@pytest.fixture
+def standin(tmp_path, monkeypatch) -> str:
+    """Registers the stand-in peer, its environment being this Python."""
+    peers = tmp_path / "peers"
+    (peers / "stand-in" / "bin").mkdir(parents=True)
+    python = peers / "stand-in" / "bin" / "python"  # a script: a link would lose the venv
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    monkeypatch.setenv("GNNREPRO_PEERS", str(peers))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    monkeypatch.setitem(PEERS, "stand-in", Peer("stand-in", "a stand-in", "peer_standin"))
+    return "stand-in"
+
+
+def test_a_peer_that_is_not_set_up_names_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("GNNREPRO_PEERS", str(tmp_path / "none"))
+    assert "make peers" in unavailable("graphbolt")
+    assert peer_python("pyg") == tmp_path / "none" / "pyg" / "bin" / "python"
+    with pytest.raises(ValueError, match="peer must be one of graphbolt, pyg"):
+        peer_python("jraph")
+    with pytest.raises(PeerFailed, match="'pyg' not set up.*make peers"):
+        PeerProcess("pyg")
+    with open_peers(["graphbolt", "pyg"], SETUP) as (running, not_run):
+        assert running == {} and set(not_run) == {"graphbolt", "pyg"}
+
+
+def test_bench_sampling_lists_a_missing_peer_as_not_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GNNREPRO_PEERS", str(tmp_path / "none"))
+    out = tmp_path / "s.json"
+    assert main(["bench", "sampling", *DATA, "--batches", "2", "--repeats", "1",
+                 "--samplers", "fused", "--peers", "pyg", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["samplers"]) == {"fused"} and "make peers" in result["peers_not_run"]["pyg"]
+    assert "pyg          not run" in capsys.readouterr().out
+
+
+def test_the_peer_process_serves_requests_and_reports_failures(standin, tmp_path,
+                                                               monkeypatch):
+    with PeerProcess(standin) as peer:
+        opened = peer.request("open", **SETUP)
+        assert opened["threads"] == 1 and opened["versions"]["torch"] == torch.__version__
+        with pytest.raises(PeerFailed, match="(?s)failed in 'nonsense'.*op must be one of open, sample"):
+            peer.request("nonsense")
+        assert peer.request("loader_epoch", epoch=0)["batches"] > 0  # still serving
+    monkeypatch.setenv("STANDIN_FAIL", "open")
+    with open_peers([standin], SETUP) as (running, not_run):
+        assert running == {} and "stand-in told to fail in open" in not_run[standin]
+    monkeypatch.setenv("STANDIN_FAIL", "")
+    monkeypatch.setenv("STANDIN_EXIT", "sample")
+    with PeerProcess(standin) as peer:
+        peer.request("open", **SETUP)
+        with pytest.raises(PeerFailed, match="exited with status 3 during 'sample'"):
+            peer.request("sample", seeds_file=seeds_file(tmp_path))
+    monkeypatch.setenv("STANDIN_EXIT", "")
+    monkeypatch.setenv("STANDIN_HANG", "sample")
+    with PeerProcess(standin) as peer:
+        peer.request("open", **SETUP)
+        peer.timeout_s = 0.5
+        with pytest.raises(PeerFailed, match="sent nothing for 0.5 s after 'sample'"):
+            peer.request("sample", seeds_file=seeds_file(tmp_path))
+
+
+def test_bench_sampling_interleaves_a_peer_on_the_same_batches(standin, tmp_path, capsys):
+    out = tmp_path / "s.json"
+    assert main(["bench", "sampling", *DATA, "--batches", "3", "--repeats", "2",
+                 "--samplers", "fused", "--peers", standin, "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    peer, ours = result["samplers"][standin], result["samplers"]["fused"]
+    assert peer["timings"] == ours["timings"] == 6
+    assert len(peer["ms_round_medians"]) == 2 and peer["edges_per_s"] > 0
+    assert result["speedup_vs_stand_in"] == pytest.approx(
+        peer["ms_per_batch"] / ours["ms_per_batch"])
+    assert result["peers"][standin]["label"] == "a stand-in"
+    assert result["peers_not_run"] == {}
+    assert "fused speedup vs stand in" in capsys.readouterr().out
+
+
+def test_bench_loader_delivers_a_peers_epochs_beside_ours(standin, tmp_path, capsys):
+    out = tmp_path / "l.json"
+    assert main(["bench", "loader", *DATA, "--pipelines", "fused", "--rounds", "2",
+                 "--epochs", "1", "--peers", standin, "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    ours, peer = result["pipelines"]["fused"], result["pipelines"][standin]
+    assert len(peer["epochs_s"]) == 2 and peer["batches"] == ours["batches"]
+    assert result["params"]["resolved"][standin] == {"workers": 0, "threads": 1}
+    assert main(["bench", "loader", *DATA, "--peers", standin, "--step-ms", "5"]) != 0
+    assert "peers run with no stand-in step" in capsys.readouterr().err
+
+
+def test_bench_end_to_end_trains_a_peer_with_the_same_settings(standin, tmp_path, capsys):
+    out = tmp_path / "e.json"
+    assert main(["bench", "end-to-end", *DATA, "--pipelines", "fused", "--epochs", "3",
+                 "--hidden", "16", "--lr", "0.05", "--target-acc", "0.01", "--peers", standin,
+                 "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    peer = result["peers"][standin]
+    assert len(peer["epochs_s"]) == 3 and peer["epoch_s"] == pytest.approx(
+        sorted(peer["epochs_s"][1:])[0] / 2 + sorted(peer["epochs_s"][1:])[1] / 2)
+    assert peer["loss"][-1] < peer["loss"][0]  # the linear model learns
+    assert len(peer["val_acc_epochs"]) == 3 and peer["epochs_to_target"] == 1
+    assert peer["peak_rss_bytes"] > 2**20
+    assert result["speedup_vs_stand_in"]["fused"] == pytest.approx(
+        peer["epoch_s"] / result["pipelines"]["fused"]["epoch_s"])
+    assert "ours vs stand-in: fused" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["graphbolt", "pyg"])
+def test_a_real_peer_samples_loads_and_trains_when_set_up(name, tmp_path):
+    if unavailable(name):
+        pytest.skip(f"{name}: {unavailable(name)}")
+    if name == "graphbolt":
+        require_dgl()
+    with PeerProcess(name) as peer:
+        peer.request("open", **SETUP)
+        reply = peer.request("sample", seeds_file=seeds_file(tmp_path, SETUP["batch_size"]))
+        assert len(reply["seconds"]) == 2
+        assert all(n >= SETUP["batch_size"] for n in reply["input_nodes"]) and all(e > 0 for e in reply["edges"])
+        assert peer.request("loader_epoch", epoch=1)["batches"] > 0
+        trained = peer.request("train", epochs=2, lr=0.01, hidden=16, dropout=0.5)
+        assert len(trained["val_acc"]) == 2 and all(0 <= a <= 1 for a in trained["val_acc"])
+
+
