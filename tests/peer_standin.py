@@ -4,7 +4,8 @@ gnnrepro.peers.serve in a child process of this venv's Python, as a real peer wo
 Its "sampler" takes each seed's first min(degree, fanout) in-neighbours of the last layer; its
 loader yields the seeds' feature rows and labels; its model is a linear layer on them. Setting
 STANDIN_FAIL=<op> makes that op raise, STANDIN_EXIT=<op> makes the process exit in it, and
-STANDIN_HANG=<op> makes it sleep in it.
+STANDIN_HANG=<op> makes it sleep in it; STANDIN_SLOW=<seconds> makes each sampled batch
+take that long.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class Adapter(PeerAdapter):
         _trouble("sample")
         graph = self.data.graph
         for seeds in batches:
+            time.sleep(float(os.environ.get("STANDIN_SLOW") or 0))
             degrees = graph.indptr[seeds + 1] - graph.indptr[seeds]
             edges = int(degrees.clamp(max=self.fanouts[-1]).sum())
             yield edges, seeds.numel() + edges

@@ -89,8 +89,18 @@ def test_the_peer_process_serves_requests_and_reports_failures(standin, tmp_path
     with PeerProcess(standin) as peer:
         peer.request("open", **SETUP)
         peer.timeout_s = 0.5
-        with pytest.raises(PeerFailed, match="sent nothing for 0.5 s after 'sample'"):
+        with pytest.raises(PeerFailed, match="sent nothing for 0.5 s during 'sample'"):
             peer.request("sample", seeds_file=seeds_file(tmp_path))
+
+
+def test_a_long_op_stays_alive_through_beats(standin, tmp_path, monkeypatch):
+    monkeypatch.setenv("STANDIN_SLOW", "0.6")
+    with PeerProcess(standin) as peer:
+        peer.request("open", **SETUP)
+        peer.timeout_s = 1.5  # the whole op takes 2.4 s; the beats come at most 1.2 s apart
+        path = tmp_path / "seeds.npy"
+        np.save(path, np.arange(16, dtype=np.int64).reshape(4, 4))
+        assert len(peer.request("sample", seeds_file=str(path))["seconds"]) == 4
 
 
 def test_bench_sampling_interleaves_a_peer_on_the_same_batches(standin, tmp_path, capsys):

@@ -23,7 +23,11 @@ __all__ = ["PeerAdapter"]
 
 
 class PeerAdapter:
-    """The ops gnnrepro.peers.serve dispatches; see the module doc."""
+    """The ops gnnrepro.peers.serve dispatches; see the module doc. `beat()` (set by serve)
+    proves progress during long ops; it is called after every batch."""
+
+    def beat(self) -> None:
+        """No-op until serve replaces it."""
 
     def open(self, dataset: str, root: str | None, scale: float, fanouts: list[int],
              batch_size: int, threads: int, seed: int) -> dict[str, Any]:
@@ -48,6 +52,7 @@ class PeerAdapter:
             if counts is None:
                 break
             seconds.append(time.perf_counter() - start)
+            self.beat()
             edges.append(counts[0])
             inputs.append(counts[1])
         if len(seconds) != len(batches):
@@ -57,8 +62,10 @@ class PeerAdapter:
     def loader_epoch(self, epoch: int) -> dict[str, float]:
         """Time one epoch of the peer's loader over the training ids (batches with their
         features and labels, no model)."""
-        start = time.perf_counter()
-        count = sum(1 for _ in self.batches(self.data.train_idx, shuffle=True, epoch=epoch))
+        start, count = time.perf_counter(), 0
+        for _ in self.batches(self.data.train_idx, shuffle=True, epoch=epoch):
+            count += 1
+            self.beat()
         return {"seconds": time.perf_counter() - start, "batches": count}
 
     def train(self, epochs: int, lr: float, hidden: int, dropout: float) -> dict[str, list]:
@@ -81,6 +88,7 @@ class PeerAdapter:
                     loss_sum += loss.item() * y.numel()
                     seen += y.numel()
                     bar.update()
+                    self.beat()
             epochs_s.append(time.perf_counter() - start)
             losses.append(loss_sum / max(seen, 1))
             val_acc.append(self.accuracy(model, self.data.val_idx))
@@ -95,6 +103,7 @@ class PeerAdapter:
         correct = 0
         for batch, y in self.batches(ids, shuffle=False, epoch=0):
             correct += int((self.logits(model, batch).argmax(1) == y).sum())
+            self.beat()
         return correct / max(ids.numel(), 1)
 
     def epoch_order(self, ids: torch.Tensor, shuffle: bool, epoch: int) -> torch.Tensor:

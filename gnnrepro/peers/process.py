@@ -41,7 +41,8 @@ class PeerProcess:
             cwd=str(REPO_ROOT))
 
     def request(self, op: str, **args: Any) -> dict[str, Any]:
-        """Send one request and wait (at most timeout_s) for its reply."""
+        """Send one request and wait for its reply: at most timeout_s without a line from the
+        peer (a reply or a beat of progress)."""
         proc = self._proc
         if proc.poll() is not None:
             raise PeerFailed(f"peer {self.name!r} exited with status {proc.returncode}")
@@ -51,18 +52,22 @@ class PeerProcess:
             proc.stdin.flush()
         except BrokenPipeError:
             raise PeerFailed(f"peer {self.name!r} exited before {op!r}") from None
-        with selectors.DefaultSelector() as selector:
-            selector.register(proc.stdout, selectors.EVENT_READ)
-            if not selector.select(self.timeout_s):
-                proc.kill()
-                self.close()
-                raise PeerFailed(f"peer {self.name!r} sent nothing for {self.timeout_s:g} s "
-                                 f"after {op!r}; stopped")
-        line = proc.stdout.readline()
-        if not line:
-            status = proc.wait()
-            raise PeerFailed(f"peer {self.name!r} exited with status {status} during {op!r}")
-        reply = json.loads(line)
+        while True:
+            with selectors.DefaultSelector() as selector:
+                selector.register(proc.stdout, selectors.EVENT_READ)
+                if not selector.select(self.timeout_s):
+                    proc.kill()
+                    self.close()
+                    raise PeerFailed(f"peer {self.name!r} sent nothing for "
+                                     f"{self.timeout_s:g} s during {op!r}; stopped")
+            line = proc.stdout.readline()
+            if not line:
+                status = proc.wait()
+                raise PeerFailed(f"peer {self.name!r} exited with status {status} during "
+                                 f"{op!r}")
+            reply = json.loads(line)
+            if "beat" not in reply:
+                break
         if "error" in reply:
             raise PeerFailed(f"peer {self.name!r} failed in {op!r}:\n{reply['error']}")
         return reply["result"]
