@@ -146,6 +146,7 @@ def format_table(result: dict[str, Any]) -> str:
                      f"{r['blocks_identical']}")
     for m, dgl in result["dgl"].items():
         lines.append(f"dgl, {m} machine(s): " + (
-            f"epoch_s {dgl['epoch_s']:.3f}, test_acc {dgl['test_acc']:.4f}" if dgl["ran"]
+            f"epoch_s {dgl['epoch_s']:.3f}, test_acc {dgl['test_acc']:.4f}, loopback "
+            f"{dgl['loopback_bytes_per_step'] / 1e6:.2f} MB per step" if dgl["ran"]
             else f"not run - {dgl['step']}: {dgl['reason'][-200:]}"))
     return "\n".join(lines)

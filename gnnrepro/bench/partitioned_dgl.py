@@ -4,11 +4,23 @@ machine, DistDGL's DistNodeDataLoader with NeighborSampler, the same GraphSAGE, 
 batch size and epochs, DDP over gloo. Loopback only: DGL's ip_config lists 127.0.0.1 once per
 machine, each with its own port.
 
+DistDGL assumes one machine per host, in two ways (ONE_HOST); each machine here is therefore a
+process of its own that (1) tells its trainer its machine id rather than letting DGL look for
+its address in ip_config, and (2) with several machines, first moves into a mount namespace of
+its own with an empty tmpfs on /dev/shm (as root: unshare(CLONE_NEWNS)), so that its server and
+trainer share their partition's shared memory with each other and with no other machine. The
+machine's server is its child, in the same namespace, and dies with it. Where the namespace
+cannot be made (no CAP_SYS_ADMIN), several machines are not run and the reason says why.
+
+Bytes moved: the loopback interface's received bytes over the training epochs (all of
+DistDGL's traffic: sampling requests, feature pulls and DDP's gradient all-reduce), per step.
+
 Every process is a gnnrepro.supervisor child; a failure anywhere stops them all and is
 returned as the baseline's reason (step, exception) instead of figures.
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import math
 import multiprocessing.connection
@@ -36,6 +48,7 @@ from gnnrepro.supervisor import ChildFailed, Supervisor, run_reporting
 __all__ = ["ONE_HOST", "partition_in_child", "run_distdgl"]
 
 _SHM = "/dev/shm"
+_CLONE_NEWNS, _MS_REC, _MS_PRIVATE, _PR_SET_PDEATHSIG = 0x00020000, 1 << 14, 1 << 18, 1
 ONE_HOST = (
     "DistDGL assumes one machine per IP address, and so cannot run two machines on one host: "
     "(1) a trainer finds its machine by the first ip_config line whose address is one of its "
@@ -45,7 +58,34 @@ ONE_HOST = (
     "'node~_N~feat-kvdata-', ...), so two servers on one host overwrite each other's /dev/shm "
     "files. The runs end in a server's IndexError (ids of the wrong part) or SIGBUS (a file "
     "resized under its map). A two-machine DistDGL run needs two hosts (or containers with "
-    "their own addresses and /dev/shm); this benchmark runs on one host, over loopback.")
+    "their own addresses and /dev/shm); this benchmark runs on one host, over loopback, and "
+    "so gives each machine its machine id and, in a mount namespace of its own, its own "
+    "/dev/shm (needs root: CAP_SYS_ADMIN).")
+
+
+def private_shared_memory() -> None:
+    """Move this process (its main thread, and every process it starts afterwards) into a
+    mount namespace of its own with an empty tmpfs on /dev/shm. Raises OSError naming the step
+    that failed (without CAP_SYS_ADMIN: EPERM)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    steps = (("unshare(CLONE_NEWNS)", lambda: libc.unshare(_CLONE_NEWNS)),
+             ("make / private", lambda: libc.mount(b"none", b"/", None,
+                                                     _MS_REC | _MS_PRIVATE, None)),
+             ("mount a tmpfs on /dev/shm", lambda: libc.mount(b"tmpfs", _SHM.encode(),
+                                                               b"tmpfs", 0, b"mode=1777")))
+    for step, call in steps:
+        if call() != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"{step} for a private /dev/shm: {os.strerror(errno)}")
+
+
+def _loopback_received_bytes() -> int:
+    """Bytes the loopback interface has received (/proc/net/dev)."""
+    for line in Path("/proc/net/dev").read_text().splitlines():
+        name, _, fields = line.partition(":")
+        if name.strip() == "lo":
+            return int(fields.split()[0])
+    raise OSError("no loopback interface in /proc/net/dev")
 
 
 def _remove_shared_memory(before: set[str], graph_name: str) -> None:
@@ -70,6 +110,7 @@ def _env(ip_config: Path, part_config: Path, machines: int, role: str) -> dict[s
 def _server(env: dict[str, str], inbox: multiprocessing.connection.Connection,
             outbox: multiprocessing.connection.Connection) -> None:
     def body() -> None:
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, 9)  # never outlive its machine process
         os.environ.update(env)
         dgl = import_dgl()
         prepare_distdgl(dgl)
@@ -80,65 +121,91 @@ def _server(env: dict[str, str], inbox: multiprocessing.connection.Connection,
     run_reporting(body, outbox)
 
 
-def _trainer(env: dict[str, str], graph_name: str, rank: int, world_size: int, port: int,
-             config: TrainConfig,
-             num_features: int, num_classes: int, inbox: multiprocessing.connection.Connection,
+def _machine(server_env: dict[str, str], env: dict[str, str], graph_name: str, rank: int,
+             world_size: int, port: int, config: TrainConfig, num_features: int,
+             num_classes: int, isolate: bool, inbox: multiprocessing.connection.Connection,
              outbox: multiprocessing.connection.Connection) -> None:
+    """Machine `rank`: (with `isolate`) its own /dev/shm, its server as a child, its trainer
+    here (see the module doc)."""
     def body() -> dict[str, Any]:
-        os.environ.update(env)
-        torch.set_num_threads(config.threads or 1)
-        dgl = import_dgl()
-        prepare_distdgl(dgl)
-        import dgl.distributed as dist_dgl
-
-        dist_dgl.initialize(env["DGL_IP_CONFIG"])
-        torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                                             rank=rank, world_size=world_size)
-        g = dist_dgl.DistGraph(graph_name, part_config=env["DGL_CONF_PATH"])
-        book = g.get_partition_book()
-        sampler = dgl.dataloading.NeighborSampler(list(config.fanouts))
-
-        def loader(mask: str, shuffle: bool, batch_size: int) -> Any:
-            ids = dist_dgl.node_split(g.ndata[mask], book, force_even=True)
-            return dgl.dataloading.DistNodeDataLoader(g, ids, sampler, batch_size=batch_size,
-                                                      shuffle=shuffle, drop_last=False)
-
-        torch.manual_seed(config.seed)
-        model = GraphSAGE(num_features, config.hidden, num_classes, len(config.fanouts),
-                          config.dropout)
-        torch.manual_seed(stream_seed(config.seed, rank))
-        trained = torch.nn.parallel.DistributedDataParallel(model)
-        optimizer = torch.optim.Adam(trained.parameters(), lr=config.lr)
-        train_loader = loader("train_mask", True, config.batch_size)
-        epochs = []
-        for epoch in range(config.epochs):
-            start = time.perf_counter()
-            with Progress(f"DistDGL rank {rank} epoch {epoch}", unit="batches") as progress:
-                for input_nodes, seeds, blocks in train_loader:
-                    x = g.ndata["feat"][input_nodes]
-                    y = g.ndata["label"][seeds]
-                    loss = torch.nn.functional.cross_entropy(
-                        trained([from_dgl_block(b, dgl.NID) for b in blocks], x), y)
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
-                    progress.update()
-            epochs.append(time.perf_counter() - start)
-        correct = torch.zeros(2, dtype=torch.int64)
-        model.eval()
-        test_loader = loader("test_mask", False, config.eval_batch_size)
-        with torch.no_grad(), Progress(f"DistDGL rank {rank} test", unit="batches") as progress:
-            for input_nodes, seeds, blocks in test_loader:
-                pred = model([from_dgl_block(b, dgl.NID) for b in blocks],
-                             g.ndata["feat"][input_nodes]).argmax(dim=1)
-                correct += torch.tensor([int((pred == g.ndata["label"][seeds]).sum()),
-                                         seeds.numel()])
-                progress.update()
-        torch.distributed.all_reduce(correct)
-        torch.distributed.barrier()
-        return {"epoch_s": epochs, "test_acc": correct[0].item() / max(correct[1].item(), 1)}
-
+        if isolate:
+            private_shared_memory()
+        server = Supervisor("spawn")
+        try:
+            server.start(f"dgl server {rank}", _server, (server_env,))
+            return _train(env, graph_name, rank, world_size, port, config, num_features,
+                          num_classes)
+        finally:
+            server.stop()
     run_reporting(body, outbox)
+
+
+def _train(env: dict[str, str], graph_name: str, rank: int, world_size: int, port: int,
+           config: TrainConfig, num_features: int, num_classes: int) -> dict[str, Any]:
+    """Machine `rank`'s trainer: DistDGL's loader feeding our GraphSAGE under DDP."""
+    os.environ.update(env)
+    torch.set_num_threads(config.threads or 1)
+    dgl = import_dgl()
+    prepare_distdgl(dgl)
+    import dgl.distributed as dist_dgl
+    from dgl.distributed import rpc_client
+
+    # The machine's id, given: DGL would take the first ip_config line with one of this
+    # host's addresses, machine 0 for every trainer on one host.
+    rpc_client.get_local_machine_id = lambda namebook: rank
+    dist_dgl.initialize(env["DGL_IP_CONFIG"])
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                                         rank=rank, world_size=world_size)
+    g = dist_dgl.DistGraph(graph_name, part_config=env["DGL_CONF_PATH"])
+    book = g.get_partition_book()
+    sampler = dgl.dataloading.NeighborSampler(list(config.fanouts))
+
+    def loader(mask: str, shuffle: bool, batch_size: int) -> Any:
+        ids = dist_dgl.node_split(g.ndata[mask], book, force_even=True)
+        return dgl.dataloading.DistNodeDataLoader(g, ids, sampler, batch_size=batch_size,
+                                                  shuffle=shuffle, drop_last=False)
+
+    torch.manual_seed(config.seed)
+    model = GraphSAGE(num_features, config.hidden, num_classes, len(config.fanouts),
+                      config.dropout)
+    torch.manual_seed(stream_seed(config.seed, rank))
+    trained = torch.nn.parallel.DistributedDataParallel(model)
+    optimizer = torch.optim.Adam(trained.parameters(), lr=config.lr)
+    train_loader = loader("train_mask", True, config.batch_size)
+    epochs = []
+    torch.distributed.barrier()
+    received = _loopback_received_bytes()
+    steps = 0
+    for epoch in range(config.epochs):
+        start = time.perf_counter()
+        with Progress(f"DistDGL rank {rank} epoch {epoch}", unit="batches") as progress:
+            for input_nodes, seeds, blocks in train_loader:
+                x = g.ndata["feat"][input_nodes]
+                y = g.ndata["label"][seeds]
+                loss = torch.nn.functional.cross_entropy(
+                    trained([from_dgl_block(b, dgl.NID) for b in blocks], x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                steps += 1
+                progress.update()
+        epochs.append(time.perf_counter() - start)
+    torch.distributed.barrier()
+    received = _loopback_received_bytes() - received
+    correct = torch.zeros(2, dtype=torch.int64)
+    model.eval()
+    test_loader = loader("test_mask", False, config.eval_batch_size)
+    with torch.no_grad(), Progress(f"DistDGL rank {rank} test", unit="batches") as progress:
+        for input_nodes, seeds, blocks in test_loader:
+            pred = model([from_dgl_block(b, dgl.NID) for b in blocks],
+                         g.ndata["feat"][input_nodes]).argmax(dim=1)
+            correct += torch.tensor([int((pred == g.ndata["label"][seeds]).sum()),
+                                     seeds.numel()])
+            progress.update()
+    torch.distributed.all_reduce(correct)
+    torch.distributed.barrier()
+    return {"epoch_s": epochs, "test_acc": correct[0].item() / max(correct[1].item(), 1),
+            "loopback_bytes": received, "steps": steps}
 
 
 def _partition(data_args: dict[str, Any], splits: dict[str, torch.Tensor], num_parts: int,
@@ -199,20 +266,16 @@ def run_distdgl(dataset: Dataset, machines: int, config: TrainConfig, work_dir: 
     per_rank = config.__class__(**{**config.to_dict(),
                                    "batch_size": math.ceil(config.batch_size / machines)})
     supervisor = Supervisor("spawn")
-    step = "start DistDGL servers and trainers"
+    step = "start DistDGL machines (a server and a trainer each)"
     try:
-        for m in range(machines):
-            env = _env(ip_config, part_config, machines, "server") | {"DGL_SERVER_ID": str(m)}
-            supervisor.start(f"dgl server {m}", _server, (env,))
         port = free_port()
-        trainers = {}
-        for r in range(machines):
-            env = _env(ip_config, part_config, machines, "default")
-            index = supervisor.start(f"dgl trainer {r}", _trainer,
-                                     (env, graph_name, r, machines, port, per_rank,
-                                      dataset.num_features,
-                                      dataset.num_classes))
-            trainers[index] = r
+        for m in range(machines):
+            server_env = (_env(ip_config, part_config, machines, "server")
+                          | {"DGL_SERVER_ID": str(m)})
+            supervisor.start(f"dgl machine {m}", _machine,
+                             (server_env, _env(ip_config, part_config, machines, "default"),
+                              graph_name, m, machines, port, per_rank, dataset.num_features,
+                              dataset.num_classes, machines > 1))
         step = "DistDGL training"
         results: dict[int, dict[str, Any]] = {}
         deadline = time.monotonic() + timeout_s
@@ -220,13 +283,13 @@ def run_distdgl(dataset: Dataset, machines: int, config: TrainConfig, work_dir: 
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no result within {timeout_s} s")
             for index, message in supervisor.receive(1.0):
-                if message[0] == "ok" and index in trainers:
-                    results[trainers[index]] = message[1]
+                if message[0] == "ok":
+                    results[index] = message[1]
     except (ChildFailed, TimeoutError) as exc:
         failed = {"ran": False, "step": step,
                   "reason": f"{type(exc).__name__}: {exc}"[-3000:],
                   "partition_s": part["seconds"]}
-        if step == "DistDGL training" and machines > 1:
+        if machines > 1:
             failed["cause"] = ONE_HOST
         return failed
     except Exception as exc:  # the baseline's failure is a result, not an error
@@ -237,6 +300,10 @@ def run_distdgl(dataset: Dataset, machines: int, config: TrainConfig, work_dir: 
         _remove_shared_memory(shm_before, graph_name)
     ranks_epoch_s = [results[r]["epoch_s"] for r in range(machines)]
     epoch_s = [max(r[e] for r in ranks_epoch_s) for e in range(config.epochs)]
+    steps = results[0]["steps"]
     return {"ran": True, "machines": machines, "partition_s": part["seconds"],
             "epochs_s": epoch_s, "epoch_s": statistics.median(epoch_s[1:] or epoch_s),
-            "test_acc": results[0]["test_acc"], "batch_size_per_rank": per_rank.batch_size}
+            "test_acc": results[0]["test_acc"], "batch_size_per_rank": per_rank.batch_size,
+            "own_shared_memory": machines > 1,
+            "loopback_bytes_per_step": results[0]["loopback_bytes"] / max(steps, 1),
+            "steps_per_rank": steps}

@@ -27,16 +27,17 @@ def _row(system: str, machines: int, reason: str | None = None,
          **measured: Any) -> dict[str, Any]:
     values = {"epoch_s": math.nan, "sampling_bytes_per_batch": math.nan,
               "feature_bytes_per_batch": math.nan, "remote_edge_fraction": math.nan,
-              "remote_row_fraction": math.nan, "test_acc": math.nan,
-              "blocks_identical": None} | measured
+              "remote_row_fraction": math.nan, "loopback_bytes_per_step": math.nan,
+              "test_acc": math.nan, "blocks_identical": None} | measured
     return {"system": system, "machines": machines, "status": "not run" if reason else "run",
             "reason": reason, **values}
 
 
 def partitioned(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per (system: ours | dgl, machines): status, reason, epoch_s, bytes per batch
-    sent by a rank for sampling and for features, remote edge and row fractions, test_acc,
-    blocks_identical (ours). The metadata holds each partition's statistics."""
+    sent by a rank for sampling and for features, remote edge and row fractions, DistDGL's
+    loopback bytes per step (all its traffic, gradients included), test_acc, blocks_identical
+    (ours). The metadata holds each partition's statistics."""
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -55,7 +56,9 @@ def partitioned(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         for machines, dgl in result["dgl"].items():
             if dgl["ran"]:
                 rows.append(_row("dgl", int(machines), epoch_s=dgl["epoch_s"],
-                                 test_acc=dgl["test_acc"]))
+                                 test_acc=dgl["test_acc"],
+                                 loopback_bytes_per_step=dgl.get("loopback_bytes_per_step",
+                                                                 math.nan)))
             else:
                 rows.append(_row("dgl", int(machines),
                                  dgl.get("cause") or f"{dgl['step']}: {dgl['reason']}"))
@@ -75,5 +78,6 @@ def partitioned_table(data: pd.DataFrame) -> pd.DataFrame:
         "sampling KB/batch": data["sampling_bytes_per_batch"] / 1024,
         "features KB/batch": data["feature_bytes_per_batch"] / 1024,
         "remote edges": data["remote_edge_fraction"], "remote rows": data["remote_row_fraction"],
+        "loopback KB/step (DistDGL)": data["loopback_bytes_per_step"] / 1024,
         "test acc": data["test_acc"], "blocks identical": data["blocks_identical"],
         "reason": data["reason"].fillna("-")})
