@@ -147,6 +147,18 @@ def test_bench_end_to_end_trains_a_peer_with_the_same_settings(standin, tmp_path
     assert "ours vs stand-in: fused" in capsys.readouterr().out
 
 
+def test_a_peer_failing_in_training_is_listed_and_ours_still_reported(standin, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setenv("STANDIN_FAIL", "train")
+    out = tmp_path / "e.json"
+    assert main(["bench", "end-to-end", *DATA, "--pipelines", "fused", "--epochs", "1",
+                 "--hidden", "16", "--peers", standin, "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["peers"] == {} and "fused" in result["pipelines"]
+    assert "failed in round 1" in result["peers_not_run"][standin]
+    assert "stand-in told to fail in train" in result["peers_not_run"][standin]
+
+
 @pytest.mark.parametrize("name", ["graphbolt", "pyg"])
 def test_a_real_peer_samples_loads_and_trains_when_set_up(name, tmp_path):
     if unavailable(name):

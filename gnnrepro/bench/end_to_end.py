@@ -26,8 +26,8 @@ Peers (gnnrepro.peers: GraphBolt feeding DGL's SAGEConv, PyG's NeighborLoader fe
 SAGEConv) train their own models with the same settings (epochs, batch size, fanouts, lr,
 hidden, dropout, threads) in their own processes and environments, after our pipelines in each
 round, scored on the validation ids after every epoch by their own samplers. They are reported
-under `peers`, with speedup_vs_<peer> for every pipeline; one not set up is listed under
-peers_not_run.
+under `peers`, with speedup_vs_<peer> for every pipeline; one not set up, or that fails or
+goes silent for timeout_s while training, is listed under peers_not_run with the reason.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ from gnnrepro.checks import check_int, check_positive_float
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
-from gnnrepro.peers import PEERS, PeerProcess, open_peers
+from gnnrepro.peers import PEERS, PeerFailed, PeerProcess, open_peers
 from gnnrepro.pipeline.spans import STAGES
 from gnnrepro.supervisor import ChildFailed, Heartbeat, Supervisor, run_reporting
 from gnnrepro.training import reduce_stages, run_training
@@ -191,10 +191,15 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                       file=sys.stderr, flush=True)
                 rounds[name].append(_run_child(name, config, data_args, timeline_batches,
                                                eval_every))
-            for name, peer in running.items():
+            for name, peer in list(running.items()):
                 print(f"bench end-to-end: round {r + 1}/{len(orders)}, peer {name}",
                       file=sys.stderr, flush=True)
-                peer_rounds[name].append(_train_peer(peer, config))
+                try:
+                    peer_rounds[name].append(_train_peer(peer, config))
+                except PeerFailed as exc:  # a peer's failure is its result, not ours
+                    peers_not_run[name] = f"failed in round {r + 1}: {exc}"[-2000:]
+                    del running[name]
+                    peer.close()
         peer_summaries = {name: _summarize_peer(name, peer, peer_rounds[name], target_acc)
                           for name, peer in running.items()}
     summaries = {name: _summarize(rounds[name], target_acc) for name in pipelines}
