@@ -30,9 +30,11 @@ __all__ = ["STYLE", "end_to_end_bars", "growth_lines", "partitioned_lines", "pip
 
 _OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442",
               "#000000", "#999999"]
-PIPELINE_COLORS = {"dgl": "#D55E00", "dgl-native": "#CC79A7", "reference": "#999999", "fused": "#56B4E9",
+PIPELINE_COLORS = {"dgl": "#D55E00", "dgl-native": "#CC79A7", "graphbolt": "#009E73",
+                   "pyg": "#F0E442", "reference": "#999999", "fused": "#56B4E9",
                    "fused+pinned": "#0072B2"}
-SAMPLER_COLORS = {"dgl-unfused": "#D55E00", "dgl-fused": "#E69F00", "reference": "#999999",
+SAMPLER_COLORS = {"dgl-unfused": "#D55E00", "dgl-fused": "#E69F00", "graphbolt": "#009E73",
+                  "pyg": "#F0E442", "reference": "#999999",
                   "fused": "#0072B2"}
 STAGE_COLORS = {"sample": "#0072B2", "extract": "#E69F00", "copy": "#F0E442",
                 "forward": "#009E73", "backward": "#CC79A7", "wait": "#BBBBBB"}
@@ -81,6 +83,18 @@ def _note(ax: Axes, text: str) -> None:
             fontsize=9, color="#444444")
 
 
+#: Bars whose values span more than this ratio are drawn on a log scale (a peer 100x slower
+#: would otherwise flatten every other bar).
+LOG_SCALE_RATIO = 30.0
+
+
+def _log_scale_if_wide(ax: Axes, values: Sequence[float]) -> None:
+    """A log y-axis when the positive finite `values` span more than LOG_SCALE_RATIO."""
+    positive = [v for v in values if v > 0 and np.isfinite(v)]
+    if positive and max(positive) / min(positive) > LOG_SCALE_RATIO:
+        ax.set_yscale("log")
+
+
 def _grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[float]],
                   colors: dict[str, str], fmt: str) -> None:
     """Bars of each series side by side within each group, each labelled with its value."""
@@ -91,6 +105,7 @@ def _grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[fl
                       color=colors.get(name), edgecolor="white", linewidth=0.5)
         ax.bar_label(bars, fmt=fmt, fontsize=7.5, padding=1)
     ax.set_xticks(x, groups)
+    _log_scale_if_wide(ax, [v for values in series.values() for v in values])
 
 
 def stage_bars(data: pd.DataFrame) -> Figure:
@@ -161,6 +176,7 @@ def _pipeline_pair(data: pd.DataFrame, left: tuple[str, str, str, str],
     for ax, (column, fmt, ylabel, title) in zip(axes, (left, right)):
         bars = ax.bar(pipelines, data[column], 0.6, color=colors)
         ax.bar_label(bars, fmt=fmt, fontsize=8, padding=1)
+        _log_scale_if_wide(ax, data[column].tolist())
         ax.set_xlabel("pipeline")
         ax.set_ylabel(ylabel)
         ax.set_title(title)

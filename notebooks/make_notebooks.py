@@ -48,10 +48,13 @@ plots.save_figure(fig, params, meta, "01_stage_breakdown")"""]),
         "Sampling speedup",
         "DGL's samplers (dgl-unfused: sample_neighbors + to_block, the pair the paper fuses; "
         "dgl-fused: DGL's NeighborSampler), the two-step reference and the fused sampler on the "
-        "same seed batches, per dataset, on the CPU. The paper reports 1.52x for fused "
-        "sampling vs DGL (on a GPU).",
+        "same seed batches, per dataset, on the CPU, and the peers (`peers`: GraphBolt, PyG "
+        "without pyg-lib) from their own environments where `make peers` set them up. The "
+        "paper reports 1.52x for fused sampling vs DGL (on a GPU).",
         ["""\
 data, meta = experiments.sampling_speedup(params)
+for peer, why in meta["peers_not_run"].items():
+    print(f"{peer}: not run - {why}")
 table = experiments.speedup_table(data)
 experiments.write_table(table, params.figures_dir / "02_sampling_speedup",
                         caption="Sampling time per mini-batch and the fused sampler's speedup "
@@ -70,7 +73,7 @@ plots.save_figure(fig, params, meta, "02_sampling_speedup")"""]),
         "shows a few batches: bars on different lanes at the same time overlapped. The "
         "training run is the one behind 01_stage_breakdown (measured once, stored). Last, the "
         "pipeline alone: the same loaders with no model, which is what a GPU trainer, whose "
-        "step takes milliseconds, would see of them.",
+        "step takes milliseconds, would see of them, and the peers' loaders beside them.",
         ["""\
 data, meta = experiments.end_to_end(params)
 table = experiments.end_to_end_table(data)
@@ -87,6 +90,8 @@ plots.save_figure(fig, params, meta, "03_end_to_end_timeline")""", """\
 # The pipeline alone: every batch of an epoch delivered with no model (what a GPU trainer
 # would wait for), DGL's DataLoader beside ours.
 alone, alone_meta = experiments.pipeline_alone(params)
+for peer, why in alone_meta["peers_not_run"].items():
+    print(f"{peer}: not run - {why}")
 table = experiments.pipeline_alone_table(alone)
 experiments.write_table(table, params.figures_dir / "03_pipeline_alone",
                         caption="The pipeline alone: epoch time to deliver every batch "

@@ -39,9 +39,11 @@ def load_generator():
 @pytest.fixture(scope="module")
 def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Where the smoke runs write figures/ and results/; the kernels build their datasets in a
-    private cache (they inherit the environment)."""
+    private cache and find no peers' environments, so the peers are listed as not run (they
+    inherit the environment)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GNNREPRO_DATA", str(tmp_path_factory.mktemp("data")))
+        mp.setenv("GNNREPRO_PEERS", str(tmp_path_factory.mktemp("no-peers")))
         yield tmp_path_factory.mktemp("out")
 
 
@@ -156,6 +158,10 @@ def test_notebook_runs_with_smoke_parameters(name, out_dir):
         require_dgl()
     executed = nbformat.read(execute(name, out_dir), as_version=4)
     assert any(cell.get("outputs") for cell in executed.cells if cell.cell_type == "code")
+    if name in ("02_sampling_speedup", "03_end_to_end"):  # no peers set up: listed, with how
+        printed = "".join(out.get("text", "") for cell in executed.cells
+                          for out in cell.get("outputs", []))
+        assert "graphbolt: not run - not set up" in printed and "make peers" in printed
     check_outputs(out_dir, name)
     check_values(out_dir, name)
 

@@ -79,14 +79,15 @@ def timeline_frame(meta: dict[str, Any]) -> pd.DataFrame:
 
 
 #: The parameters the pipeline-alone result depends on (its store key).
-ALONE_PARAMETERS = (*measurements.LADDER_KEY, "loader_rounds", "loader_step_ms")
+ALONE_PARAMETERS = (*measurements.LADDER_KEY, "loader_rounds", "loader_step_ms", "peers")
 
 
 def pipeline_alone(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The pipeline alone (gnnrepro.bench.loader): tidy rows per pipeline (epoch_s,
     batches_per_s, speedup_vs_dgl, epoch_s_min, epoch_s_max) for delivering every batch of an
     epoch with no model, or a busy-wait standing in for a GPU step; what a GPU trainer would
-    wait for. The metadata holds step_ms and its note."""
+    wait for; the peers (GraphBolt, PyG) that ran, beside them (only with no stand-in step).
+    The metadata holds step_ms, its note and peers_not_run."""
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -99,7 +100,8 @@ def pipeline_alone(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         note = (f"model step: {step:g} ms busy-wait (a stand-in, no model)" if step
                 else "no model step: the pipeline alone")
         return pd.DataFrame(rows), {"step_ms": step, "step_note": note,
-                                    "threads": result["params"]["threads"]}
+                                    "threads": result["params"]["threads"],
+                                    "peers_not_run": result.get("peers_not_run", {})}
 
     return store.cached(f"{NAME}_pipeline_alone", params.key(ALONE_PARAMETERS), compute,
                         params.force)

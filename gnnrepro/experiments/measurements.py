@@ -70,7 +70,7 @@ def sampling_run(params: Params, store: Store, dataset: str) -> dict:
               "fanouts": list(params.fanouts), "batch_size": params.batch_size,
               "batches": params.sampling_batches, "threads": params.threads,
               "repeats": params.sampling_repeats, "samplers": list(sampling_bench.SAMPLERS),
-              "seed": params.seed}
+              "seed": params.seed, "peers": list(params.peers)}
     return store.memo("sampling", kwargs, lambda: sampling_bench.measure(**kwargs),
                       params.force)
 
@@ -81,6 +81,7 @@ def loader_run(params: Params, store: Store, pipelines: Sequence[str] = LOADERS)
     config = train_config(params)
     kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
               "pipelines": list(pipelines), "rounds": params.loader_rounds,
-              "step_ms": params.loader_step_ms}
+              "step_ms": params.loader_step_ms,
+              "peers": list(params.peers) if not params.loader_step_ms else []}
     return store.memo("loader", kwargs | {"config": config.to_dict()},
                       lambda: loader_bench.measure(config, **kwargs), params.force)

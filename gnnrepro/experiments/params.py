@@ -26,6 +26,7 @@ from gnnrepro.checks import check_bool, check_int, check_positive_float
 from gnnrepro.config import (FEATURE_SOURCES, SAMPLER_DEVICES, SETTINGS, fanouts_check, list_of,
                              resolve_device)
 from gnnrepro.distributed import unavailable
+from gnnrepro.peers import PEERS, SETUP_COMMAND
 
 __all__ = ["Params", "from_namespace", "runnable_world_sizes"]
 
@@ -48,6 +49,12 @@ def _int(low: int) -> Check:
 
 def _dataset(name: str, value: Any) -> str:
     return SETTINGS["dataset"].check(name, value)
+
+
+def _peer(name: str, value: Any) -> str:
+    if value not in PEERS:
+        raise ValueError(f"{name} must name peers among {', '.join(PEERS)}, got {value!r}")
+    return value
 
 
 def _fraction(name: str, value: Any) -> float:
@@ -158,6 +165,10 @@ class Params:
     target_acc: float = _param(
         0.6, _fraction,
         "validation accuracy 03_end_to_end counts the epochs to (every epoch is evaluated)")
+    peers: list[str] = _param(
+        list(PEERS), list_of(_peer, unique=True),
+        "other stacks that 02 and 03's pipeline-alone run measure beside ours, each from its "
+        f"own environment ({SETUP_COMMAND} sets them up; one not set up is listed as not run)")
     loader_rounds: int = _param(
         3, _int(1), "timed epochs per pipeline of 03's pipeline-alone run (bench loader)")
     loader_step_ms: float = _param(

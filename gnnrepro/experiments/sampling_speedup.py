@@ -1,5 +1,6 @@
 """02_sampling_speedup: DGL's two samplers, the reference and the fused sampler per dataset,
-with the fused sampler's speedup beside the paper's."""
+with the fused sampler's speedup beside the paper's, and the peers (GraphBolt, PyG) where
+their environments are set up (listed as not run otherwise)."""
 from __future__ import annotations
 
 import math
@@ -18,23 +19,24 @@ __all__ = ["NAME", "sampling_speedup", "speedup_table"]
 NAME = "02_sampling_speedup"
 #: The parameters the result depends on (its store key; the notebook lists them first).
 PARAMETERS = ("dataset", "compare_datasets", "scale", "root", "fanouts", "batch_size", "threads",
-        "seed", "sampling_batches", "sampling_repeats")
+        "seed", "sampling_batches", "sampling_repeats", "peers")
 
 
 def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per (dataset, sampler): ms_per_batch (median), ms_p10, ms_p90, edges_per_s,
     input_nodes, fused_speedup (this sampler's time / the fused sampler's) and paper_speedup
-    (on dgl-unfused's row: the paper fuses sample_neighbors + to_block)."""
+    (on dgl-unfused's row: the paper fuses sample_neighbors + to_block); the peers that ran
+    follow. The metadata's peers_not_run says why the others did not."""
     store = Store(params.results_dir)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        rows, datasets = [], {}
+        rows, datasets, not_run = [], {}, {}
         for dataset in tqdm([params.dataset, *params.compare_datasets], desc=NAME,
                             unit="dataset"):
             result = measurements.sampling_run(params, store, dataset)
             samplers = result["samplers"]
             fused_ms = samplers["fused"]["ms_per_batch"]
-            for sampler in SAMPLERS:
+            for sampler in [*SAMPLERS, *result.get("peers", {})]:
                 r = samplers[sampler]
                 rows.append({"dataset": dataset, "sampler": sampler,
                              "ms_per_batch": r["ms_per_batch"], "ms_p10": r["ms_p10"],
@@ -45,7 +47,8 @@ def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                                                else math.nan)})
             datasets[dataset] = {k: result["params"][k]
                                  for k in ("num_nodes", "num_edges", "batches")}
-        return pd.DataFrame(rows), {"datasets": datasets}
+            not_run |= result.get("peers_not_run", {})
+        return pd.DataFrame(rows), {"datasets": datasets, "peers_not_run": not_run}
 
     return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
 
