@@ -5,6 +5,7 @@ import ast
 import re
 import sys
 import tomllib
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
@@ -41,11 +42,20 @@ def test_every_extra_is_in_all():
         assert set(requirements) <= everything, f"extra {name!r} is not covered by 'all'"
 
 
-def _third_party_imports() -> set[str]:
-    """Top-level names of the modules gnnrepro's code imports that are neither the standard
-    library nor gnnrepro (every import counts, also one inside a function)."""
+def _peer_adapters() -> set[Path]:
+    """The peers' adapter modules: they run in the peers' own environments (make peers)."""
+    from gnnrepro.peers import PEERS
+    return {ROOT / (peer.adapter.replace(".", "/") + ".py") for peer in PEERS.values()}
+
+
+def _third_party_imports(paths: Iterable[Path] | None = None) -> set[str]:
+    """Top-level names of the modules `paths` (default: gnnrepro's code but the peers'
+    adapters) import that are neither the standard library nor gnnrepro (every import counts,
+    also one inside a function)."""
     names = set()
-    for path in (ROOT / "gnnrepro").rglob("*.py"):
+    if paths is None:
+        paths = set((ROOT / "gnnrepro").rglob("*.py")) - _peer_adapters()
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names |= {alias.name.split(".")[0] for alias in node.names}
@@ -65,3 +75,11 @@ def test_every_imported_package_is_declared():
         if not dists & declared:
             missing[module] = sorted(dists)
     assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+
+
+def test_every_package_a_peer_imports_is_installed_by_make_peers():
+    recipe = (ROOT / "Makefile").read_text().lower().replace("_", "-")
+    imported = _third_party_imports(_peer_adapters())
+    assert {"dgl", "torch-geometric", "torch-sparse"} <= {m.replace("_", "-") for m in imported}
+    missing = [m for m in imported if m.replace("_", "-") + "==" not in recipe and m != "torch"]
+    assert not missing, f"the peers' adapters import what `make peers` does not pin: {missing}"
