@@ -19,7 +19,7 @@ from typing import Any
 from gnnrepro.atomic import write_json_atomic
 from gnnrepro.bench import (disk_training, end_to_end, loader, partitioned, sampling_speed,
                             scaling, storage)
-from gnnrepro.checks import check_int
+from gnnrepro.checks import check_fraction, check_int
 from gnnrepro.peers import PEERS, SETUP_COMMAND
 from gnnrepro.config import (FEATURE_STORES, PIPELINES, TrainConfig, add_options, list_of,
                              resolve_threads)
@@ -85,9 +85,7 @@ def _fraction(name: str, text: Any) -> float:
         value = float(text)
     except ValueError:
         raise TypeError(f"{name} must be a number, got {text!r}") from None
-    if not 0 < value <= 1:
-        raise ValueError(f"{name} must be in (0, 1], got {text!r}")
-    return value
+    return check_fraction(name, value)
 
 
 def _add_pipelines(parser: argparse.ArgumentParser, default: list[str]) -> None:

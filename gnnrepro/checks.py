@@ -5,8 +5,8 @@ import math
 
 import torch
 
-__all__ = ["check_bool", "check_device", "check_id_tensor", "check_int", "check_node_ids",
-           "check_positive_float"]
+__all__ = ["check_bool", "check_device", "check_fraction", "check_id_tensor", "check_int",
+           "check_node_ids", "check_positive_float"]
 
 INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
@@ -27,6 +27,16 @@ def check_positive_float(name: str, value: object) -> float:
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return float(value)
+
+
+def check_fraction(name: str, value: object) -> float:
+    """`value` as a float in (0, 1] (an accuracy to reach, a share), else a TypeError/ValueError
+    naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {value}")
     return float(value)
 
 

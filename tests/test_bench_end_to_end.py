@@ -83,6 +83,14 @@ def test_bench_end_to_end_rejects_a_bad_target_accuracy(bad, capsys):
     assert "target_acc" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("bad, error", [(1.5, ValueError), (0, ValueError), (True, TypeError)])
+def test_measure_names_a_bad_target_accuracy(bad, error):
+    from gnnrepro.bench.end_to_end import measure
+    from gnnrepro.config import TrainConfig
+    with pytest.raises(error, match="target_acc"):
+        measure(TrainConfig(), target_acc=bad)
+
+
 def test_bench_end_to_end_repeats_alternate_the_order_and_pool(tmp_path):
     out = tmp_path / "train.json"
     assert main(ARGS + ["--pipelines", "reference,fused", "--repeats", "2", "--epochs", "1",

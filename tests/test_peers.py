@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from gnnrepro.__main__ import main
-from gnnrepro.peers import PEERS, PeerFailed, PeerProcess, open_peers, peer_python, unavailable
+from gnnrepro.peers import (PEERS, PeerFailed, PeerProcess, check_peers, open_peers, peer_python,
+                            unavailable)
 from gnnrepro.peers.environments import Peer
 from helpers import require_dgl
 
@@ -51,6 +52,9 @@ def test_a_peer_that_is_not_set_up_names_the_command(tmp_path, monkeypatch):
     assert peer_python("pyg") == tmp_path / "none" / "pyg" / "bin" / "python"
     with pytest.raises(ValueError, match="peer must be one of graphbolt, pyg"):
         peer_python("jraph")
+    with pytest.raises(ValueError, match=r"peers must be a subset of graphbolt, pyg, got \['dgx'\]"):
+        check_peers(["pyg", "dgx"])
+    assert check_peers(("pyg",)) == ["pyg"]
     with pytest.raises(PeerFailed, match="'pyg' not set up.*make peers"):
         PeerProcess("pyg")
     with open_peers(["graphbolt", "pyg"], SETUP) as (running, not_run):

@@ -38,11 +38,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from gnnrepro.bench.timing import check_pipelines, round_orders, speedups
-from gnnrepro.checks import check_int, check_positive_float
+from gnnrepro.checks import check_fraction, check_int
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
-from gnnrepro.peers import PEERS, PeerFailed, PeerProcess, open_peers
+from gnnrepro.peers import PEERS, PeerFailed, PeerProcess, check_peers, open_peers
 from gnnrepro.pipeline.spans import STAGES
 from gnnrepro.supervisor import ChildFailed, Heartbeat, Supervisor, run_reporting
 from gnnrepro.training import reduce_stages, run_training
@@ -168,12 +168,8 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     check_int("repeats", repeats, 1)
     check_int("timeline_batches", timeline_batches, 0)
     if target_acc is not None:
-        check_positive_float("target_acc", target_acc)
-        if target_acc > 1:
-            raise ValueError(f"target_acc must be in (0, 1], got {target_acc}")
-    unknown = [name for name in peers if name not in PEERS]
-    if unknown:
-        raise ValueError(f"peers must be a subset of {', '.join(PEERS)}, got {unknown}")
+        check_fraction("target_acc", target_acc)
+    check_peers(peers)
     eval_every = None if target_acc is None else 1
     data_args = {"name": validate("dataset", dataset), "root": root,
                  "scale": validate("scale", scale)}

@@ -38,7 +38,7 @@ from gnnrepro.checks import check_int
 from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
-from gnnrepro.peers import PEERS, open_peers
+from gnnrepro.peers import PEERS, check_peers, open_peers
 from gnnrepro.progress import Progress
 from gnnrepro.training import make_loader
 
@@ -81,9 +81,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     check_int("rounds", rounds, 1)
     if isinstance(step_ms, bool) or not isinstance(step_ms, (int, float)) or step_ms < 0:
         raise ValueError(f"step_ms must be a number >= 0, got {step_ms!r}")
-    unknown = [name for name in peers if name not in PEERS]
-    if unknown:
-        raise ValueError(f"peers must be a subset of {', '.join(PEERS)}, got {unknown}")
+    check_peers(peers)
     if peers and step_ms:
         raise ValueError("peers run with no stand-in step: use step_ms=0 with peers")
     data = load_scaled(validate("dataset", dataset), root, validate("scale", scale))

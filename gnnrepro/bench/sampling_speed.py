@@ -27,7 +27,7 @@ from gnnrepro.config import SETTINGS, check_placement, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
 from gnnrepro.graph import CSCGraph
-from gnnrepro.peers import PEERS, PeerProcess, open_peers
+from gnnrepro.peers import PEERS, PeerProcess, check_peers, open_peers
 from gnnrepro.progress import Progress
 from gnnrepro.sampling import FusedSampler, MiniBatch, ReferenceSampler
 
@@ -96,9 +96,7 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
             peers: Sequence[str] = ()) -> dict:
     """Time each sampler, and each of `peers`, on the same batches (`threads` torch threads;
     None: the machine's cores); return the JSON-ready result."""
-    unknown = [name for name in peers if name not in PEERS]
-    if unknown:
-        raise ValueError(f"peers must be a subset of {', '.join(PEERS)}, got {unknown}")
+    check_peers(peers)
     batch_size = validate("batch_size", batch_size)
     fanouts = validate("fanouts", list(fanouts))
     threads = resolve_threads(threads)
@@ -145,7 +143,7 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
         if isolated:
             seconds |= time_interleaved({n: calls[n] for n in isolated}, indexed, warmup=3,
                                         repeats=repeats, observe=observe)
-        peer_versions = {name: peer.opened for name, peer in running.items()}
+        peer_info = {name: peer.opened for name, peer in running.items()}
     result: dict = {
         "benchmark": "sampling",
         "params": {"dataset": dataset, "scale": scale if dataset == "products-sim" else None,
@@ -157,7 +155,7 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
                    "index_dtype": str(data.graph.indices.dtype), "peers": list(peers)},
         "samplers": {},
         "peers": {name: {"label": PEERS[name].label, **opened}
-                  for name, opened in peer_versions.items()},
+                  for name, opened in peer_info.items()},
         "peers_not_run": peers_not_run,
     }
     for name, secs in seconds.items():
@@ -173,7 +171,7 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
     for name, medians in rounds.items():
         result["samplers"][name]["ms_round_medians"] = medians
     ours = result["samplers"].get("fused", {}).get("ms_per_batch")
-    for base in ("dgl_fused", "dgl_unfused", *(p.replace("-", "_") for p in peer_versions)):
+    for base in ("dgl_fused", "dgl_unfused", *(p.replace("-", "_") for p in peer_info)):
         other = result["samplers"].get(base.replace("_", "-"), {}).get("ms_per_batch")
         result[f"speedup_vs_{base}"] = other / ours if ours and other else None
         if ours and other:  # the same ratio in each round: its spread shows how stable it is

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from gnnrepro.checks import check_bool, check_int, check_positive_float
+from gnnrepro.checks import check_bool, check_fraction, check_int, check_positive_float
 from gnnrepro.config import (FEATURE_SOURCES, SAMPLER_DEVICES, SETTINGS, fanouts_check, list_of,
                              resolve_device)
 from gnnrepro.distributed import unavailable
@@ -55,14 +55,6 @@ def _peer(name: str, value: Any) -> str:
     if value not in PEERS:
         raise ValueError(f"{name} must name peers among {', '.join(PEERS)}, got {value!r}")
     return value
-
-
-def _fraction(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not 0 < value <= 1:
-        raise ValueError(f"{name} must be in (0, 1], got {value}")
-    return float(value)
 
 
 def _non_negative(name: str, value: Any) -> float:
@@ -163,7 +155,7 @@ class Params:
         "(balanced at a multiple of 2n rounds for n odd, n for n even), each pipeline in a "
         "fresh process; epoch times pooled over rounds")
     target_acc: float = _param(
-        0.6, _fraction,
+        0.6, check_fraction,
         "validation accuracy 03_end_to_end counts the epochs to (every epoch is evaluated)")
     peers: list[str] = _param(
         list(PEERS), list_of(_peer, unique=True),

@@ -7,8 +7,9 @@ JSON lines (`gnnrepro.peers.serve`), so a benchmark can interleave its rounds wi
 same dataset cache and the same seed ids. A peer whose environment is missing is reported as not
 run, with the command that sets it up (`unavailable`).
 """
-from gnnrepro.peers.environments import PEERS, SETUP_COMMAND, peer_python, unavailable
+from gnnrepro.peers.environments import (PEERS, SETUP_COMMAND, check_peers, peer_python,
+                                         unavailable)
 from gnnrepro.peers.process import PeerFailed, PeerProcess, open_peers
 
-__all__ = ["PEERS", "SETUP_COMMAND", "PeerFailed", "PeerProcess", "open_peers", "peer_python",
-           "unavailable"]
+__all__ = ["PEERS", "SETUP_COMMAND", "PeerFailed", "PeerProcess", "check_peers", "open_peers",
+           "peer_python", "unavailable"]

@@ -6,10 +6,12 @@ default `.peers/` at the top of the checkout (the Makefile's `peers` target fill
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PEERS", "PEERS_DIR_ENV", "REPO_ROOT", "SETUP_COMMAND", "Peer", "peer_python",
+__all__ = ["PEERS", "PEERS_DIR_ENV", "REPO_ROOT", "SETUP_COMMAND", "Peer", "check_peers",
+           "peer_python",
            "peers_dir", "unavailable"]
 
 #: The checkout this package runs from: a peer's process imports gnnrepro from here.
@@ -36,6 +38,14 @@ PEERS: dict[str, Peer] = {
                        "(without pyg-lib, its faster sampler, which no registry here serves)",
                 "gnnrepro.peers.pyg_peer"),
 }
+
+
+def check_peers(peers: Sequence[str]) -> list[str]:
+    """`peers` as a list of PEERS names, else a ValueError naming the unknown ones."""
+    unknown = [name for name in peers if name not in PEERS]
+    if unknown:
+        raise ValueError(f"peers must be a subset of {', '.join(PEERS)}, got {unknown}")
+    return list(peers)
 
 
 def peers_dir() -> Path:
