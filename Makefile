@@ -69,12 +69,15 @@ test-gpu: setup
 # and CUDA's headers are -isystem). A CPU torch ships the ATen/c10 CUDA headers except one
 # generated file, supplied by csrc/cuda_shim (after torch's own on the include path).
 NVCC       ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc /usr/local/cuda/bin/nvcc))
-CUDA_ARCHS ?= 80 90
+# The GPU architectures every CUDA build targets, listed once (csrc/cuda_archs.txt, which
+# setup.py reads too): compute capabilities as torch writes them (8.0 9.0).
+CUDA_ARCHS ?= $(shell cat csrc/cuda_archs.txt)
+SM_ARCHS   := $(subst .,,$(CUDA_ARCHS))
 CU_SRC     := $(shell find csrc -name '*.cu')
 CHECK_CUDA := build/check-cuda
 NVCC_FLAGS  = -std=c++20 -O3 --threads 2 --expt-relaxed-constexpr -Xcompiler -fPIC -DGNNREPRO_WITH_CUDA \
   -DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_C \
-  $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+  $(foreach a,$(SM_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
   --Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror \
   $$($(PY) -c 'import sysconfig; from torch.utils.cpp_extension import include_paths; \
     print(" ".join("-isystem " + p for p in include_paths() + [sysconfig.get_paths()["include"]]))') \
@@ -84,7 +87,7 @@ check-cuda: $(DEPS)
 	@test -n "$(NVCC)" || { echo "check-cuda: nvcc not found (set NVCC= or CUDA_HOME=)"; exit 1; }
 	@mkdir -p $(CHECK_CUDA)
 	@set -e; start=$$(date +%s); for cu in $(CU_SRC); do \
-	  echo "nvcc -c $$cu (sm: $(CUDA_ARCHS))"; \
+	  echo "nvcc -c $$cu (sm: $(SM_ARCHS))"; \
 	  $(NVCC) $(NVCC_FLAGS) -c $$cu -o $(CHECK_CUDA)/$$(basename $$cu .cu).o; \
 	done; echo "check-cuda: $(words $(CU_SRC)) CUDA sources compiled in $$(( $$(date +%s) - start )) s"
 
@@ -99,7 +102,8 @@ check-cuda-if-nvcc:
 CUDA_VENV  ?= .venv-cuda
 CUDA_TORCH ?= torch==2.14.1
 CUDA_TOOLKIT ?= $(firstword $(wildcard $(CUDA_HOME) /usr/local/cuda))
-TORCH_ARCHS  ?= 8.0;9.0
+EMPTY :=
+TORCH_ARCHS  ?= $(subst $(EMPTY) $(EMPTY),;,$(strip $(CUDA_ARCHS)))
 $(CUDA_VENV)/.stamp-torch:
 	$(PYTHON) -m venv $(CUDA_VENV)
 	$(CUDA_VENV)/bin/pip install -q --upgrade pip setuptools wheel ninja numpy pybind11

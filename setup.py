@@ -1,7 +1,7 @@
 """Builds gnnrepro._C: the C++ ops always, the CUDA kernels when torch has CUDA and nvcc exists.
 
 FORCE_CUDA=1 / FORCE_CPU=1 override the detection; TORCH_CUDA_ARCH_LIST picks the GPU
-architectures (default "9.0": Hopper, H100/H200); GNNREPRO_ASAN=1 builds with AddressSanitizer
+architectures (default: csrc/cuda_archs.txt, the list every CUDA build targets); GNNREPRO_ASAN=1 builds with AddressSanitizer
 (see `make asan`); GNNREPRO_NO_EXT=1 installs the Python package alone (`make setup` then builds
 the extension in place, incrementally, with `setup.py build_ext --inplace`).
 """
@@ -37,7 +37,8 @@ def extension():
         link += ["-fsanitize=address,undefined"]
     if build_cuda():
         # Without a list torch would target every GPU it can see (or all, with none visible).
-        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+        with open("csrc/cuda_archs.txt") as archs:
+            os.environ.setdefault("TORCH_CUDA_ARCH_LIST", ";".join(archs.read().split()))
         cu = sorted(glob.glob("csrc/**/*.cu", recursive=True))
         # -lineinfo: source lines in compute-sanitizer and profiler reports, at no run-time cost.
         nvcc = ["-O3", "-std=c++20", "--expt-relaxed-constexpr", "-lineinfo"]

@@ -21,7 +21,8 @@ from gnnrepro.bench import (disk_training, end_to_end, loader, partitioned, samp
                             scaling, storage)
 from gnnrepro.checks import check_fraction, check_int
 from gnnrepro.peers import PEERS, SETUP_COMMAND
-from gnnrepro.config import (FEATURE_STORES, PIPELINES, TrainConfig, add_options, list_of,
+from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
+                             STORAGE_DEFAULTS, TrainConfig, add_options, list_of,
                              resolve_threads)
 from gnnrepro.datasets import load_scaled
 from gnnrepro.partition import partition_dataset
@@ -107,7 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     bench = commands.add_parser("bench", help="run a benchmark and write JSON")
     kinds = bench.add_subparsers(dest="benchmark", required=True)
+    benchmarks = [add(kinds) for add in (_add_sampling, _add_end_to_end, _add_loader,
+                                         _add_scaling, _add_partitioned, _add_storage,
+                                         _add_disk_training)]
+    for sub in benchmarks:
+        sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    for sub in (*benchmarks, _add_partition(commands)):
+        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                         help=f"show the traceback of an error (or set {DEBUG_ENV}=1)")
+        _show_defaults(sub)
+    return parser
 
+
+# ---- one subcommand each: its parser, with the options below the settings its own ----
+
+#: What add_subparsers returns (argparse's _SubParsersAction, a private class).
+Subparsers = Any
+
+
+def _add_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
     s = kinds.add_parser("sampling", help="DGL samplers vs reference vs fused, side by side")
     add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed",
                     "sampler_device"], scale=0.25)
@@ -118,7 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
                    default=list(sampling_speed.SAMPLERS),
                    help=f"comma-separated subset of {','.join(sampling_speed.SAMPLERS)}")
     _add_peers(s)
+    return s
 
+
+def _add_end_to_end(kinds: Subparsers) -> argparse.ArgumentParser:
     t = kinds.add_parser("end-to-end", help="end-to-end training: dgl vs reference vs fused "
                                             "vs fused+pinned, each in a fresh process")
     add_options(t, [*DATA_OPTIONS, *TRAIN_OPTIONS])
@@ -132,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="evaluate every epoch and report the epochs each pipeline needs to "
                         "reach this validation accuracy (in (0, 1])")
     _add_peers(t)
+    return t
 
+
+def _add_loader(kinds: Subparsers) -> argparse.ArgumentParser:
     ld = kinds.add_parser("loader", help="the mini-batch pipeline alone (no model; optional "
                                          "busy-wait standing in for a GPU step): DGL's "
                                          "DataLoader vs ours")
@@ -143,7 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     ld.add_argument("--step-ms", type=_arg_type(_milliseconds, "step_ms"), default=0.0,
                     help="busy-wait per batch standing in for a GPU model step (0: none)")
     _add_peers(ld)
+    return ld
 
+
+def _add_scaling(kinds: Subparsers) -> argparse.ArgumentParser:
     c = kinds.add_parser("scaling", help="data-parallel training on 1, 2, 4, ... ranks (GPUs, "
                                          "or CPU processes): dgl vs fused+pinned, and memory "
                                          "per added rank")
@@ -155,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--per-rank-batch", action="store_true",
                    help="--batch-size seeds per rank per step (DGL's multi-GPU convention); "
                         "default: split between the ranks")
+    return c
+
+
+def _add_partitioned(kinds: Subparsers) -> argparse.ArgumentParser:
     d = kinds.add_parser("partitioned", help="partitioned training on 1, 2, ... local "
                                              "machines (torchrun), beside DGL's DistDGL")
     add_options(d, [*DATA_OPTIONS, *TRAIN_OPTIONS], epochs=2)
@@ -169,71 +201,89 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--eval-ids", type=_arg_type(_count(1), "eval_ids"), default=None,
                    help="val and test ids evaluated (a seeded subset of each split, the same "
                         "for DGL; default: as many as the training ids)")
+    return d
+
+
+def _add_storage(kinds: Subparsers) -> argparse.ArgumentParser:
+    """`bench storage`: its defaults are gnnrepro.config.STORAGE_DEFAULTS (notebook 06's)."""
+    sd = STORAGE_DEFAULTS
     st = kinds.add_parser("storage", help="feature stores (memory, disk, mmap, lmdb) on data "
                                           "larger than the memory they may use")
     add_options(st, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=0.25)
-    st.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=8,
+    st.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=sd.batches,
                     help="batches per measured epoch")
-    st.add_argument("--epochs", type=_arg_type(_count(1), "epochs"), default=2,
+    st.add_argument("--epochs", type=_arg_type(_count(1), "epochs"), default=sd.epochs,
                     help="measured epochs of gathers")
     st.add_argument("--stores", type=_names(FEATURE_STORES), default=list(FEATURE_STORES),
                     help=f"comma-separated subset of {','.join(FEATURE_STORES)}")
     st.add_argument("--memory-limit", type=_arg_type(_count(1), "memory_limit"), default=None,
                     help="bytes a capped store may use beyond the training process's own "
-                         "(default: 25%% of the feature file)")
-    st.add_argument("--budget-fraction", type=float, default=0.10,
+                         f"(default: {sd.memory_fraction * 100:g}%% of the feature file)")
+    st.add_argument("--budget-fraction", type=float, default=sd.budget_fraction,
                     help="disk store's hot set + cache, as a fraction of the feature file")
     st.add_argument("--hot-policy", choices=("degree", "pagerank"), default="degree")
     st.add_argument("--engine", choices=("auto", "io_uring", "pread"), default="auto")
-    st.add_argument("--queue-depth", type=_arg_type(_count(1), "queue_depth"), default=32)
-    st.add_argument("--io-threads", type=_arg_type(_count(1), "io_threads"), default=16)
+    st.add_argument("--queue-depth", type=_arg_type(_count(1), "queue_depth"),
+                    default=sd.queue_depth)
+    st.add_argument("--io-threads", type=_arg_type(_count(1), "io_threads"),
+                    default=sd.io_threads)
     st.add_argument("--max-gap-bytes", type=_arg_type(_count(0), "max_gap_bytes"),
                     default=None)
-    st.add_argument("--lookahead", type=_arg_type(_count(0), "lookahead"), default=2,
+    st.add_argument("--lookahead", type=_arg_type(_count(0), "lookahead"), default=sd.lookahead,
                     help="batches read ahead (disk)")
     st.add_argument("--no-train", action="store_true", help="skip the end-to-end epoch")
-    st.add_argument("--train-batches", type=_arg_type(_count(1), "train_batches"), default=20,
-                    help="batches of the end-to-end training epoch")
-    st.add_argument("--epoch-seconds", type=float, default=30.0,
+    st.add_argument("--train-batches", type=_arg_type(_count(1), "train_batches"),
+                    default=sd.train_batches, help="batches of the end-to-end training epoch")
+    st.add_argument("--epoch-seconds", type=float, default=sd.epoch_seconds,
                     help="stop a store's measured gather epoch after this long")
+    return st
+
+
+def _add_disk_training(kinds: Subparsers) -> argparse.ArgumentParser:
+    """`bench disk-training`: its defaults are gnnrepro.config.DISK_TRAINING_DEFAULTS."""
+    dd = DISK_TRAINING_DEFAULTS
     dt = kinds.add_parser("disk-training", help="GraphSAGE trained with features larger than "
                                                 "memory (igb-sim), no memory cap: disk store "
                                                 "vs mmap (normal, random) vs LMDB")
-    add_options(dt, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=1.0,
-                dataset="igb-sim", fanouts=[10, 5, 5])
+    add_options(dt, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=dd.scale,
+                dataset=dd.dataset, fanouts=list(dd.fanouts))
     dt.add_argument("--stores", type=_names(disk_training.STORES),
                     default=list(disk_training.STORES),
                     help=f"comma-separated subset of {','.join(disk_training.STORES)}")
-    dt.add_argument("--budget-fraction", type=float, default=0.10,
+    dt.add_argument("--budget-fraction", type=float, default=dd.budget_fraction,
                     help="disk store's hot set + cache, as a fraction of the feature file")
     dt.add_argument("--hot-policy", choices=("degree", "pagerank"), default="degree")
     dt.add_argument("--gather-batches", type=_arg_type(_count(1), "gather_batches"),
-                    default=10, help="batches gathered back to back (disk store)")
+                    default=dd.gather_batches,
+                    help="batches gathered back to back (disk store)")
     dt.add_argument("--train-batches", type=_arg_type(_count(1), "train_batches"),
-                    default=200, help="training steps (disk store); the epoch is extrapolated")
-    dt.add_argument("--baseline-gather-batches", default=2,
+                    default=dd.train_batches,
+                    help="training steps (disk store); the epoch is extrapolated")
+    dt.add_argument("--baseline-gather-batches", default=dd.baseline_gather_batches,
                     type=_arg_type(_count(1), "baseline_gather_batches"),
                     help="batches gathered back to back by the baselines")
-    dt.add_argument("--baseline-train-batches", default=2,
+    dt.add_argument("--baseline-train-batches", default=dd.baseline_train_batches,
                     type=_arg_type(_count(1), "baseline_train_batches"),
                     help="training steps of the baselines (mmap, mmap-random, LMDB)")
-    dt.add_argument("--baseline-seconds", type=float, default=300.0,
+    dt.add_argument("--baseline-seconds", type=float, default=dd.baseline_seconds,
                     help="a baseline gathers for at most this long, and trains only if one "
                          "step's gather fits in it")
-    dt.add_argument("--eval-ids", type=_arg_type(_count(0), "eval_ids"), default=4096,
+    dt.add_argument("--eval-ids", type=_arg_type(_count(0), "eval_ids"), default=dd.eval_ids,
                     help="test (and val) ids evaluated through the disk store")
-    dt.add_argument("--check-batches", type=_arg_type(_count(0), "check_batches"), default=2,
+    dt.add_argument("--check-batches", type=_arg_type(_count(0), "check_batches"),
+                    default=dd.check_batches,
                     help="sampled batches whose rows are checked against regenerated rows")
     dt.add_argument("--workers", type=_arg_type(_count(0), "workers"), default=0,
                     help="Loader worker threads (0: gather in the training loop)")
-    dt.add_argument("--lookahead", type=_arg_type(_count(0), "lookahead"), default=1,
+    dt.add_argument("--lookahead", type=_arg_type(_count(0), "lookahead"), default=dd.lookahead,
                     help="batches the disk store reads ahead (each one's rows are held in "
-                         "memory: a batch is ~0.9 GB at igb-sim 1.0)")
+                         "memory until it is gathered)")
     dt.add_argument("--no-read-ahead", action="store_true",
                     help="do not announce upcoming batches to the disk store")
     dt.add_argument("--thread-cache", choices=("shared", "per-thread"), default="shared",
                     help="worker threads share the disk store's CLOCK cache or keep one each")
-    dt.add_argument("--queue-depth", type=_arg_type(_count(1), "queue_depth"), default=128)
+    dt.add_argument("--queue-depth", type=_arg_type(_count(1), "queue_depth"),
+                    default=dd.queue_depth)
     dt.add_argument("--same-as-memory", type=_arg_type(_count(1), "same_as_memory"),
                     default=None, metavar="EPOCHS",
                     help="instead: train this many epochs with the features in memory and "
@@ -242,21 +292,19 @@ def build_parser() -> argparse.ArgumentParser:
     dt.add_argument("--target-acc", type=float, default=0.7,
                     help="with --same-as-memory: report the epochs each needs to reach this "
                          "validation accuracy")
-    dt.add_argument("--io-threads", type=_arg_type(_count(1), "io_threads"), default=16)
-    for sub in (s, t, ld, c, d, st, dt):
-        sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    dt.add_argument("--io-threads", type=_arg_type(_count(1), "io_threads"),
+                    default=dd.io_threads)
+    return dt
 
+
+def _add_partition(commands: Subparsers) -> argparse.ArgumentParser:
     p = commands.add_parser("partition", help="METIS partitions with 1-hop halos and a "
                                               "checksummed manifest, for partitioned training")
     add_options(p, DATA_OPTIONS)
     p.add_argument("--parts", type=_arg_type(_count(1), "parts"), required=True)
     p.add_argument("--out", type=Path, required=True, help="partition directory to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
-    for sub in (s, t, ld, c, d, st, dt, p):
-        sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                         help=f"show the traceback of an error (or set {DEBUG_ENV}=1)")
-        _show_defaults(sub)
-    return parser
+    return p
 
 
 def _show_defaults(parser: argparse.ArgumentParser) -> None:
@@ -332,39 +380,59 @@ def partition_table(manifest: dict[str, Any], out: Path) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command."""
-    data = {name: getattr(args, name) for name in DATA_OPTIONS}
     if args.command == "partition":
         manifest = partition_dataset(load_scaled(args.dataset, args.root, args.scale),
                                      args.parts, args.out,
                                      overwrite=args.overwrite)
         print(partition_table(manifest, args.out))
         return 0
-    result: dict[str, Any]
-    if args.benchmark == "sampling":
-        result = sampling_speed.measure(
-            **data, fanouts=args.fanouts, batch_size=args.batch_size, batches=args.batches,
-            threads=args.threads, repeats=args.repeats, samplers=args.samplers,
-            seed=args.seed, sampler_device=args.sampler_device, peers=args.peers)
-        print(sampling_speed.format_table(result))
-    elif args.benchmark == "end-to-end":
-        result = end_to_end.measure(_config(args), **data, pipelines=args.pipelines,
-                                    repeats=args.repeats,
-                                    timeline_batches=args.timeline_batches,
-                                    target_acc=args.target_acc, peers=args.peers)
-        print(end_to_end.format_table(result))
-    elif args.benchmark == "loader":
-        result = loader.measure(_config(args), **data, pipelines=args.pipelines,
-                                rounds=args.rounds, step_ms=args.step_ms, peers=args.peers)
-        print(loader.format_table(result))
-    elif args.benchmark == "partitioned":
-        result = partitioned.measure(_config(args), **data, machines=args.machines,
-                                     ranks_per_machine=args.ranks_per_machine,
-                                     digest_batches=args.digest_batches,
-                                     dgl_baseline=not args.skip_dgl,
-                                     eval_ids=args.eval_ids)
-        print(partitioned.format_table(result))
-    elif args.benchmark == "storage":
-        result = storage.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
+    data = {name: getattr(args, name) for name in DATA_OPTIONS}
+    result = _BENCHMARKS[args.benchmark](args, data)
+    if args.out is not None:
+        write_json_atomic(args.out, result)
+        print(f"wrote {args.out}")
+    return 0
+
+
+# ---- one benchmark each: run it with the parsed options, print its table, return its JSON ----
+
+def _sampling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = sampling_speed.measure(
+        **data, fanouts=args.fanouts, batch_size=args.batch_size, batches=args.batches,
+        threads=args.threads, repeats=args.repeats, samplers=args.samplers,
+        seed=args.seed, sampler_device=args.sampler_device, peers=args.peers)
+    print(sampling_speed.format_table(result))
+    return result
+
+
+def _end_to_end(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = end_to_end.measure(_config(args), **data, pipelines=args.pipelines,
+                                repeats=args.repeats,
+                                timeline_batches=args.timeline_batches,
+                                target_acc=args.target_acc, peers=args.peers)
+    print(end_to_end.format_table(result))
+    return result
+
+
+def _loader(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = loader.measure(_config(args), **data, pipelines=args.pipelines,
+                            rounds=args.rounds, step_ms=args.step_ms, peers=args.peers)
+    print(loader.format_table(result))
+    return result
+
+
+def _partitioned(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = partitioned.measure(_config(args), **data, machines=args.machines,
+                                 ranks_per_machine=args.ranks_per_machine,
+                                 digest_batches=args.digest_batches,
+                                 dgl_baseline=not args.skip_dgl,
+                                 eval_ids=args.eval_ids)
+    print(partitioned.format_table(result))
+    return result
+
+
+def _storage(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = storage.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
                              batches=args.batches, epochs=args.epochs, stores=args.stores,
                              memory_limit=args.memory_limit,
                              budget_fraction=args.budget_fraction, hot_policy=args.hot_policy,
@@ -374,34 +442,44 @@ def _run(args: argparse.Namespace) -> int:
                              seed=args.seed, train=not args.no_train,
                              train_batches=args.train_batches,
                              epoch_seconds=args.epoch_seconds)
-        print(storage.format_table(result))
-    elif args.benchmark == "disk-training" and args.same_as_memory:
+    print(storage.format_table(result))
+    return result
+
+
+def _disk_training(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    if args.same_as_memory:
         result = disk_training.same_as_memory(
             **data, fanouts=args.fanouts, batch_size=args.batch_size, epochs=args.same_as_memory,
             target_acc=args.target_acc, budget_fraction=args.budget_fraction,
             threads=resolve_threads(args.threads), seed=args.seed)
         print(disk_training.format_same_as_memory(result))
-    elif args.benchmark == "disk-training":
-        result = disk_training.measure(
-            **data, fanouts=args.fanouts, batch_size=args.batch_size, stores=args.stores,
-            budget_fraction=args.budget_fraction, hot_policy=args.hot_policy,
-            gather_batches=args.gather_batches, train_batches=args.train_batches,
-            baseline_gather_batches=args.baseline_gather_batches,
-            baseline_train_batches=args.baseline_train_batches, eval_ids=args.eval_ids,
-            check_batches=args.check_batches, workers=args.workers, lookahead=args.lookahead,
-            read_ahead=not args.no_read_ahead, thread_cache=args.thread_cache,
-            baseline_seconds=args.baseline_seconds,
-            io_threads=args.io_threads, queue_depth=args.queue_depth,
-            threads=resolve_threads(args.threads), seed=args.seed)
-        print(disk_training.format_table(result))
-    else:
-        result = scaling.measure(_config(args), **data, ranks=args.ranks,
-                                 pipelines=args.pipelines, per_rank_batch=args.per_rank_batch)
-        print(scaling.format_table(result))
-    if args.out is not None:
-        write_json_atomic(args.out, result)
-        print(f"wrote {args.out}")
-    return 0
+        return result
+    result = disk_training.measure(
+        **data, fanouts=args.fanouts, batch_size=args.batch_size, stores=args.stores,
+        budget_fraction=args.budget_fraction, hot_policy=args.hot_policy,
+        gather_batches=args.gather_batches, train_batches=args.train_batches,
+        baseline_gather_batches=args.baseline_gather_batches,
+        baseline_train_batches=args.baseline_train_batches, eval_ids=args.eval_ids,
+        check_batches=args.check_batches, workers=args.workers, lookahead=args.lookahead,
+        read_ahead=not args.no_read_ahead, thread_cache=args.thread_cache,
+        baseline_seconds=args.baseline_seconds,
+        io_threads=args.io_threads, queue_depth=args.queue_depth,
+        threads=resolve_threads(args.threads), seed=args.seed)
+    print(disk_training.format_table(result))
+    return result
+
+
+def _scaling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = scaling.measure(_config(args), **data, ranks=args.ranks,
+                             pipelines=args.pipelines, per_rank_batch=args.per_rank_batch)
+    print(scaling.format_table(result))
+    return result
+
+
+#: Each `bench` subcommand's runner.
+_BENCHMARKS: dict[str, Callable[[argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {
+    "sampling": _sampling, "end-to-end": _end_to_end, "loader": _loader, "scaling": _scaling,
+    "partitioned": _partitioned, "storage": _storage, "disk-training": _disk_training}
 
 
 if __name__ == "__main__":

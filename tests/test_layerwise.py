@@ -188,7 +188,7 @@ def test_train_evaluates_through_the_loaders_store(dataset: Dataset) -> None:
     sampler = FusedSampler(dataset.graph, [4, 3], seed=0)
     blank = dataclasses.replace(dataset, features=torch.zeros_like(dataset.features))
     results = []
-    for data, store in ((dataset, "memory"), (blank, _CountingStore(dataset.features))):
+    for data, store in ((dataset, None), (blank, _CountingStore(dataset.features))):
         with contextlib.closing(Loader(data, sampler, "cpu", 256, seed=0,
                                        feature_store=store)) as loader:
             results.append(train(data, loader, sampler, epochs=1, hidden=16, seed=0,

@@ -13,7 +13,7 @@ import torch
 from gnnrepro.datasets import Dataset, load
 from gnnrepro.distributed.partitioned.exchange import ThreadExchange
 from gnnrepro.distributed.partitioned.features import PartitionedFeatures
-from gnnrepro.distributed.partitioned.loader import PartitionedLoader, rank_share
+from gnnrepro.distributed.partitioned.loader import partitioned_loader, rank_share
 from gnnrepro.distributed.partitioned.sampler import PartitionedSampler, relabel
 from gnnrepro.partition import Partition, load_partition, partition_dataset
 from gnnrepro.sampling import FusedSampler
@@ -80,7 +80,7 @@ def test_blocks_identical_to_fused_sampler(small: Dataset, partitions: dict[int,
             batch_id = b * parts + rank
             seeds = small.train_idx[batch_id * batch:(batch_id + 1) * batch]
             mb = sampler.sample(seeds, batch_id)
-            out.append((seeds, batch_id, mb, features.rows(mb.input_nodes)))
+            out.append((seeds, batch_id, mb, features.gather(mb.input_nodes)))
         return [out, sampler.stats, dict(exchange.bytes_sent), features.stats]
 
     results = on_machines(parts, body)
@@ -120,10 +120,10 @@ def test_loader_epochs_use_every_id_once(small: Dataset, partitions: dict[int, P
         sampler = PartitionedSampler(pt.part(rank), pt.node_part, [4, 3], exchange, [0, 1])
         features = PartitionedFeatures(pt.part(rank), pt.node_part, pt.node_local, exchange,
                                        [0, 1])
-        loader = PartitionedLoader(sampler, features, pt.labels, pt.train_idx, 64, rank=rank,
-                                   world_size=2, prefetch=2)
-        return [[(mb.seeds, mb.y, mb.x.shape, mb.batch_id) for mb in loader]
-                for _ in range(2)]
+        with partitioned_loader(sampler, features, pt.labels, pt.train_idx, 64, rank=rank,
+                                world_size=2, prefetch=2) as loader:
+            return [[(mb.seeds, mb.y, mb.input_nodes, mb.x.clone(), mb.batch_id)
+                     for mb in loader] for _ in range(2)]
 
     ranks = on_machines(2, body)
     for epoch in range(2):
@@ -131,9 +131,9 @@ def test_loader_epochs_use_every_id_once(small: Dataset, partitions: dict[int, P
         assert torch.equal(torch.sort(seeds).values, torch.sort(small.train_idx).values)
         assert len(ranks[0][epoch]) == len(ranks[1][epoch])
         for r in ranks:
-            for s, y, shape, _ in r[epoch]:
+            for s, y, nodes, x, _ in r[epoch]:
                 assert torch.equal(y, small.labels[s])
-                assert shape[1] == small.num_features
+                assert torch.equal(x, small.features[nodes])  # rows from both machines
     ids = [b for r in ranks for e in r for *_, b in e]
     assert len(set(ids)) == len(ids)  # batch ids unique over ranks and epochs
     assert ranks[0][0][0][0].tolist() != ranks[0][1][0][0].tolist()  # reshuffled per epoch

@@ -1,10 +1,10 @@
 // A small cache of the CPU op outputs' memory, so that steady-state batches reuse pages that are
 // already mapped instead of making the kernel fault in and clear fresh ones.
 //
-// A sampled batch returns ~10 MB of new tensors (products-sim 0.25, fanouts 15,10,5), which the
-// caller frees a batch or a few later. glibc returns blocks that large to the kernel (munmap, or
-// trimming the arena of the OpenMP thread that allocated them), so each batch paid 500-1400
-// page faults on 2 threads. Tensors from `pooled_empty` hand their block back to the pool when
+// A sampled batch returns large new tensors, which the caller frees a batch or a few later.
+// glibc returns blocks that large to the kernel (munmap, or trimming the arena of the OpenMP
+// thread that allocated them), so without the pool every batch would page-fault in fresh memory
+// for all its outputs. Tensors from `pooled_empty` hand their block back to the pool when
 // they are freed (in any thread); the next batch takes a block of its size class from there.
 // The pool keeps at most kMaxCachedBytes; what does not fit goes back to the system.
 #pragma once

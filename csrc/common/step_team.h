@@ -4,11 +4,11 @@
 // Why: a parallel region per step ends in a barrier that waits for every thread of the team,
 // and at::parallel_for splits a range statically, so a thread the OS has not scheduled holds
 // its share until it runs. On a machine with other busy processes (a trainer beside its
-// sampler, two ranks on two cores) every such region costs a scheduling delay: the sampler,
-// with five regions per batch, measured 3x slower on 2 threads than on 1 under load. Here the
-// items of a step are claimed one at a time from a shared counter, so a late thread finds
-// them taken and moves on; the only wait for an absent thread is the region's final barrier,
-// once per call.
+// sampler, two ranks on two cores) every such region costs a scheduling delay, and with one
+// region per step those delays can outweigh what the extra threads gain: more threads can be
+// slower than one (benchmarks/NOTES.md has the measurements). Here the items of a step are
+// claimed one at a time from a shared counter, so a late thread finds them taken and moves on;
+// the only wait for an absent thread is the region's final barrier, once per call.
 //
 // A step is `items` calls of `produce(i)` on any threads, optionally followed for each item,
 // in order of i, by `consume(i)` on one thread at a time, as soon as items 0..i are produced

@@ -111,7 +111,49 @@ void DiskGather::wait(Read& read, GatherCounts& counts) {
   counts.rows_read += static_cast<int64_t>(read.nodes.size());
 }
 
-GatherCounts DiskGather::gather(const at::Tensor& ids, const at::Tensor& out) {
+// The distinct ids of one gather() call and where their rows go: uniq[j] is the j-th smallest
+// distinct id, and its rows of `out` are by_id[k].second for k in [first[j], first[j + 1]).
+// from[j] says where row j comes from (kDone once it is in out).
+struct DiskGather::BatchRows {
+  enum : char { kDone = 0, kToRead = 1, kAnnounced = 2 };
+
+  BatchRows(const std::vector<std::pair<int64_t, int64_t>>& sorted, const at::Tensor& out,
+            int64_t bytes_per_row)
+      : by_id(sorted), dst(static_cast<uint8_t*>(out.data_ptr())), row_bytes(bytes_per_row) {
+    for (size_t k = 0; k < sorted.size(); ++k) {
+      if (k == 0 || sorted[k].first != sorted[k - 1].first) {
+        uniq.push_back(sorted[k].first);
+        first.push_back(static_cast<int64_t>(k));
+      }
+    }
+    first.push_back(static_cast<int64_t>(sorted.size()));
+    from.assign(uniq.size(), kToRead);
+  }
+
+  int64_t size() const { return static_cast<int64_t>(uniq.size()); }
+
+  // Copies `row` into each of the out rows of uniq[j].
+  void put(int64_t j, const uint8_t* row) const {
+    const size_t rb = static_cast<size_t>(row_bytes);
+    for (int64_t k = first[static_cast<size_t>(j)]; k < first[static_cast<size_t>(j) + 1]; ++k) {
+      std::memcpy(dst + by_id[static_cast<size_t>(k)].second * row_bytes, row, rb);
+    }
+  }
+
+  // j with uniq[j] == node, else -1.
+  int64_t index_of(int64_t node) const {
+    const auto it = std::lower_bound(uniq.begin(), uniq.end(), node);
+    return it != uniq.end() && *it == node ? static_cast<int64_t>(it - uniq.begin()) : -1;
+  }
+
+  const std::vector<std::pair<int64_t, int64_t>>& by_id;
+  uint8_t* const dst;
+  const int64_t row_bytes;
+  std::vector<int64_t> uniq, first;
+  std::vector<char> from;
+};
+
+void DiskGather::check_out(const at::Tensor& ids, const at::Tensor& out) const {
   TORCH_CHECK(out.device().is_cpu() && out.layout() == at::kStrided && out.dim() == 2 &&
                   out.is_contiguous() && out.scalar_type() == dtype_ &&
                   out.size(1) * static_cast<int64_t>(out.element_size()) == row_bytes_,
@@ -119,96 +161,111 @@ GatherCounts DiskGather::gather(const at::Tensor& ids, const at::Tensor& out) {
               "-byte rows");
   TORCH_CHECK(out.size(0) >= ids.numel(), "out has ", out.size(0), " rows, fewer than the ",
               ids.numel(), " ids");
+}
+
+// Rows are taken from memory first (hot set, cache), then from the oldest announced read, and
+// the rest are read now, ahead of the announced reads. Hot rows are copied once the batch's own
+// read is submitted, so that the copy overlaps the read.
+GatherCounts DiskGather::gather(const at::Tensor& ids, const at::Tensor& out) {
+  check_out(ids, out);
   std::lock_guard<std::mutex> lock(mutex_);
   GatherCounts counts;
   const std::vector<std::pair<int64_t, int64_t>> by_id = sorted_ids(ids, num_rows_);
   counts.rows = static_cast<int64_t>(by_id.size());
   if (by_id.empty()) return counts;
-  // The distinct ids, and where each one's run of batch rows starts in by_id.
-  std::vector<int64_t> uniq, first;
-  for (size_t k = 0; k < by_id.size(); ++k) {
-    if (k == 0 || by_id[k].first != by_id[k - 1].first) {
-      uniq.push_back(by_id[k].first);
-      first.push_back(static_cast<int64_t>(k));
-    }
-  }
-  first.push_back(static_cast<int64_t>(by_id.size()));
-  const int64_t m = static_cast<int64_t>(uniq.size());
-  counts.unique = m;
-  auto* dst = static_cast<uint8_t*>(out.data_ptr());
-  const size_t rb = static_cast<size_t>(row_bytes_);
-  auto put = [&](int64_t j, const uint8_t* row) {  // row of uniq[j] into each of its out rows
-    for (int64_t k = first[static_cast<size_t>(j)]; k < first[static_cast<size_t>(j) + 1]; ++k) {
-      std::memcpy(dst + by_id[static_cast<size_t>(k)].second * row_bytes_, row, rb);
-    }
-  };
-  auto index_of = [&](int64_t node) {  // j with uniq[j] == node, else -1
-    const auto it = std::lower_bound(uniq.begin(), uniq.end(), node);
-    return it != uniq.end() && *it == node ? static_cast<int64_t>(it - uniq.begin()) : -1;
-  };
+  BatchRows batch(by_id, out, row_bytes_);
+  counts.unique = batch.size();
 
-  // Where each distinct row comes from: 0 done, 1 still to read, 2 the announced read; hot
-  // rows are copied once the batch's own reads are under way.
-  std::vector<char> todo(static_cast<size_t>(m), 1);
-  std::vector<std::pair<int64_t, int64_t>> hot_rows;  // (j, row of hot)
-  if (hot_slot_.numel()) {
-    TORCH_CHECK(hot_slot_.numel() == num_rows_, "hot_slot was resized");
-    const int32_t* slot = hot_slot_.const_data_ptr<int32_t>();
-    const int64_t held = hot_.size(0);
-    for (int64_t j = 0; j < m; ++j) {
-      const int64_t s = slot[uniq[static_cast<size_t>(j)]];
-      if (s < 0) continue;
-      TORCH_CHECK(s < held, "hot_slot of node ", uniq[static_cast<size_t>(j)], " is ", s,
-                  ", outside the ", held, " hot rows");
-      hot_rows.emplace_back(j, s);
-      todo[static_cast<size_t>(j)] = 0;
-    }
-  }
+  const std::vector<std::pair<int64_t, int64_t>> hot_rows = find_hot_rows(batch);
   counts.hot_hits = static_cast<int64_t>(hot_rows.size());
-  cache_->lookup_rows(uniq.data(), m, todo, [&](int64_t j, const uint8_t* row) {
-    put(j, row);
-    todo[static_cast<size_t>(j)] = 0;
-    ++counts.cache_hits;
-  });
-  std::unique_ptr<Read> ahead;
-  if (!pending_.empty()) {
-    ahead = std::make_unique<Read>(std::move(pending_.front()));
-    pending_.pop_front();
-    for (int64_t node : ahead->nodes) {
-      const int64_t j = index_of(node);
-      if (j >= 0 && todo[static_cast<size_t>(j)] == 1) todo[static_cast<size_t>(j)] = 2;
+  cache_->lookup_rows(batch.uniq.data(), batch.size(), batch.from,
+                      [&](int64_t j, const uint8_t* row) {
+                        batch.put(j, row);
+                        batch.from[static_cast<size_t>(j)] = BatchRows::kDone;
+                        ++counts.cache_hits;
+                      });
+  std::unique_ptr<Read> ahead = take_announced(batch);
+  Read now = submit_missing(batch);
+
+  const auto* hot = static_cast<const uint8_t*>(hot_.const_data_ptr());
+  for (const auto& [j, s] : hot_rows) batch.put(j, hot + s * row_bytes_);
+  if (ahead) copy_announced(*ahead, batch, counts);
+  if (now.job) copy_read(now, batch, counts);
+  return counts;
+}
+
+// The distinct rows held in the hot set, as (j, row of hot), marked done in batch.from (they
+// are copied later, while the batch's own read is in flight).
+std::vector<std::pair<int64_t, int64_t>> DiskGather::find_hot_rows(BatchRows& batch) const {
+  std::vector<std::pair<int64_t, int64_t>> hot_rows;
+  if (hot_slot_.numel() == 0) return hot_rows;
+  TORCH_CHECK(hot_slot_.numel() == num_rows_, "hot_slot was resized");
+  const int32_t* slot = hot_slot_.const_data_ptr<int32_t>();
+  const int64_t held = hot_.size(0);
+  for (int64_t j = 0; j < batch.size(); ++j) {
+    const int64_t node = batch.uniq[static_cast<size_t>(j)];
+    const int64_t s = slot[node];
+    if (s < 0) continue;
+    TORCH_CHECK(s < held, "hot_slot of node ", node, " is ", s, ", outside the ", held,
+                " hot rows");
+    hot_rows.emplace_back(j, s);
+    batch.from[static_cast<size_t>(j)] = BatchRows::kDone;
+  }
+  return hot_rows;
+}
+
+// Takes the oldest announced read off the queue, if any, and marks the rows still to read that
+// it holds as coming from it.
+std::unique_ptr<DiskGather::Read> DiskGather::take_announced(BatchRows& batch) {
+  if (pending_.empty()) return nullptr;
+  auto ahead = std::make_unique<Read>(std::move(pending_.front()));
+  pending_.pop_front();
+  for (int64_t node : ahead->nodes) {
+    const int64_t j = batch.index_of(node);
+    if (j >= 0 && batch.from[static_cast<size_t>(j)] == BatchRows::kToRead) {
+      batch.from[static_cast<size_t>(j)] = BatchRows::kAnnounced;
     }
   }
+  return ahead;
+}
+
+// Submits the read of the rows still to read, at the head of the reader's queue; a Read
+// without a job if there are none.
+DiskGather::Read DiskGather::submit_missing(const BatchRows& batch) {
   std::vector<int64_t> missing;
-  for (int64_t j = 0; j < m; ++j) {
-    if (todo[static_cast<size_t>(j)] == 1) missing.push_back(uniq[static_cast<size_t>(j)]);
+  for (int64_t j = 0; j < batch.size(); ++j) {
+    if (batch.from[static_cast<size_t>(j)] == BatchRows::kToRead) {
+      missing.push_back(batch.uniq[static_cast<size_t>(j)]);
+    }
   }
   Read now;
   if (!missing.empty()) now = submit(std::move(missing), /*urgent=*/true);
+  return now;
+}
 
-  const auto* hot = static_cast<const uint8_t*>(hot_.const_data_ptr());
-  for (const auto& [j, s] : hot_rows) put(j, hot + s * row_bytes_);
-  if (ahead) {
-    wait(*ahead, counts);
-    const auto* buf = ahead->buf.const_data_ptr<uint8_t>();
-    cache_->insert_rows(ahead->nodes.data(), buf, static_cast<int64_t>(ahead->nodes.size()));
-    for (size_t r = 0; r < ahead->nodes.size(); ++r) {
-      const int64_t j = index_of(ahead->nodes[r]);
-      if (j < 0 || todo[static_cast<size_t>(j)] != 2) continue;
-      put(j, buf + static_cast<int64_t>(r) * row_bytes_);
-      todo[static_cast<size_t>(j)] = 0;
-      ++counts.prefetch_hits;
-    }
+// Waits for the announced read `ahead`, caches all its rows and copies those the batch takes
+// from it.
+void DiskGather::copy_announced(Read& ahead, BatchRows& batch, GatherCounts& counts) {
+  wait(ahead, counts);
+  const auto* buf = ahead.buf.const_data_ptr<uint8_t>();
+  cache_->insert_rows(ahead.nodes.data(), buf, static_cast<int64_t>(ahead.nodes.size()));
+  for (size_t r = 0; r < ahead.nodes.size(); ++r) {
+    const int64_t j = batch.index_of(ahead.nodes[r]);
+    if (j < 0 || batch.from[static_cast<size_t>(j)] != BatchRows::kAnnounced) continue;
+    batch.put(j, buf + static_cast<int64_t>(r) * row_bytes_);
+    batch.from[static_cast<size_t>(j)] = BatchRows::kDone;
+    ++counts.prefetch_hits;
   }
-  if (now.job) {
-    wait(now, counts);
-    const auto* buf = now.buf.const_data_ptr<uint8_t>();
-    for (size_t r = 0; r < now.nodes.size(); ++r) {
-      put(index_of(now.nodes[r]), buf + static_cast<int64_t>(r) * row_bytes_);
-    }
-    cache_->insert_rows(now.nodes.data(), buf, static_cast<int64_t>(now.nodes.size()));
+}
+
+// Waits for the batch's own read `now`, copies its rows into out, then caches them.
+void DiskGather::copy_read(Read& now, const BatchRows& batch, GatherCounts& counts) {
+  wait(now, counts);
+  const auto* buf = now.buf.const_data_ptr<uint8_t>();
+  for (size_t r = 0; r < now.nodes.size(); ++r) {
+    batch.put(batch.index_of(now.nodes[r]), buf + static_cast<int64_t>(r) * row_bytes_);
   }
-  return counts;
+  cache_->insert_rows(now.nodes.data(), buf, static_cast<int64_t>(now.nodes.size()));
 }
 
 void DiskGather::prefetch(const at::Tensor& ids) {

@@ -66,7 +66,15 @@ class DiskGather {
   };
   Read submit(std::vector<int64_t> nodes, bool urgent);
   void wait(Read& read, GatherCounts& counts);
-  std::vector<int64_t> distinct(const at::Tensor& ids, std::vector<int64_t>* batch_rows) const;
+
+  // The phases of gather(), over the distinct ids of its batch (defined in disk_gather.cpp).
+  struct BatchRows;
+  void check_out(const at::Tensor& ids, const at::Tensor& out) const;
+  std::vector<std::pair<int64_t, int64_t>> find_hot_rows(BatchRows& batch) const;
+  std::unique_ptr<Read> take_announced(BatchRows& batch);
+  Read submit_missing(const BatchRows& batch);
+  void copy_announced(Read& ahead, BatchRows& batch, GatherCounts& counts);
+  void copy_read(Read& now, const BatchRows& batch, GatherCounts& counts);
 
   std::shared_ptr<DiskReader> reader_;
   at::Tensor hot_, hot_slot_, position_;

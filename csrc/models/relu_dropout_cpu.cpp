@@ -1,8 +1,8 @@
 // ReLU followed by dropout in one pass over the activations, and its backward in one more.
 //
 // Why: torch's CPU dropout draws a Bernoulli per element from a serial Mersenne Twister and
-// then multiplies, ~160 ms for a 38k x 256 activation on 2 threads (benchmarks/NOTES.md),
-// about a fifth of a GraphSAGE training step on the CPU. Here the keep decisions come from
+// then multiplies: a serial pass over every activation that makes up a large share of a
+// GraphSAGE training step on the CPU (benchmarks/NOTES.md). Here the keep decisions come from
 // the counter-based generator of common/dropout_mask.h (four elements per 64-bit draw), in
 // parallel, fused with the ReLU and the 1 / (1 - p) scale. The backward needs no mask: an
 // output element is positive exactly when its input was positive and kept.

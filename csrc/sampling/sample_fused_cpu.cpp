@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "../common/output_pool.h"
@@ -93,9 +94,10 @@ void atomic_min(std::atomic<int64_t>& target, int64_t value) {
 constexpr int64_t kNoError = std::numeric_limits<int64_t>::max();
 
 // The calling thread's scratch, kept across calls so that steady-state batches allocate and
-// page-fault nothing but their outputs (a fresh buffer per call cost ~650 page faults and 15-20%
-// a batch). Per calling thread, so no lock: one op call at a time uses it (its team's plans grow
-// it, one at a time), and it is not an op argument (which torch.compile would see resized).
+// page-fault nothing but their outputs (a fresh buffer per call would make the kernel fault in
+// and clear its pages on every batch). Per calling thread, so no lock: one op call at a time
+// uses it (its team's plans grow it, one at a time), and it is not an op argument (which
+// torch.compile would see resized).
 std::vector<int64_t>& thread_scratch() {
   thread_local std::vector<int64_t> scratch;
   return scratch;
@@ -123,119 +125,199 @@ class NodeMapGuard {
   bool done_ = false;
 };
 
+// One call of the op on a graph whose `indices` hold IdT. The layers run as steps of one thread
+// team (step_team.h): per layer, outward from the seeds, (1) counting and (2)+(3) sampling with
+// the ordered relabel; then clearing the map. Step 2k counts layer num_layers-1-k, step 2k+1
+// samples it, step 2L clears. Each `plan(s)` runs serially once step s-1 is complete: it checks
+// what that step found and sets up step s. The members below are the state those steps share.
 template <typename IdT>
-std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const at::Tensor& indices,
-                                               const at::Tensor& seeds, at::IntArrayRef fanouts,
-                                               bool replace, int64_t seed, int64_t batch_id,
-                                               at::Tensor& node_map) {
-  const int64_t num_nodes = indptr.numel() - 1;
-  const int64_t num_edges = indices.numel();
-  const int64_t* ip = indptr.data_ptr<int64_t>();
-  const IdT* ix = indices.data_ptr<IdT>();
-  int32_t* map = node_map.data_ptr<int32_t>();
-  const int64_t num_layers = static_cast<int64_t>(fanouts.size());
-  std::vector<at::Tensor> out(3 * num_layers);
+class SampleCall {
+ public:
+  SampleCall(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& seeds,
+             at::IntArrayRef fanouts, bool replace, int64_t seed, int64_t batch_id,
+             at::Tensor& node_map)
+      : num_nodes_(indptr.numel() - 1),
+        num_edges_(indices.numel()),
+        ip_(indptr.data_ptr<int64_t>()),
+        ix_(indices.data_ptr<IdT>()),
+        map_(node_map.data_ptr<int32_t>()),
+        fanouts_(fanouts),
+        num_layers_(static_cast<int64_t>(fanouts.size())),
+        replace_(replace),
+        seed_(seed),
+        batch_id_(batch_id),
+        out_(3 * num_layers_),
+        scratch_(thread_scratch()),  // the calling thread's: plans run on any team thread
+        dst_(seeds),
+        num_dst_(seeds.numel()),
+        layer_(num_layers_) {}
 
-  NodeMapGuard guard(map, num_nodes);
-  at::Tensor dst = seeds;
-  int64_t num_dst = seeds.numel();
-  SampleErrorDetail detail;
-  {
-    // Seeds: range, then a clean map at every seed, then duplicates (the smallest repeated
-    // node), each over all seeds before the next, as the CUDA op's kernels do.
-    const int64_t* s = seeds.data_ptr<int64_t>();
-    for (int64_t i = 0; i < num_dst; ++i) {
-      if (s[i] < 0 || s[i] >= num_nodes) {
-        detail.bad_seed_pos = i;
-        detail.bad_seed_value = s[i];
-        raise_sample_error(kBadSeed, detail, num_nodes);
-      }
-    }
-    for (int64_t i = 0; i < num_dst; ++i) {
-      if (map[s[i]] != kUnmapped) raise_sample_error(kDirtySeedMap, detail, num_nodes);
-    }
-    for (int64_t i = 0; i < num_dst; ++i) {
-      const int64_t v = s[i];
-      if (map[v] != kUnmapped) {
-        detail.duplicate_node = detail.duplicate_node < 0 ? v : std::min(detail.duplicate_node, v);
-        continue;
-      }
-      map[v] = static_cast<int32_t>(i);
-    }
-    if (detail.duplicate_node >= 0) raise_sample_error(kDuplicateSeed, detail, num_nodes);
+  // Samples every layer and returns the op's outputs: the block indptr, block indices and source
+  // nodes of GNN layer 0, then of layer 1, and so on.
+  std::vector<at::Tensor> run() {
+    NodeMapGuard guard(map_, num_nodes_);
+    map_seeds();
+    run_steps(2 * num_layers_ + 1, at::get_num_threads(),
+              [this](int64_t step) { return plan(step); });
+    guard.done();
+    return std::move(out_);
   }
 
-  // The layers run as steps of one thread team (step_team.h): per layer, outward from the
-  // seeds, (1) counting and (2)+(3) sampling with the ordered relabel; then clearing the map.
-  // Step 2k counts layer num_layers-1-k, step 2k+1 samples it, step 2L clears. Each `plan(s)`
-  // runs serially once step s-1 is complete: it checks what that step found and sets up step s.
-  std::vector<int64_t>& scratch = thread_scratch();  // this (calling) thread's; plans grow it
-  int64_t layer = num_layers;
-  at::Tensor block_indptr, block_indices;
-  int64_t *bp = nullptr, *bi = nullptr, *start = nullptr, *degree = nullptr, *src = nullptr;
-  const int64_t* d = nullptr;
-  int64_t fanout = 0, next = 0;
-  bool map_ok = true;
-  std::atomic<int64_t> bad_indptr{kNoError}, bad_index{kNoError};
+ private:
+  // Checks the seeds and gives seed i local id i. Range, then a clean map at every seed, then
+  // duplicates (the smallest repeated node), each over all seeds before the next, as the CUDA
+  // op's kernels do.
+  void map_seeds() {
+    const int64_t* s = dst_.data_ptr<int64_t>();
+    for (int64_t i = 0; i < num_dst_; ++i) {
+      if (s[i] < 0 || s[i] >= num_nodes_) {
+        detail_.bad_seed_pos = i;
+        detail_.bad_seed_value = s[i];
+        raise_sample_error(kBadSeed, detail_, num_nodes_);
+      }
+    }
+    for (int64_t i = 0; i < num_dst_; ++i) {
+      if (map_[s[i]] != kUnmapped) raise_sample_error(kDirtySeedMap, detail_, num_nodes_);
+    }
+    for (int64_t i = 0; i < num_dst_; ++i) {
+      const int64_t v = s[i];
+      if (map_[v] != kUnmapped) {
+        detail_.duplicate_node =
+            detail_.duplicate_node < 0 ? v : std::min(detail_.duplicate_node, v);
+        continue;
+      }
+      map_[v] = static_cast<int32_t>(i);
+    }
+    if (detail_.duplicate_node >= 0) raise_sample_error(kDuplicateSeed, detail_, num_nodes_);
+  }
+
+  // Sets up step `step` (see the class comment); an even step first ends the layer that the
+  // step before it sampled.
+  TeamStep plan(int64_t step) {
+    if (step % 2 == 0 && step > 0) finish_layer();
+    if (step == 2 * num_layers_) return plan_clear();
+    if (step == 2 * num_layers_ + 1) return {};  // the final tail: nothing left to do
+    if (step % 2 == 0) return plan_count();      // the next layer outward
+    return plan_sample();                         // the layer just counted
+  }
+
+  // Step (1) of the next layer outward: its block indptr and room for starts and degrees.
+  TeamStep plan_count() {
+    --layer_;
+    fanout_ = fanouts_[layer_];
+    d_ = dst_.data_ptr<int64_t>();
+    block_indptr_ = pooled_empty(num_dst_ + 1, at::kLong);
+    bp_ = block_indptr_.data_ptr<int64_t>();
+    // Scratch layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
+    start_ = grow(scratch_, 2 * num_dst_);
+    degree_ = start_ + num_dst_;
+    bad_indptr_.store(kNoError);
+    return {(num_dst_ + kCountChunk - 1) / kCountChunk, [this](int64_t c) {
+              count_range(c * kCountChunk, std::min(num_dst_, (c + 1) * kCountChunk));
+            }};
+  }
 
   // (1) Degrees and pick counts of destinations [begin, end); indptr is read once per
   // destination.
-  const auto count_range = [&](int64_t begin, int64_t end) {
-    // Locals, not the captured variables: those share cache lines with ones other threads
-    // write, and a store through an int64_t* could alias them, forcing reloads.
-    const int64_t* dst_ids = d;
-    int64_t *starts = start, *degrees = degree, *counts = bp + 1;
-    const int64_t layer_fanout = fanout;
+  void count_range(int64_t begin, int64_t end) {
+    // Locals, not the members: those share cache lines with ones other threads write, and a
+    // store through an int64_t* could alias them, forcing reloads.
+    const int64_t* dst_ids = d_;
+    int64_t *starts = start_, *degrees = degree_, *counts = bp_ + 1;
+    const int64_t layer_fanout = fanout_;
     for (int64_t i = begin; i < end; ++i) {
-      if (i + kPrefetchAhead < end) __builtin_prefetch(ip + dst_ids[i + kPrefetchAhead]);
+      if (i + kPrefetchAhead < end) __builtin_prefetch(ip_ + dst_ids[i + kPrefetchAhead]);
       const int64_t v = dst_ids[i];
-      int64_t lo = ip[v], hi = ip[v + 1];
-      if (!(0 <= lo && lo <= hi && hi <= num_edges)) {
-        atomic_min(bad_indptr, v);
+      int64_t lo = ip_[v], hi = ip_[v + 1];
+      if (!(0 <= lo && lo <= hi && hi <= num_edges_)) {
+        atomic_min(bad_indptr_, v);
         lo = hi = 0;
       }
       starts[i] = lo;
       degrees[i] = hi - lo;
-      counts[i] = pick_count(hi - lo, layer_fanout, replace);
+      counts[i] = pick_count(hi - lo, layer_fanout, replace_);
     }
-  };
+  }
+
+  // Steps (2)+(3) of the layer just counted: raises what counting found, turns the counts into
+  // the block indptr and sizes the block's indices and the source list.
+  TeamStep plan_sample() {
+    if (bad_indptr_.load() != kNoError) {
+      detail_.bad_indptr_node = bad_indptr_.load();
+      raise_sample_error(kBadIndptr, detail_, num_nodes_);
+    }
+    // Local ids are int32 in the map: sources (<= num_dst + edges) must stay below 2^31 - 1.
+    const int64_t limit = std::numeric_limits<int32_t>::max() - 1 - num_dst_;
+    bp_[0] = 0;
+    for (int64_t i = 0; i < num_dst_; ++i) {
+      TORCH_CHECK(bp_[i + 1] <= limit - bp_[i],
+                  "a block with 2^31 - 1 or more sources plus edges is not supported");
+      bp_[i + 1] += bp_[i];
+    }
+    const int64_t block_edges = bp_[num_dst_];
+    // src: the layer's sources in order of their local ids (at most num_dst + block_edges).
+    start_ = grow(scratch_, 3 * num_dst_ + block_edges);
+    degree_ = start_ + num_dst_;
+    src_ = degree_ + num_dst_;
+    block_indices_ = pooled_empty(block_edges, at::kLong);
+    bi_ = block_indices_.data_ptr<int64_t>();
+    if (num_dst_) std::memcpy(src_, d_, num_dst_ * sizeof(int64_t));  // empty tensors hold null
+    next_ = num_dst_;
+    map_ok_ = true;
+    bad_index_.store(kNoError);
+    return {(num_dst_ + kChunk - 1) / kChunk, [this](int64_t c) { sample_chunk(c); },
+            [this](int64_t c) { relabel_chunk(c); }};
+  }
 
   // (2) Sample a chunk: first the picked positions (random numbers only, sequential writes),
   // then a gather of the neighbour ids with prefetching, so the random reads of `indices`
   // (mostly one cache line per pick: frontiers favour hubs) overlap.
-  const auto sample_chunk = [&](int64_t chunk) {
-    const int64_t* offsets = bp;  // locals: see count_range
-    const int64_t* dst_ids = d;
-    const int64_t *starts = start, *degrees = degree;
-    int64_t* picks = bi;
-    const int64_t layer_fanout = fanout;
-    const uint64_t layer_stream = layer_key(static_cast<uint64_t>(seed),
-                                            static_cast<uint64_t>(batch_id),
-                                            static_cast<uint64_t>(layer));
-    const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
+  void sample_chunk(int64_t chunk) {
+    const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst_);
+    pick_chunk(begin, end);
+    gather_chunk(bp_[begin], bp_[end]);
+  }
+
+  // The picked positions of destinations [begin, end) into bi[bp[begin]..bp[end]).
+  void pick_chunk(int64_t begin, int64_t end) {
+    const int64_t* offsets = bp_;  // locals: see count_range
+    const int64_t* dst_ids = d_;
+    const int64_t *starts = start_, *degrees = degree_;
+    int64_t* picks = bi_;
+    const int64_t layer_fanout = fanout_;
+    const uint64_t layer_stream = layer_key(static_cast<uint64_t>(seed_),
+                                            static_cast<uint64_t>(batch_id_),
+                                            static_cast<uint64_t>(layer_));
     thread_local std::vector<uint64_t> thread_bitmap;  // all zero between destinations
     std::vector<uint64_t>& bitmap = thread_bitmap;  // looked up once, not per destination
     for (int64_t i = begin; i < end; ++i) {
       const int64_t count = offsets[i + 1] - offsets[i];
       if (count == 0) continue;
       const uint64_t key = node_key(layer_stream, static_cast<uint64_t>(dst_ids[i]));
-      pick_positions(starts[i], degrees[i], count, layer_fanout, replace, key,
+      pick_positions(starts[i], degrees[i], count, layer_fanout, replace_, key,
                      picks + offsets[i], bitmap);
     }
-    const int64_t e_end = offsets[end];
-    for (int64_t e = offsets[begin]; e < e_end; ++e) {
+  }
+
+  // Replaces the positions bi[e_begin..e_end) by the neighbour ids they hold; an id outside
+  // [0, num_nodes) is recorded and its edge marked -1.
+  void gather_chunk(int64_t e_begin, int64_t e_end) {
+    int64_t* picks = bi_;  // locals: see count_range
+    const IdT* ix = ix_;
+    const int64_t num_nodes = num_nodes_;
+    for (int64_t e = e_begin; e < e_end; ++e) {
       if (e + kGatherPrefetchAhead < e_end) {
         __builtin_prefetch(ix + picks[e + kGatherPrefetchAhead]);
       }
       const int64_t u = ix[picks[e]];
       if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(num_nodes)) {
-        atomic_min(bad_index, picks[e]);
+        atomic_min(bad_index_, picks[e]);
         picks[e] = -1;  // skipped by the relabel; the error is raised after the layer
         continue;
       }
       picks[e] = u;
     }
-  };
+  }
 
   // (3) Relabel a chunk in place: destinations keep ids 0..num_dst-1 (the previous layer
   // mapped them so), new sources take the next ids in first-occurrence order; chunks come in
@@ -245,15 +327,15 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
   // entry: it is reported after the layer and its output discarded. Its check (`src[m] == u`,
   // a random read) only feeds that report, never the next id, so it stays off the loop's
   // dependency chain; an entry out of range is never read through.
-  const auto relabel_chunk = [&](int64_t chunk) {
-    int64_t* ids = bi;  // locals: see count_range
-    int64_t* sources = src;
-    int32_t* const node_map = map;
-    int64_t fresh_id = next;
-    bool all_ok = map_ok;
-    const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst);
-    const int64_t e_end = bp[end];
-    for (int64_t e = bp[begin]; e < e_end; ++e) {
+  void relabel_chunk(int64_t chunk) {
+    int64_t* ids = bi_;  // locals: see count_range
+    int64_t* sources = src_;
+    int32_t* const node_map = map_;
+    int64_t fresh_id = next_;
+    bool all_ok = map_ok_;
+    const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst_);
+    const int64_t e_end = bp_[end];
+    for (int64_t e = bp_[begin]; e < e_end; ++e) {
       if (e + kRelabelPrefetchAhead < e_end && ids[e + kRelabelPrefetchAhead] >= 0) {
         __builtin_prefetch(node_map + ids[e + kRelabelPrefetchAhead]);
       }
@@ -279,84 +361,77 @@ std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const a
       fresh_id += 1 + seen;
       ids[e] = id;
     }
-    next = fresh_id;
-    map_ok = all_ok;
-  };
+    next_ = fresh_id;
+    map_ok_ = all_ok;
+  }
 
   // Ends the layer just sampled: its errors, its source list (the next layer's destinations).
-  const auto finish_layer = [&]() {
-    if (bad_index.load() != kNoError) {
-      detail.bad_index_pos = bad_index.load();
-      detail.bad_index_value = static_cast<int64_t>(ix[detail.bad_index_pos]);
-      raise_sample_error(kBadIndex, detail, num_nodes);
+  void finish_layer() {
+    if (bad_index_.load() != kNoError) {
+      detail_.bad_index_pos = bad_index_.load();
+      detail_.bad_index_value = static_cast<int64_t>(ix_[detail_.bad_index_pos]);
+      raise_sample_error(kBadIndex, detail_, num_nodes_);
     }
-    if (!map_ok) raise_sample_error(kDirtyMap, detail, num_nodes);
-    at::Tensor src_nodes = pooled_empty(next, at::kLong);
-    if (next) std::memcpy(src_nodes.data_ptr<int64_t>(), src, next * sizeof(int64_t));
-    out[3 * layer] = block_indptr;
-    out[3 * layer + 1] = block_indices;
-    out[3 * layer + 2] = src_nodes;
-    dst = src_nodes;
-    num_dst = next;
-  };
+    if (!map_ok_) raise_sample_error(kDirtyMap, detail_, num_nodes_);
+    at::Tensor src_nodes = pooled_empty(next_, at::kLong);
+    if (next_) std::memcpy(src_nodes.data_ptr<int64_t>(), src_, next_ * sizeof(int64_t));
+    out_[3 * layer_] = block_indptr_;
+    out_[3 * layer_ + 1] = block_indices_;
+    out_[3 * layer_ + 2] = src_nodes;
+    dst_ = src_nodes;
+    num_dst_ = next_;
+  }
 
-  const auto plan = [&](int64_t step) -> TeamStep {
-    if (step % 2 == 0 && step > 0) finish_layer();
-    if (step == 2 * num_layers) {
-      // Every node the map holds is an input node (each layer's sources include its
-      // destinations): clearing just those restores the all -1 invariant.
-      const int64_t* input_nodes = dst.data_ptr<int64_t>();
-      const int64_t n = num_dst;
-      return {(n + kClearChunk - 1) / kClearChunk, [=](int64_t c) {
-                const int64_t end = std::min(n, (c + 1) * kClearChunk);
-                for (int64_t i = c * kClearChunk; i < end; ++i) map[input_nodes[i]] = kUnmapped;
-              }};
-    }
-    if (step == 2 * num_layers + 1) return {};  // the final tail: nothing left to do
-    if (step % 2 == 0) {  // count the next layer outward
-      --layer;
-      fanout = fanouts[layer];
-      d = dst.data_ptr<int64_t>();
-      block_indptr = pooled_empty(num_dst + 1, at::kLong);
-      bp = block_indptr.data_ptr<int64_t>();
-      // Scratch layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
-      start = grow(scratch, 2 * num_dst);
-      degree = start + num_dst;
-      bad_indptr.store(kNoError);
-      return {(num_dst + kCountChunk - 1) / kCountChunk, [&](int64_t c) {
-                count_range(c * kCountChunk, std::min(num_dst, (c + 1) * kCountChunk));
-              }};
-    }
-    // Sample the layer just counted.
-    if (bad_indptr.load() != kNoError) {
-      detail.bad_indptr_node = bad_indptr.load();
-      raise_sample_error(kBadIndptr, detail, num_nodes);
-    }
-    // Local ids are int32 in the map: sources (<= num_dst + edges) must stay below 2^31 - 1.
-    const int64_t limit = std::numeric_limits<int32_t>::max() - 1 - num_dst;
-    bp[0] = 0;
-    for (int64_t i = 0; i < num_dst; ++i) {
-      TORCH_CHECK(bp[i + 1] <= limit - bp[i],
-                  "a block with 2^31 - 1 or more sources plus edges is not supported");
-      bp[i + 1] += bp[i];
-    }
-    const int64_t block_edges = bp[num_dst];
-    // src: the layer's sources in order of their local ids (at most num_dst + block_edges).
-    start = grow(scratch, 3 * num_dst + block_edges);
-    degree = start + num_dst;
-    src = degree + num_dst;
-    block_indices = pooled_empty(block_edges, at::kLong);
-    bi = block_indices.data_ptr<int64_t>();
-    if (num_dst) std::memcpy(src, d, num_dst * sizeof(int64_t));  // empty tensors hold null
-    next = num_dst;
-    map_ok = true;
-    bad_index.store(kNoError);
-    return {(num_dst + kChunk - 1) / kChunk, sample_chunk, relabel_chunk};
-  };
+  // The last step: every node the map holds is an input node (each layer's sources include its
+  // destinations), so clearing just those restores the all -1 invariant.
+  TeamStep plan_clear() {
+    const int64_t* input_nodes = dst_.data_ptr<int64_t>();
+    const int64_t n = num_dst_;
+    int32_t* const map = map_;
+    return {(n + kClearChunk - 1) / kClearChunk, [=](int64_t c) {
+              const int64_t end = std::min(n, (c + 1) * kClearChunk);
+              for (int64_t i = c * kClearChunk; i < end; ++i) map[input_nodes[i]] = kUnmapped;
+            }};
+  }
 
-  run_steps(2 * num_layers + 1, at::get_num_threads(), plan);
-  guard.done();
-  return out;
+  // The inputs.
+  const int64_t num_nodes_, num_edges_;
+  const int64_t* const ip_;
+  const IdT* const ix_;
+  int32_t* const map_;
+  const at::IntArrayRef fanouts_;
+  const int64_t num_layers_;
+  const bool replace_;
+  const int64_t seed_, batch_id_;
+
+  std::vector<at::Tensor> out_;
+  SampleErrorDetail detail_;
+  std::vector<int64_t>& scratch_;
+
+  // The layer being sampled: its destinations (the previous layer's sources) and fanout.
+  at::Tensor dst_;
+  int64_t num_dst_;
+  int64_t layer_;
+  const int64_t* d_ = nullptr;
+  int64_t fanout_ = 0;
+  // Its block (bp: indptr, bi: indices) and scratch: per destination the first neighbour
+  // position and the degree, and the source list src[0..next).
+  at::Tensor block_indptr_, block_indices_;
+  int64_t *bp_ = nullptr, *bi_ = nullptr, *start_ = nullptr, *degree_ = nullptr,
+          *src_ = nullptr;
+  int64_t next_ = 0;
+  // What its steps found: a map entry the op did not write, the smallest bad node / position.
+  bool map_ok_ = true;
+  std::atomic<int64_t> bad_indptr_{kNoError}, bad_index_{kNoError};
+};
+
+template <typename IdT>
+std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const at::Tensor& indices,
+                                               const at::Tensor& seeds, at::IntArrayRef fanouts,
+                                               bool replace, int64_t seed, int64_t batch_id,
+                                               at::Tensor& node_map) {
+  return SampleCall<IdT>(indptr, indices, seeds, fanouts, replace, seed, batch_id, node_map)
+      .run();
 }
 
 std::vector<at::Tensor> sample_fused_cpu(const at::Tensor& indptr, const at::Tensor& indices,

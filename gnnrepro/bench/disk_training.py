@@ -1,16 +1,17 @@
 """`bench disk-training`: GraphSAGE trained with features larger than memory, no memory cap.
 
-GIDS's setting (seed 001) on a CPU: the graph in memory, the features on disk (igb-sim at
-scale 1.0: 41 GB against 25 GB of RAM), read by the disk store (hot set + CLOCK cache within
+GIDS's setting on a CPU: the graph in memory, the features on disk (igb-sim at scale 1.0,
+larger than a common machine's memory), read by the disk store (hot set + CLOCK cache within
 `budget_fraction` of the table, O_DIRECT reads with look-ahead) and by its baselines - mmap of
 the dense table as DGL and GIDS's baseline map it ("mmap"; each fault reads around the page,
 as much as the device's read_ahead_kb, recorded in the result), the same with MADV_RANDOM
 ("mmap-random": only the faulting page) and LMDB - each in a child process of its own after
 the file's page cache is dropped. A baseline gathers for at most `baseline_seconds` (in chunks,
-so a slow one reports the rows it did) and trains only if one step fits in that time. A training epoch over millions of ids takes hours here, so each
-store trains a fixed number of batches (a seeded random subset of the training ids) and the
-epoch is extrapolated from the time per batch, as GIDS reports per-iteration times. Per
-store:
+so a slow one reports the rows it did) and trains only if one step fits in that time. A
+training epoch over millions of ids takes hours, so each store trains a fixed number of
+batches (a seeded random subset of the training ids) and the epoch is extrapolated from the
+time per batch, as GIDS reports per-iteration times. The defaults are
+gnnrepro.config.DISK_TRAINING_DEFAULTS. Per store:
 
 * gather: `gather_batches` batches' input rows (other seeds than the training ones) gathered
   back to back, the disk store reading `lookahead` batches ahead: rows/s, bytes read per byte
@@ -44,6 +45,7 @@ from typing import Any
 import torch
 
 from gnnrepro.bench.storage import drop_page_cache, fio_random_read
+from gnnrepro.config import DISK_TRAINING_DEFAULTS, SETTINGS
 
 __all__ = ["STORES", "format_same_as_memory", "format_table", "measure", "same_as_memory"]
 
@@ -55,6 +57,7 @@ _LMDB_PAGE = 4096
 _CHUNK_ROWS = 8192  # a time-limited gather checks the clock this often
 _CHECK_ROWS = 4096  # rows of each checked batch a baseline reads
 _CHECK_CHUNK = 16384  # rows compared at a time
+_D = DISK_TRAINING_DEFAULTS
 
 
 def reference_rows(dataset: Any, ids: torch.Tensor) -> torch.Tensor:
@@ -207,7 +210,7 @@ def _check_phase(data: Any, store: Any, sampler: Any, batches: int, batch_size: 
         ids = sampler.sample(seeds[i:i + batch_size], 2_000_000 + i // batch_size).input_nodes
         if rows_per_batch is not None:
             ids = _subset(ids, rows_per_batch, gen)
-        for part in torch.split(ids, _CHECK_CHUNK):  # bounded memory: a batch is ~1 GB here
+        for part in torch.split(ids, _CHECK_CHUNK):  # bounded memory: a batch's rows are many
             identical &= torch.equal(store.gather(part), reference_rows(data, part))
         checked += ids.numel()
     return {"rows": checked, "identical": bool(identical),
@@ -282,22 +285,28 @@ def lmdb_bytes(num_nodes: int, row_bytes: int) -> int:
     return num_nodes * per_row
 
 
-def measure(*, dataset: str = "igb-sim", scale: float = 1.0, root: str | None = None,
-            fanouts: list[int] | None = None, batch_size: int = 1024,
-            stores: list[str] | None = None, budget_fraction: float = 0.10,
-            hot_share: float = 0.5, hot_policy: str = "degree", gather_batches: int = 10,
-            train_batches: int = 200, baseline_gather_batches: int = 2,
-            baseline_train_batches: int = 2, eval_ids: int = 4096, check_batches: int = 2,
-            workers: int = 0, lookahead: int = 1, read_ahead: bool = True,
-            thread_cache: str = "shared", io_threads: int = 16, queue_depth: int = 128,
-            threads: int = 2, hidden: int = 256, seed: int = 0, baseline_seconds: float = 300.0,
-            ceiling_seconds: float = 4.0, timeout_s: float = 7200.0) -> dict[str, Any]:
-    """Run the stores one after another (see the module doc); the JSON-ready result."""
+def measure(*, dataset: str = _D.dataset, scale: float = _D.scale, root: str | None = None,
+            fanouts: list[int] | None = None, batch_size: int = SETTINGS["batch_size"].default,
+            stores: list[str] | None = None, budget_fraction: float = _D.budget_fraction,
+            hot_share: float = _D.hot_share, hot_policy: str = "degree",
+            gather_batches: int = _D.gather_batches, train_batches: int = _D.train_batches,
+            baseline_gather_batches: int = _D.baseline_gather_batches,
+            baseline_train_batches: int = _D.baseline_train_batches,
+            eval_ids: int = _D.eval_ids, check_batches: int = _D.check_batches,
+            workers: int = 0, lookahead: int = _D.lookahead, read_ahead: bool = True,
+            thread_cache: str = "shared", io_threads: int = _D.io_threads,
+            queue_depth: int = _D.queue_depth, threads: int = 2,
+            hidden: int = SETTINGS["hidden"].default, seed: int = SETTINGS["seed"].default,
+            baseline_seconds: float = _D.baseline_seconds,
+            ceiling_seconds: float = _D.ceiling_seconds,
+            timeout_s: float = 7200.0) -> dict[str, Any]:
+    """Run the stores one after another (see the module doc); the JSON-ready result.
+    Defaults: gnnrepro.config's DISK_TRAINING_DEFAULTS and SETTINGS."""
     from gnnrepro.datasets import load_scaled
     from gnnrepro.env import environment
     from gnnrepro.features.factory import feature_file_for
     from gnnrepro.feature_file import read_header
-    fanouts = fanouts or [10, 5, 5]
+    fanouts = fanouts or list(_D.fanouts)
     stores = stores or list(STORES)
     for s in stores:
         if s not in STORES:
@@ -324,29 +333,13 @@ def measure(*, dataset: str = "igb-sim", scale: float = 1.0, root: str | None = 
             child_settings.update(gather_batches=baseline_gather_batches,
                                   train_batches=baseline_train_batches)
         if kind == "lmdb":
-            need, free = lmdb_bytes(info.num_nodes, info.row_bytes), shutil.disk_usage(
-                file.parent).free
-            db = file.with_suffix(".lmdb")
-            if not db.exists() and need > free:
-                results[kind] = {"store": kind, "error": (
-                    f"not run: an LMDB of these rows needs at least {need / 1e9:.1f} GB of "
-                    f"disk (each {info.row_bytes}-byte row takes "
-                    f"{need // max(info.num_nodes, 1)} bytes of pages), {free / 1e9:.1f} GB "
-                    "are free")}
+            error = _build_lmdb(file, info)
+            if error is not None:
+                results[kind] = {"store": kind, "error": error}
                 continue
-            from gnnrepro.features import open_feature_store
-            open_feature_store("lmdb", file).close()  # built here, not in the timed child
-            drop_page_cache(db)
         drop_page_cache(file)
         results[kind] = _run_child(child_settings, timeout_s)
-    ceiling = {f"4096B_qd{d}": fio_random_read(file, 4096, d, ceiling_seconds)
-               for d in (1, queue_depth)}
-    disk = results.get("disk", {})
-    if "gather" in disk and disk["gather"].get("requests"):
-        size = max(4096, round(disk["gather"]["mean_request_bytes"] / 4096) * 4096)
-        ceiling[f"{size}B_qd{queue_depth}"] = fio_random_read(file, size, queue_depth,
-                                                               ceiling_seconds)
-        disk["gather"]["fio_key"] = f"{size}B_qd{queue_depth}"
+    ceiling = _device_ceiling(file, results.get("disk", {}), queue_depth, ceiling_seconds)
     _summarise(results, ceiling)
     return {"benchmark": "disk-training", "env": environment(), "params": settings,
             "dataset": data.summary(),
@@ -354,6 +347,35 @@ def measure(*, dataset: str = "igb-sim", scale: float = 1.0, root: str | None = 
                              "row_bytes": info.row_bytes},
             "memory_bytes": memory, "table_vs_memory": info.data_bytes / memory,
             "read_ahead_kb": read_ahead_kb(file), "device_ceiling": ceiling, "stores": results}
+
+
+def _build_lmdb(file: Path, info: Any) -> str | None:
+    """Build the LMDB database of `file`'s rows here, not in the timed child, and drop its
+    page cache; or, where it does not exist and cannot fit on the disk, why it is not run."""
+    db = file.with_suffix(".lmdb")
+    need, free = lmdb_bytes(info.num_nodes, info.row_bytes), shutil.disk_usage(file.parent).free
+    if not db.exists() and need > free:
+        return (f"not run: an LMDB of these rows needs at least {need / 1e9:.1f} GB of "
+                f"disk (each {info.row_bytes}-byte row takes "
+                f"{need // max(info.num_nodes, 1)} bytes of pages), {free / 1e9:.1f} GB "
+                "are free")
+    from gnnrepro.features import open_feature_store
+    open_feature_store("lmdb", file).close()
+    drop_page_cache(db)
+    return None
+
+
+def _device_ceiling(file: Path, disk: dict[str, Any], depth: int,
+                    seconds: float) -> dict[str, Any]:
+    """Random direct 4 KiB reads of `file` at queue depth 1 and `depth`, and (when the disk
+    store gathered) at its mean request size, whose key is added to its gather phase as
+    fio_key."""
+    ceiling = {f"4096B_qd{d}": fio_random_read(file, 4096, d, seconds) for d in (1, depth)}
+    if "gather" in disk and disk["gather"].get("requests"):
+        size = max(4096, round(disk["gather"]["mean_request_bytes"] / 4096) * 4096)
+        ceiling[f"{size}B_qd{depth}"] = fio_random_read(file, size, depth, seconds)
+        disk["gather"]["fio_key"] = f"{size}B_qd{depth}"
+    return ceiling
 
 
 def read_ahead_kb(path: Path) -> int | None:
@@ -421,10 +443,12 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def same_as_memory(*, dataset: str = "igb-sim", scale: float = 0.01, root: str | None = None,
-                   fanouts: list[int] | None = None, batch_size: int = 1024, epochs: int = 3,
-                   target_acc: float = 0.7, budget_fraction: float = 0.10,
-                   threads: int = 2, hidden: int = 256, seed: int = 0) -> dict[str, Any]:
+def same_as_memory(*, dataset: str = _D.dataset, scale: float = 0.01, root: str | None = None,
+                   fanouts: list[int] | None = None,
+                   batch_size: int = SETTINGS["batch_size"].default, epochs: int = 3,
+                   target_acc: float = 0.7, budget_fraction: float = _D.budget_fraction,
+                   threads: int = 2, hidden: int = SETTINGS["hidden"].default,
+                   seed: int = SETTINGS["seed"].default) -> dict[str, Any]:
     """Train the same GraphSAGE with the features in memory and from the disk store (at a
     scale that fits in memory), in this process: the final weights must be equal bit for bit
     (same batches, same rows, same steps), and so the accuracies; val accuracy after every
@@ -435,7 +459,7 @@ def same_as_memory(*, dataset: str = "igb-sim", scale: float = 0.01, root: str |
     from gnnrepro.pipeline import Loader
     from gnnrepro.sampling import FusedSampler
     from gnnrepro.training import train
-    fanouts = fanouts or [10, 5, 5]
+    fanouts = fanouts or list(_D.fanouts)
     torch.set_num_threads(threads)
     data = load_scaled(dataset, root, scale)
     budget = int(data.features.numel() * data.features.element_size() * budget_fraction)

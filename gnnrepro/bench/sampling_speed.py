@@ -3,8 +3,8 @@
 All contenders sample the same seed batches (the first batches of a seeded shuffle of the
 training ids) in one process with the same number of threads; timings are interleaved and the
 median is reported. DGL is timed on its native output (what a DGL user gets), ours on our Blocks.
-The reference sampler allocates hundreds of MB of temporaries per batch, which evicts the
-caches and memory of whoever runs after it, so it is timed in a phase of its own (same process,
+The reference sampler allocates large temporaries per batch, which evict the caches and
+memory of whoever runs after it, so it is timed in a phase of its own (same process,
 batches and method) rather than interleaved with the samplers the speedups compare.
 
 Peers (gnnrepro.peers: GraphBolt, PyG) sample the same seed batches of the same dataset cache
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -121,28 +122,12 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
         totals[name][1] += inputs
         progress.update(note=name)
 
-    indexed = list(enumerate(seed_sets))
-    calls = {n: (lambda x, f=f: f(x[1], x[0])) for n, f in contenders.items()}
-    seconds: dict[str, list[float]] = defaultdict(list)
     setup = {"dataset": dataset, "root": root, "scale": scale, "fanouts": fanouts,
              "batch_size": batch_size, "threads": threads, "seed": seed}
     with progress, tempfile.TemporaryDirectory() as scratch, \
             open_peers(list(peers), setup) as (running, peers_not_run):
-        seeds_file = str(Path(scratch) / "seeds.npy")
-        np.save(seeds_file, torch.stack(seed_sets).numpy())
-        shared = [n for n in calls if n not in ISOLATED]
-        for r in range(repeats):  # ours interleaved, then each peer: alternating passes
-            if shared:
-                for name, secs in time_interleaved(
-                        {n: calls[n] for n in shared}, indexed, warmup=3 if r == 0 else 0,
-                        repeats=1, observe=observe).items():
-                    seconds[name] += secs
-            for name, peer in running.items():
-                _peer_pass(name, peer, seeds_file, r == 0, seconds, totals, progress)
-        isolated = [n for n in calls if n in ISOLATED]
-        if isolated:
-            seconds |= time_interleaved({n: calls[n] for n in isolated}, indexed, warmup=3,
-                                        repeats=repeats, observe=observe)
+        seconds = _time_passes(contenders, seed_sets, repeats, running, scratch, observe,
+                               totals, progress)
         peer_info = {name: peer.opened for name, peer in running.items()}
     result: dict = {
         "benchmark": "sampling",
@@ -158,28 +143,67 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
                   for name, opened in peer_info.items()},
         "peers_not_run": peers_not_run,
     }
-    for name, secs in seconds.items():
-        stats = summarize(secs)
-        edges, input_nodes = (total / len(secs) for total in totals[name])
-        result["samplers"][name] = {
-            "ms_per_batch": stats["ms_median"], "ms_p10": stats["ms_p10"],
-            "ms_p90": stats["ms_p90"], "timings": stats["n"],
-            "edges_per_s": edges / (stats["ms_median"] / 1e3),
-            "input_nodes": input_nodes,
-        }
     rounds = {name: round_medians(secs, repeats) for name, secs in seconds.items()}
-    for name, medians in rounds.items():
-        result["samplers"][name]["ms_round_medians"] = medians
-    ours = result["samplers"].get("fused", {}).get("ms_per_batch")
-    for base in ("dgl_fused", "dgl_unfused", *(p.replace("-", "_") for p in peer_info)):
-        other = result["samplers"].get(base.replace("_", "-"), {}).get("ms_per_batch")
-        result[f"speedup_vs_{base}"] = other / ours if ours and other else None
-        if ours and other:  # the same ratio in each round: its spread shows how stable it is
-            result[f"speedup_vs_{base}_rounds"] = [
-                theirs / mine for theirs, mine in zip(rounds[base.replace("_", "-")],
-                                                      rounds["fused"])]
+    for name, secs in seconds.items():
+        result["samplers"][name] = _sampler_summary(secs, totals[name], rounds[name])
+    result.update(_speedups(result["samplers"], rounds, peer_info))
     result["env"] = environment()
     return result
+
+
+def _time_passes(contenders: dict[str, Callable], seed_sets: list[torch.Tensor], repeats: int,
+                 running: dict[str, PeerProcess], scratch: str, observe: Callable,
+                 totals: dict[str, list[int]], progress: Progress) -> dict[str, list[float]]:
+    """Seconds per batch of every contender and peer: each round ours interleaved (after a
+    warm-up in the first), then each peer's pass; then the ISOLATED samplers in a phase of
+    their own. The peers read the seed batches from a file in `scratch`."""
+    indexed = list(enumerate(seed_sets))
+    calls = {n: (lambda x, f=f: f(x[1], x[0])) for n, f in contenders.items()}
+    seconds: dict[str, list[float]] = defaultdict(list)
+    seeds_file = str(Path(scratch) / "seeds.npy")
+    np.save(seeds_file, torch.stack(seed_sets).numpy())
+    shared = [n for n in calls if n not in ISOLATED]
+    for r in range(repeats):  # ours interleaved, then each peer: alternating passes
+        if shared:
+            for name, secs in time_interleaved(
+                    {n: calls[n] for n in shared}, indexed, warmup=3 if r == 0 else 0,
+                    repeats=1, observe=observe).items():
+                seconds[name] += secs
+        for name, peer in running.items():
+            _peer_pass(name, peer, seeds_file, r == 0, seconds, totals, progress)
+    isolated = [n for n in calls if n in ISOLATED]
+    if isolated:
+        seconds |= time_interleaved({n: calls[n] for n in isolated}, indexed, warmup=3,
+                                    repeats=repeats, observe=observe)
+    return seconds
+
+
+def _sampler_summary(secs: list[float], totals: list[int],
+                     round_ms: list[float]) -> dict[str, Any]:
+    """One contender's result: median and spread of its batch times, edges per second and
+    input nodes per batch, and its median per round."""
+    stats = summarize(secs)
+    edges, input_nodes = (total / len(secs) for total in totals)
+    return {"ms_per_batch": stats["ms_median"], "ms_p10": stats["ms_p10"],
+            "ms_p90": stats["ms_p90"], "timings": stats["n"],
+            "edges_per_s": edges / (stats["ms_median"] / 1e3),
+            "input_nodes": input_nodes, "ms_round_medians": round_ms}
+
+
+def _speedups(samplers: dict[str, dict], rounds: dict[str, list[float]],
+              peers: Iterable[str]) -> dict[str, Any]:
+    """speedup_vs_<base>: the fused sampler's over DGL's and each peer's (None where either
+    did not run), and the same ratio per round, whose spread shows how stable it is."""
+    out: dict[str, Any] = {}
+    ours = samplers.get("fused", {}).get("ms_per_batch")
+    for base in ("dgl_fused", "dgl_unfused", *(p.replace("-", "_") for p in peers)):
+        other = samplers.get(base.replace("_", "-"), {}).get("ms_per_batch")
+        out[f"speedup_vs_{base}"] = other / ours if ours and other else None
+        if ours and other:
+            out[f"speedup_vs_{base}_rounds"] = [
+                theirs / mine for theirs, mine in zip(rounds[base.replace("_", "-")],
+                                                      rounds["fused"])]
+    return out
 
 
 def _peer_pass(name: str, peer: PeerProcess, seeds_file: str, warm_up: bool,

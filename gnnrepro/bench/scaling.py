@@ -47,7 +47,8 @@ __all__ = ["MEMORY_METHOD", "format_table", "measure"]
 
 MEMORY_METHOD = ("extra_rss_per_rank_bytes: sum of PSS (psutil memory_full_info) over the "
                  "launcher, every rank and every sampling worker, sampled once at the end of "
-                 "training, after every rank ran gc.collect() and malloc_trim(0); extra per added rank = (total(N) - total(N0)) / (N - N0), N0 the "
+                 "training, after every rank ran gc.collect() and malloc_trim(0); extra per "
+                 "added rank = (total(N) - total(N0)) / (N - N0), N0 the "
                  "smallest world size run. It holds each rank's interpreter, torch, worker and "
                  "batch buffers as well as any data copy; extra_pss_{anon,file,shmem}_per_rank"
                  "_bytes split it by kind of page (smaps_rollup): anon = process heaps, file = "
@@ -87,57 +88,15 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                 settings = config.replace(pipeline=name, batch_size=rank_batch).to_dict()
                 announce(f"bench scaling: {name} on {world_size} rank(s)")
                 result = launch(world_size, data, **settings)
-                steady = result.epochs[1:] or result.epochs
-                row.update(
-                    epoch_s=statistics.median(e["epoch_s"] for e in steady),
-                    epochs_s=[e["epoch_s"] for e in result.epochs],
-                    stages=reduce_stages([e["stages"]["mean"] for e in steady],
-                                         statistics.median),
-                    rank_stages=[reduce_stages([e["stages"]["ranks"][r] for e in steady],
-                                               statistics.median)
-                                 for r in range(world_size)],
-                    test_acc=result.test_acc, val_acc=result.val_acc,
-                    loss=[e["loss"] for e in result.epochs],
-                    ids_per_epoch=result.ids_per_epoch[-1],
-                    total_pss_bytes=result.memory["pss_bytes"],
-                    **{f"total_pss_{kind}_bytes": result.memory[f"pss_{kind}_bytes"]
-                       for kind in PSS_KINDS},
-                    machine_data_bytes=machine_data_bytes(result.data_copies_ranks),
-                    total_uss_bytes=result.memory["uss_bytes"],
-                    processes=len(result.memory["processes"]),
-                    processes_memory=result.memory["processes"],
-                    threads=result.params["threads"],
-                    oversubscribed=(device == "cpu" and world_size * (
-                        result.params["threads"] + result.params["loader_workers"]) > cpus),
-                    loader=result.params["loader"],
-                    params_identical_across_ranks=all(
-                        state.keys() == result.states[0].keys()
-                        and all(torch.equal(state[k], result.states[0][k]) for k in state)
-                        for state in result.states))
+                row.update(_run_fields(result, world_size, device == "cpu", cpus))
             runs.append(row)
-    for name in pipelines:
-        done = [r for r in runs if r["pipeline"] == name and r["skipped"] is None]
-        for r in done:
-            base = done[0]
-            for total, extra in (("total_pss_bytes", "extra_rss_per_rank_bytes"),
-                                 ("machine_data_bytes", "extra_data_bytes_per_rank"),
-                                 *((f"total_pss_{kind}_bytes", f"extra_pss_{kind}_per_rank_bytes")
-                                   for kind in PSS_KINDS)):
-                r[extra] = (None if r is base else (r[total] - base[total])
-                            / (r["world_size"] - base["world_size"]))
+    _add_extra_per_rank(runs, pipelines)
     ours = next((p for p in pipelines if p != "dgl"), None)
-    speedup = {}
-    if "dgl" in pipelines and ours is not None:
-        for world_size in ranks:
-            by = {r["pipeline"]: r for r in runs
-                  if r["world_size"] == world_size and r["skipped"] is None}
-            if "dgl" in by and ours in by:
-                speedup[str(world_size)] = by["dgl"]["epoch_s"] / by[ours]["epoch_s"]
     return {
         "benchmark": "scaling",
         "num_train_ids": data.train_idx.numel(),
         "runs": runs,
-        "speedup_vs_dgl": speedup,
+        "speedup_vs_dgl": _speedups(runs, ranks, pipelines, ours),
         "params": {**config.to_dict(), "dataset": dataset, "scale": scale, "root": root,
                    "ranks": ranks, "pipelines": pipelines, "batch_size": batch_size,
                    "batch_size_is": "per rank" if per_rank_batch else
@@ -150,6 +109,64 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                          "cores (oversubscribed)")
                 if device == "cpu" else "GPU ranks: NCCL, one GPU per rank"},
     }
+
+
+def _run_fields(result: Any, world_size: int, cpu: bool, cpus: int) -> dict[str, Any]:
+    """One launch's row: times and stages over the epochs after the first (all of them if
+    there is one), accuracy, memory, and whether the ranks ended with the same parameters."""
+    steady = result.epochs[1:] or result.epochs
+    return dict(
+        epoch_s=statistics.median(e["epoch_s"] for e in steady),
+        epochs_s=[e["epoch_s"] for e in result.epochs],
+        stages=reduce_stages([e["stages"]["mean"] for e in steady], statistics.median),
+        rank_stages=[reduce_stages([e["stages"]["ranks"][r] for e in steady],
+                                   statistics.median)
+                     for r in range(world_size)],
+        test_acc=result.test_acc, val_acc=result.val_acc,
+        loss=[e["loss"] for e in result.epochs],
+        ids_per_epoch=result.ids_per_epoch[-1],
+        total_pss_bytes=result.memory["pss_bytes"],
+        **{f"total_pss_{kind}_bytes": result.memory[f"pss_{kind}_bytes"] for kind in PSS_KINDS},
+        machine_data_bytes=machine_data_bytes(result.data_copies_ranks),
+        total_uss_bytes=result.memory["uss_bytes"],
+        processes=len(result.memory["processes"]),
+        processes_memory=result.memory["processes"],
+        threads=result.params["threads"],
+        oversubscribed=(cpu and world_size * (
+            result.params["threads"] + result.params["loader_workers"]) > cpus),
+        loader=result.params["loader"],
+        params_identical_across_ranks=all(
+            state.keys() == result.states[0].keys()
+            and all(torch.equal(state[k], result.states[0][k]) for k in state)
+            for state in result.states))
+
+
+def _add_extra_per_rank(runs: list[dict[str, Any]], pipelines: Sequence[str]) -> None:
+    """Per pipeline, each total's difference from its smallest world size run, per added rank
+    (None for that run itself): see MEMORY_METHOD."""
+    for name in pipelines:
+        done = [r for r in runs if r["pipeline"] == name and r["skipped"] is None]
+        for r in done:
+            base = done[0]
+            for total, extra in (("total_pss_bytes", "extra_rss_per_rank_bytes"),
+                                 ("machine_data_bytes", "extra_data_bytes_per_rank"),
+                                 *((f"total_pss_{kind}_bytes", f"extra_pss_{kind}_per_rank_bytes")
+                                   for kind in PSS_KINDS)):
+                r[extra] = (None if r is base else (r[total] - base[total])
+                            / (r["world_size"] - base["world_size"]))
+
+
+def _speedups(runs: list[dict[str, Any]], ranks: Sequence[int], pipelines: Sequence[str],
+              ours: str | None) -> dict[str, float]:
+    """{world size: dgl's epoch time / `ours`'} where both ran."""
+    speedup = {}
+    if "dgl" in pipelines and ours is not None:
+        for world_size in ranks:
+            by = {r["pipeline"]: r for r in runs
+                  if r["world_size"] == world_size and r["skipped"] is None}
+            if "dgl" in by and ours in by:
+                speedup[str(world_size)] = by["dgl"]["epoch_s"] / by[ours]["epoch_s"]
+    return speedup
 
 
 def format_table(result: dict[str, Any]) -> str:

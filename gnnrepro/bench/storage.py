@@ -5,7 +5,7 @@ in a memory cgroup (v1 or v2, created here; root or a delegated cgroup needed): 
 first loads the graph (into memory), builds the model, trains one warm-up step on random
 inputs and commits the Loader's staging slots, then caps itself at its peak so far plus
 `memory_limit` bytes (at least 16 MiB), so page cache and the store's own buffers get exactly
-that much (default: 25% of the feature file). Without a writable cgroup the children
+that much (default: `memory_fraction` of the feature file). Without a writable cgroup the children
 run uncapped and the JSON says so. The file's page cache is dropped (fadvise) before each
 child, so no store inherits another's warm pages. `memory` (the whole table in RAM) runs
 uncapped: the upper bound.
@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from gnnrepro.config import SETTINGS, STORAGE_DEFAULTS
 
 __all__ = ["format_table", "measure"]
 
@@ -154,17 +156,16 @@ def reader_random_read(path: Path, block: int, depth: int, seconds: float = 2.0)
 
 def _batches(dataset: Any, fanouts: list[int], batch_size: int, batches: int, seed: int,
              epoch: int) -> list[torch.Tensor]:
-    """The input nodes of the first `batches` batches of epoch `epoch` (as the Loader orders
-    them), sampled with the fused sampler."""
-    from gnnrepro.pipeline.loader import epoch_order
+    """The input nodes of the first `batches` batches of epoch `epoch`, sampled with the fused
+    sampler: the Loader's batch plan with one rank, so a batch here is the batch the Loader
+    would train on."""
+    from gnnrepro.pipeline import BatchPlan
     from gnnrepro.sampling import FusedSampler
     sampler = FusedSampler(dataset.graph, fanouts, seed=seed)
-    ids = dataset.train_idx[epoch_order(dataset.train_idx.numel(), seed, epoch)]
-    out = []
-    for b in range(min(batches, -(-ids.numel() // batch_size))):
-        seeds = ids[b * batch_size:(b + 1) * batch_size]
-        out.append(sampler.sample(seeds, 10_000 * epoch + b).input_nodes.clone())
-    return out
+    plan = BatchPlan(dataset.train_idx, batch_size, seed=seed)
+    order = plan.epoch_ids(epoch)
+    return [sampler.sample(plan.seeds(order, b), plan.batch_id(epoch, b)).input_nodes.clone()
+            for b in range(min(batches, len(plan)))]
 
 
 def _digest(rows: torch.Tensor) -> str:
@@ -172,14 +173,89 @@ def _digest(rows: torch.Tensor) -> str:
                            digest_size=16).hexdigest()
 
 
+def _warm_up(data: Any, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+             fanouts: list[int], batch_size: int, seed: int) -> None:
+    """One training step on random inputs of a batch's shape, so that the peak before the cap
+    holds a step's activations and the optimizer state at full size without reading a single
+    feature page. Twice a batch's seeds: the peak then covers the largest batch's too."""
+    from gnnrepro.sampling import FusedSampler
+    warm = FusedSampler(data.graph, fanouts, seed=seed).sample(data.train_idx[:2 * batch_size], 0)
+    x = torch.randn(warm.input_nodes.numel(), data.num_features)
+    loss = torch.nn.functional.cross_entropy(model(warm.blocks, x), data.labels[warm.seeds])
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def _cap(cgroup: Path, kind: str, memory_limit: int, reserved: torch.Tensor) -> dict[str, Any]:
+    """Cap the cgroup at this process's baseline (its usage or peak so far) plus
+    `memory_limit` bytes (at least _MIN_CAP); the cap's description for the result."""
+    baseline = max(_usage(cgroup, kind), _peak(cgroup, kind))
+    limit = baseline + max(memory_limit, _MIN_CAP)
+    _limit_file(cgroup, kind).write_text(str(limit))
+    return {"mode": f"cgroup-{kind}", "baseline_bytes": baseline,
+            "reserved_for_staging_bytes": reserved.numel() * reserved.element_size(),
+            "limit_bytes": limit}
+
+
+def _store_options(settings: dict[str, Any]) -> dict[str, Any]:
+    """open_feature_store's options for the store `settings` names: the disk store's budget
+    split into hot set and cache, and its reader's settings; none for the others."""
+    if settings["store"] != "disk":
+        return {}
+    budget, hot_share = settings["budget_bytes"], settings["hot_share"]
+    return {"hot_bytes": int(budget * hot_share), "cache_bytes": int(budget * (1 - hot_share)),
+            "hot_policy": settings["hot_policy"], "engine": settings["engine"],
+            "threads": settings["io_threads"], "queue_depth": settings["queue_depth"],
+            "max_gap_bytes": settings["max_gap_bytes"]}
+
+
+def _gather_epoch(store: Any, disk: bool, batches: list[torch.Tensor], out: torch.Tensor,
+                  digests: list[str], lookahead: int, limit_s: float,
+                  epoch: int) -> tuple[dict[str, Any], bool]:
+    """Gather one epoch's `batches` into `out` (the disk store reading `lookahead` batches
+    ahead), stopping after `limit_s` seconds; (the epoch's entry, whether every gathered batch
+    hashes as the in-memory store's did)."""
+    if disk:
+        store.discard_prefetched()
+        store.reset_stats()
+    rows = done = 0
+    identical = True
+    inside = 0.0  # seconds in the store's calls; the hashing between them is the "compute"
+    start = time.perf_counter()
+    for b, ids in enumerate(batches):
+        if time.perf_counter() - start > limit_s:
+            break  # a slow store: rates from the batches done (the JSON says how many)
+        t0 = time.perf_counter()
+        if lookahead:
+            if b == 0:
+                for k in range(min(lookahead, len(batches))):
+                    store.prefetch(batches[k])
+            elif b + lookahead - 1 < len(batches):
+                store.prefetch(batches[b + lookahead - 1])
+        got = store.gather(ids, out)
+        inside += time.perf_counter() - t0
+        rows += ids.numel()
+        identical &= _digest(got) == digests[b]
+        done += 1
+    seconds = time.perf_counter() - start
+    row_bytes = store.dim * store.dtype.itemsize
+    entry = {"epoch": epoch, "batches": done, "seconds": seconds, "store_seconds": inside,
+             "rows": rows, "rows_per_s": rows / inside, "wall_rows_per_s": rows / seconds,
+             "bytes_per_s": rows * row_bytes / inside}
+    if disk:
+        entry.update(store.stats.to_dict(row_bytes))
+        entry["device_bytes_per_s"] = store.stats.bytes_read / seconds  # wall: reads overlap
+    return entry, identical
+
+
 def child(settings: dict[str, Any]) -> dict[str, Any]:
     """Run one store (in this process, which may join a cgroup and cap itself)."""
-    cgroup = settings.get("cgroup")
-    if cgroup:
-        (Path(cgroup) / "cgroup.procs").write_text(str(os.getpid()))
+    cgroup = Path(settings["cgroup"]) if settings.get("cgroup") else None
+    if cgroup is not None:
+        (cgroup / "cgroup.procs").write_text(str(os.getpid()))
     from gnnrepro.datasets import load_scaled
     from gnnrepro.features import open_feature_store
-    from gnnrepro.sampling import FusedSampler
     from gnnrepro.training import build_model
     torch.set_num_threads(settings["threads"])
     kind = settings["store"]
@@ -190,24 +266,15 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     fanouts, bs, seed = settings["fanouts"], settings["batch_size"], settings["seed"]
     epochs = [_batches(data, fanouts, bs, settings["batches"], seed, e)
               for e in range(settings["epochs"])]
-    device = torch.device("cpu")
-    model = build_model(data, len(fanouts), settings["hidden"], 0.5, seed, device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+    model = build_model(data, len(fanouts), settings["hidden"], SETTINGS["dropout"].default,
+                        seed, torch.device("cpu"))
+    optimizer = torch.optim.Adam(model.parameters(), lr=SETTINGS["lr"].default)
     biggest = max(b.numel() for e in epochs for b in e)
     out = torch.ones((biggest, data.num_features), dtype=data.features.dtype)  # committed
-    # The baseline is the peak of one training step (activations and optimizer state at
-    # full size), on random inputs of a batch's shape: no feature page is read before the cap.
-    cgroup_path = Path(cgroup) if cgroup else None
-    if cgroup_path is not None:
-        _reset_peak(cgroup_path, settings["cgroup_kind"])
-    # Twice a batch's seeds: the peak then covers the largest batch's activations too.
-    warm = FusedSampler(data.graph, fanouts, seed=seed).sample(data.train_idx[:2 * bs], 0)
-    x = torch.randn(warm.input_nodes.numel(), data.num_features)
-    loss = torch.nn.functional.cross_entropy(model(warm.blocks, x), data.labels[warm.seeds])
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    del warm, loss, x
+    # The baseline is the peak of one training step, measured from here.
+    if cgroup is not None:
+        _reset_peak(cgroup, settings["cgroup_kind"])
+    _warm_up(data, model, optimizer, fanouts, bs, seed)
     # The end-to-end Loader's staging slots (2 x prefetch, each holding at most a batch) are
     # the training process's too: reserved (committed) now, so they count in the baseline
     # and no store's page cache can use them while gathers are measured; handed back just
@@ -215,71 +282,30 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     prefetch = max(settings["lookahead"], 1)
     reserve = torch.ones(2 * prefetch * out.numel(), dtype=out.dtype)
     cap: dict[str, Any] = {"mode": "none"}
-    if cgroup_path is not None and kind != "memory":
-        kindv = settings["cgroup_kind"]
-        baseline = max(_usage(cgroup_path, kindv), _peak(cgroup_path, kindv))
-        limit = baseline + max(settings["memory_limit"], _MIN_CAP)
-        _limit_file(cgroup_path, kindv).write_text(str(limit))
-        cap = {"mode": f"cgroup-{kindv}", "baseline_bytes": baseline,
-               "reserved_for_staging_bytes": reserve.numel() * reserve.element_size(),
-               "limit_bytes": limit}
-    budget = settings["budget_bytes"]
-    hot_share = settings["hot_share"]
-    options = {}
-    if kind == "disk":
-        options = {"hot_bytes": int(budget * hot_share),
-                   "cache_bytes": int(budget * (1 - hot_share)),
-                   "hot_policy": settings["hot_policy"], "engine": settings["engine"],
-                   "threads": settings["io_threads"], "queue_depth": settings["queue_depth"],
-                   "max_gap_bytes": settings["max_gap_bytes"]}
+    if cgroup is not None and kind != "memory":
+        cap = _cap(cgroup, settings["cgroup_kind"], settings["memory_limit"], reserve)
     t0 = time.perf_counter()
-    store = open_feature_store(kind, data, share=False, **options)
-    open_s = time.perf_counter() - t0
-    row_bytes = store.dim * store.dtype.itemsize
-    result: dict[str, Any] = {"store": kind, "cap": cap, "open_s": open_s, "epochs": []}
+    store = open_feature_store(kind, data, share=False, **_store_options(settings))
+    result: dict[str, Any] = {"store": kind, "cap": cap, "open_s": time.perf_counter() - t0,
+                              "epochs": []}
     if kind == "disk":
         result["engine"] = store.engine
         result["memory_bytes"] = store.memory_bytes()
     identical = True
-    lookahead = settings["lookahead"] if kind == "disk" else 0
     for e, batches in enumerate(epochs):
-        if kind == "disk":
-            store.discard_prefetched()
-            store.reset_stats()
-        rows = done = 0
-        inside = 0.0  # seconds in the store's calls; the hashing between them is the "compute"
-        start = time.perf_counter()
-        for b, ids in enumerate(batches):
-            if time.perf_counter() - start > settings["epoch_seconds"]:
-                break  # a slow store: rates from the batches done (the JSON says how many)
-            t0 = time.perf_counter()
-            if lookahead:
-                if b == 0:
-                    for k in range(min(lookahead, len(batches))):
-                        store.prefetch(batches[k])
-                elif b + lookahead - 1 < len(batches):
-                    store.prefetch(batches[b + lookahead - 1])
-            got = store.gather(ids, out)
-            inside += time.perf_counter() - t0
-            rows += ids.numel()
-            identical &= _digest(got) == settings["digests"][e][b]
-            done += 1
-        seconds = time.perf_counter() - start
-        entry = {"epoch": e, "batches": done, "seconds": seconds, "store_seconds": inside,
-                 "rows": rows, "rows_per_s": rows / inside, "wall_rows_per_s": rows / seconds,
-                 "bytes_per_s": rows * row_bytes / inside}
-        if kind == "disk":
-            entry.update(store.stats.to_dict(row_bytes))
-            entry["device_bytes_per_s"] = store.stats.bytes_read / seconds  # wall: reads overlap
+        entry, same = _gather_epoch(store, kind == "disk", batches, out, settings["digests"][e],
+                                    settings["lookahead"] if kind == "disk" else 0,
+                                    settings["epoch_seconds"], e)
         result["epochs"].append(entry)
+        identical &= same
     result["rows_identical"] = bool(identical)
     # End to end: one training epoch through the Loader with this store (a slow store stops
     # after epoch_seconds; its epoch time is then extrapolated from the batches it did).
     del reserve
     if settings["train"]:
         result["train"] = _train(data, store, model, optimizer, settings)
-    if cgroup_path is not None and cap["mode"] != "none":
-        result["cap"]["peak_bytes"] = _peak(cgroup_path, settings["cgroup_kind"])
+    if cgroup is not None and cap["mode"] != "none":
+        result["cap"]["peak_bytes"] = _peak(cgroup, settings["cgroup_kind"])
     return result
 
 
@@ -342,43 +368,38 @@ def _run_child(settings: dict[str, Any], timeout: float) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(*, dataset: str = "products-sim", scale: float = 0.25, root: str | None = None,
-            fanouts: list[int] | None = None, batch_size: int = 1024, batches: int = 8,
-            epochs: int = 2, stores: list[str] | None = None, memory_limit: int | None = None,
-            budget_fraction: float = 0.10, hot_share: float = 0.5, hot_policy: str = "degree",
-            engine: str = "auto", io_threads: int = 16, queue_depth: int = 32,
-            max_gap_bytes: int | None = None, lookahead: int = 2, threads: int = 2,
-            hidden: int = 256, seed: int = 0, train: bool = True, train_batches: int = 20,
-            epoch_seconds: float = 30.0, memory_fraction: float = 0.25,
-            ceiling_seconds: float = 2.0, ceiling: bool = True,
+def measure(*, dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
+            root: str | None = None, fanouts: list[int] | None = None,
+            batch_size: int = SETTINGS["batch_size"].default,
+            batches: int = STORAGE_DEFAULTS.batches, epochs: int = STORAGE_DEFAULTS.epochs,
+            stores: list[str] | None = None, memory_limit: int | None = None,
+            budget_fraction: float = STORAGE_DEFAULTS.budget_fraction,
+            hot_share: float = STORAGE_DEFAULTS.hot_share, hot_policy: str = "degree",
+            engine: str = "auto", io_threads: int = STORAGE_DEFAULTS.io_threads,
+            queue_depth: int = STORAGE_DEFAULTS.queue_depth, max_gap_bytes: int | None = None,
+            lookahead: int = STORAGE_DEFAULTS.lookahead, threads: int = 2,
+            hidden: int = SETTINGS["hidden"].default, seed: int = SETTINGS["seed"].default,
+            train: bool = True, train_batches: int = STORAGE_DEFAULTS.train_batches,
+            epoch_seconds: float = STORAGE_DEFAULTS.epoch_seconds,
+            memory_fraction: float = STORAGE_DEFAULTS.memory_fraction,
+            ceiling_seconds: float = STORAGE_DEFAULTS.ceiling_seconds, ceiling: bool = True,
             timeout_s: float = 900.0) -> dict[str, Any]:
-    """Run the stores side by side (see the module doc); returns the JSON-ready result."""
+    """Run the stores side by side (see the module doc); returns the JSON-ready result.
+    Defaults: gnnrepro.config's SETTINGS and STORAGE_DEFAULTS (fanouts: SETTINGS')."""
     from gnnrepro.datasets import load_scaled
     from gnnrepro.env import environment
-    from gnnrepro.features import InMemoryFeatureStore
-    from gnnrepro.features.factory import feature_file_for
-    from gnnrepro.feature_file import block_size_of, read_header
-    fanouts = fanouts or [15, 10, 5]
+    from gnnrepro.feature_file import read_header
+    fanouts = fanouts or list(SETTINGS["fanouts"].default)
     stores = stores or list(STORES)
     for s in stores:
         if s not in STORES:
             raise ValueError(f"stores: unknown store {s!r} (known: {', '.join(STORES)})")
     data = load_scaled(dataset, root, scale)
-    file = feature_file_for(data)  # dense: what mmap and lmdb read
+    file, packed, block = _feature_files(data, "lmdb" in stores)
     info = read_header(file)
-    block = block_size_of(file)
-    # Built here, not in a capped child: the disk store's block-packed copy, the LMDB database.
-    packed = feature_file_for(data, pack_block=block) if info.row_bytes % block else file
-    if "lmdb" in stores:
-        from gnnrepro.features import open_feature_store
-        open_feature_store("lmdb", file).close()
     file_bytes = info.data_bytes
     if memory_limit is None:
         memory_limit = int(file_bytes * memory_fraction)
-    mem = InMemoryFeatureStore(data.features, share=False, pin=False)
-    digests = [[_digest(mem.gather(ids)) for ids in
-                _batches(data, fanouts, batch_size, batches, seed, e)] for e in range(epochs)]
-    del mem
     settings = {"dataset": dataset, "scale": scale, "root": root, "fanouts": fanouts,
                 "batch_size": batch_size, "batches": batches, "epochs": epochs,
                 "memory_limit": memory_limit, "budget_bytes": int(file_bytes * budget_fraction),
@@ -387,34 +408,12 @@ def measure(*, dataset: str = "products-sim", scale: float = 0.25, root: str | N
                 "max_gap_bytes": max_gap_bytes, "lookahead": lookahead, "threads": threads,
                 "hidden": hidden, "seed": seed, "train": train, "train_batches": train_batches,
                 "epoch_seconds": epoch_seconds,
-                "digests": digests}
-    results: dict[str, Any] = {}
-    for kind in stores:
-        drop_page_cache(file)
-        drop_page_cache(packed)
-        if file.with_suffix(".lmdb").exists():
-            drop_page_cache(file.with_suffix(".lmdb"))
-        cg = make_cgroup() if kind != "memory" else None
-        child_settings = dict(settings, store=kind, cgroup=str(cg[0]) if cg else None,
-                              cgroup_kind=cg[1] if cg else None)
-        try:
-            results[kind] = _run_child(child_settings, timeout_s)
-        finally:
-            if cg is not None:
-                try:
-                    cg[0].rmdir()
-                except OSError:
-                    pass
+                "digests": _memory_digests(data, fanouts, batch_size, batches, seed, epochs)}
+    results = {kind: _run_store(dict(settings, store=kind), file, packed, timeout_s)
+               for kind in stores}
     row_block = -(-info.row_bytes // block) * block
-    device = {f"{b}B_qd{d}": fio_random_read(file, b, d, ceiling_seconds)
-              for b in sorted({row_block, 4096}) for d in (1, 32)} if ceiling else {}
-    disk = results.get("disk", {})
-    if ceiling and "epochs" in disk and disk["epochs"][-1].get("requests"):
-        e = disk["epochs"][-1]
-        mean = max(block, round(e["bytes_read"] / e["requests"] / block) * block)
-        device[f"{mean}B_qd{queue_depth}"] = fio_random_read(file, mean, queue_depth,
-                                                              ceiling_seconds)
-        disk["mean_request_bytes"] = mean
+    device = (_device_ceiling(file, results.get("disk", {}), row_block, block, queue_depth,
+                              ceiling_seconds) if ceiling else {})
     _summarise(results, device, row_block, queue_depth)
     return {"benchmark": "storage", "env": environment(),
             "params": {k: v for k, v in settings.items() if k != "digests"},
@@ -423,6 +422,68 @@ def measure(*, dataset: str = "products-sim", scale: float = 0.25, root: str | N
                              "disk_store_file": str(packed),
                              "disk_store_file_bytes": read_header(packed).span_bytes},
             "device_ceiling": device, "stores": results}
+
+
+def _feature_files(data: Any, lmdb: bool) -> tuple[Path, Path, int]:
+    """(the dense feature file mmap and lmdb read, the disk store's block-packed copy, the
+    device's block size); built here, not in a capped child, as is the LMDB database when
+    `lmdb`."""
+    from gnnrepro.features.factory import feature_file_for
+    from gnnrepro.feature_file import block_size_of, read_header
+    file = feature_file_for(data)
+    block = block_size_of(file)
+    packed = (feature_file_for(data, pack_block=block) if read_header(file).row_bytes % block
+              else file)
+    if lmdb:
+        from gnnrepro.features import open_feature_store
+        open_feature_store("lmdb", file).close()
+    return file, packed, block
+
+
+def _memory_digests(data: Any, fanouts: list[int], batch_size: int, batches: int, seed: int,
+                    epochs: int) -> list[list[str]]:
+    """The hash of every measured batch's rows from the in-memory store, per epoch: what
+    every store's gathered rows must equal."""
+    from gnnrepro.features import InMemoryFeatureStore
+    mem = InMemoryFeatureStore(data.features, share=False, pin=False)
+    return [[_digest(mem.gather(ids)) for ids in
+             _batches(data, fanouts, batch_size, batches, seed, e)] for e in range(epochs)]
+
+
+def _run_store(settings: dict[str, Any], file: Path, packed: Path,
+               timeout: float) -> dict[str, Any]:
+    """The child for store `settings["store"]`, after dropping the page cache of the feature
+    file, its packed copy and its LMDB database (no store inherits another's warm pages), in
+    a fresh memory cgroup unless it is the in-memory store."""
+    drop_page_cache(file)
+    drop_page_cache(packed)
+    if file.with_suffix(".lmdb").exists():
+        drop_page_cache(file.with_suffix(".lmdb"))
+    cg = make_cgroup() if settings["store"] != "memory" else None
+    try:
+        return _run_child(dict(settings, cgroup=str(cg[0]) if cg else None,
+                               cgroup_kind=cg[1] if cg else None), timeout)
+    finally:
+        if cg is not None:
+            try:
+                cg[0].rmdir()
+            except OSError:
+                pass
+
+
+def _device_ceiling(file: Path, disk: dict[str, Any], row_block: int, block: int,
+                    depth: int, seconds: float) -> dict[str, Any]:
+    """Random direct reads of `file` at the row's block size and 4 KiB, queue depth 1 and 32,
+    and (when the disk store ran) at its mean request size and `depth`, which is added to
+    `disk` as mean_request_bytes."""
+    device = {f"{b}B_qd{d}": fio_random_read(file, b, d, seconds)
+              for b in sorted({row_block, 4096}) for d in (1, 32)}
+    if "epochs" in disk and disk["epochs"][-1].get("requests"):
+        e = disk["epochs"][-1]
+        mean = max(block, round(e["bytes_read"] / e["requests"] / block) * block)
+        device[f"{mean}B_qd{depth}"] = fio_random_read(file, mean, depth, seconds)
+        disk["mean_request_bytes"] = mean
+    return device
 
 
 def _summarise(results: dict[str, Any], ceiling: dict[str, Any], row_block: int,

@@ -1,12 +1,12 @@
 """Copies of the graph's arrays in private anonymous memory, advised for huge pages.
 
 Why: the dataset cache maps its .npy files copy-on-write, so `indices` lives on the page
-cache's 4 KiB pages, and the sampler's random reads of it (one cache line per pick, ~870k per
-batch at products-sim 0.25) each need a TLB entry. The same op read its arrays 10-15% faster
-from anonymous memory with MADV_HUGEPAGE (2 MiB pages) than from the file mapping
-(benchmarks/NOTES.md, "The graph in anonymous huge pages"). DGL's samplers read arrays DGL
-allocated itself, so this puts both on the same footing. The copy costs one pass over the
-arrays at load time; arrays larger than a quarter of the free memory stay mapped.
+cache's 4 KiB pages, and the sampler's random reads of it (one cache line per pick, hundreds of
+thousands per batch) each need a TLB entry. With MADV_HUGEPAGE (2 MiB pages) far fewer entries
+cover the arrays, and the same op reads them faster from anonymous memory than from the file
+mapping (measured: benchmarks/NOTES.md, "The graph in anonymous huge pages"). DGL's samplers
+read arrays DGL allocated itself, so this puts both on the same footing. The copy costs one
+pass over the arrays at load time; arrays larger than a quarter of the free memory stay mapped.
 """
 from __future__ import annotations
 

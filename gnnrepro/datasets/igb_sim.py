@@ -1,6 +1,6 @@
 """igb-sim: a synthetic stand-in for IGB (GIDS's dataset) whose features exceed host memory.
 
-Why: GIDS (seed 001) trains on IGB, whose 1024-wide float32 features do not fit in a host's
+Why: GIDS trains on IGB, whose 1024-wide float32 features do not fit in a host's
 memory. At scale 1.0 igb-sim has IGB-medium's 10M nodes, so its features take 41 GB (1.6x a
 25 GB machine), on a power-law graph of 13 mean degree with 19 classes and IGB's 60/20/20
 splits.

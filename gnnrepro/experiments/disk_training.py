@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from gnnrepro.bench import disk_training as bench
-from gnnrepro.config import resolve_threads
+from gnnrepro.config import DISK_TRAINING_DEFAULTS, SETTINGS, resolve_threads
 from gnnrepro.datasets import igb_sim
 from gnnrepro.experiments import paper
 from gnnrepro.experiments.params import Params
@@ -24,8 +24,6 @@ __all__ = ["NAME", "PARAMETERS", "disk_training", "disk_training_table", "skip_r
 NAME = "06_disk_training"
 #: The parameters the result depends on (its store key).
 PARAMETERS = ("disk_training_scale", "disk_training_batches", "threads", "seed")
-#: GIDS's fanouts and batch size; the disk store's hot set + cache as a share of the table.
-FANOUTS, BATCH_SIZE, BUDGET_FRACTION = [10, 5, 5], 1024, 0.10
 
 
 def skip_reason(params: Params) -> str | None:
@@ -49,8 +47,9 @@ def disk_training(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         kwargs = {"dataset": igb_sim.NAME, "scale": params.disk_training_scale,
-                  "root": params.root, "fanouts": FANOUTS, "batch_size": BATCH_SIZE,
-                  "budget_fraction": BUDGET_FRACTION,
+                  "root": params.root, "fanouts": list(DISK_TRAINING_DEFAULTS.fanouts),
+                  "batch_size": SETTINGS["batch_size"].default,
+                  "budget_fraction": DISK_TRAINING_DEFAULTS.budget_fraction,
                   "train_batches": params.disk_training_batches,
                   "threads": resolve_threads(params.threads), "seed": params.seed}
         result = results.memo("disk-training", kwargs, lambda: bench.measure(**kwargs),

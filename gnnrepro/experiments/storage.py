@@ -1,11 +1,10 @@
-"""06_storage: feature stores on data larger than memory (issue 14; GIDS, seeds/001; GraphBolt's
-disk features, seeds/003) - throughput vs memory budget against the device ceiling, and one
-training epoch end to end.
+"""06_storage: feature stores on data larger than memory (GIDS; GraphBolt's disk features) -
+throughput vs memory budget against the device ceiling, and one training epoch end to end.
 
-One `bench storage` run with every store (memory | disk | mmap | lmdb) at the default budget,
-and disk-only runs at the other budgets; each capped store may use MEMORY_FRACTION of the
+One `bench storage` run with every store (memory | disk | mmap | lmdb) at the first budget,
+and disk-only runs at the other budgets; each capped store may use `memory_fraction` of the
 feature file beyond what the training process needs (a memory cgroup, see bench.storage).
-The storage settings are constants here until the config module takes them as parameters.
+The settings are gnnrepro.config.STORAGE_DEFAULTS, the command line's defaults too.
 """
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from gnnrepro.bench import storage as storage_bench
-from gnnrepro.config import resolve_threads
+from gnnrepro.config import STORAGE_DEFAULTS, resolve_threads
 from gnnrepro.experiments import paper
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
@@ -23,35 +22,24 @@ from gnnrepro.experiments.store import Store
 __all__ = ["NAME", "storage", "storage_table"]
 
 NAME = "06_storage"
-#: The disk store's hot set + cache, as fractions of the feature file; the first is the run
-#: with every store in it.
-BUDGETS = (0.10, 0.02, 0.05)
-#: Page cache + store memory a capped store may use, as a fraction of the feature file.
-MEMORY_FRACTION = 0.25
-#: Measured batches per epoch, epochs of gathers, batches of the end-to-end epoch, and the
-#: longest a store's measured epoch may take (slow baselines report the batches they did).
-BATCHES, EPOCHS, TRAIN_BATCHES, EPOCH_SECONDS = 6, 2, 3, 20.0
-#: Batches for data larger than memory touch a small share of it (a batch of 1024 with
-#: fanouts 15,10,5 reads ~80% of products-sim at scale 0.05, and would need more memory than
-#: the cap): at most this many seeds, and the two innermost fanouts.
-MAX_BATCH_SIZE = 128
-#: Batches read ahead by the disk store: one (each batch read ahead is held in memory, and at
-#: the default scale a batch is ~6% of the file, so more would not fit the cap).
-LOOKAHEAD = 1
 #: The parameters the result depends on (its store key; the notebook lists them first).
 PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "threads", "seed")
 
 
 def _bench(params: Params, store: Store, stores: list[str], budget: float,
            ceiling: bool) -> dict:
+    """One `bench storage` run (memoised: its arguments are the key). Batches for data larger
+    than memory are kept small (see StorageDefaults.max_batch_size)."""
+    d = STORAGE_DEFAULTS
     kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
-              "fanouts": list(params.fanouts)[-2:],
-              "batch_size": min(params.batch_size, MAX_BATCH_SIZE),
-              "batches": BATCHES, "epochs": EPOCHS, "stores": stores,
-              "budget_fraction": budget, "threads": resolve_threads(params.threads), "seed": params.seed,
-              "train_batches": TRAIN_BATCHES, "epoch_seconds": EPOCH_SECONDS,
-              "ceiling_seconds": 1.0, "ceiling": ceiling, "memory_fraction": MEMORY_FRACTION,
-              "lookahead": LOOKAHEAD}
+              "fanouts": list(params.fanouts)[-d.max_layers:],
+              "batch_size": min(params.batch_size, d.max_batch_size),
+              "batches": d.batches, "epochs": d.epochs, "stores": stores,
+              "budget_fraction": budget, "threads": resolve_threads(params.threads),
+              "seed": params.seed,
+              "train_batches": d.train_batches, "epoch_seconds": d.epoch_seconds,
+              "ceiling_seconds": d.ceiling_seconds, "ceiling": ceiling,
+              "memory_fraction": d.memory_fraction, "lookahead": d.lookahead}
     return store.memo("storage", kwargs, lambda: storage_bench.measure(**kwargs), params.force)
 
 
@@ -63,9 +51,10 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         rows = []
-        runs = [(BUDGETS[0], _bench(params, results, ["memory", "disk", "mmap", "lmdb"],
-                                    BUDGETS[0], True))]  # the device ceiling: measured once
-        runs += [(b, _bench(params, results, ["disk"], b, False)) for b in BUDGETS[1:]]
+        first, *others = STORAGE_DEFAULTS.budgets
+        runs = [(first, _bench(params, results, ["memory", "disk", "mmap", "lmdb"],
+                               first, True))]  # the device ceiling: measured once
+        runs += [(b, _bench(params, results, ["disk"], b, False)) for b in others]
         for budget, result in runs:
             for name, r in result["stores"].items():
                 if "error" in r:
@@ -84,7 +73,8 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         first = runs[0][1]
         ceiling = {k: v for k, v in first["device_ceiling"].items() if v}
         meta = {"feature_file": first["feature_file"], "device_ceiling": ceiling,
-                "memory_fraction": MEMORY_FRACTION, "budgets": list(BUDGETS),
+                "memory_fraction": STORAGE_DEFAULTS.memory_fraction,
+                "budgets": list(STORAGE_DEFAULTS.budgets),
                 "paper": {"gids_speedup_vs_mmap": paper.GIDS_SPEEDUP_VS_MMAP,
                           "graphbolt_read_amplification": paper.GRAPHBOLT_READ_AMPLIFICATION}}
         return pd.DataFrame(rows), meta

@@ -3,7 +3,7 @@
 * MmapFeatureStore: the feature file mapped and indexed - what DGL (np.load(mmap_mode="r"))
   and GIDS's baseline do. Every row read is a page fault into the page cache, which the OS
   evicts under memory pressure; 4 KiB pages (plus read-ahead) per 400-byte row.
-* LmdbFeatureStore: rows in an LMDB database (the DGL memory note, seeds/003), `rows_per_key`
+* LmdbFeatureStore: rows in an LMDB database (the store a study of DGL's multi-GPU memory use compares), `rows_per_key`
   consecutive rows per value, keys big-endian so the B-tree keeps them in row order.
 Both follow InMemoryFeatureStore's gather(ids, out) contract.
 """

@@ -1,6 +1,6 @@
 """DiskFeatureStore: features larger than memory, read from a feature file with direct I/O.
 
-The CPU counterpart of GIDS (seeds/001): rows come from three places, in this order -
+The CPU counterpart of GIDS (GPU-initiated direct storage access for GNN training): rows come from three places, in this order -
 * a hot set kept in memory (shared between processes; page-locked with CUDA), chosen by the
   caller (`hot_nodes`: in-degree or reverse PageRank) within a byte budget;
 * a CLOCK cache of recently read rows within a second byte budget (one per process);
@@ -108,6 +108,7 @@ class DiskFeatureStore(FileFeatureStore):
     """
 
     thread_use = "copy"
+    reads_ahead = True
 
     def __init__(self, path: str | os.PathLike, *, hot_ids: torch.Tensor | None = None,
                  cache_bytes: int = 0, engine: str = "auto", threads: int = 16,

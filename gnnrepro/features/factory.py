@@ -1,8 +1,8 @@
 """open_feature_store: one entry point for every feature store kind, by name.
 
-`feature_store` = memory | disk | mmap | lmdb is a placement setting accepted everywhere
-features are chosen (DESIGN.md); this turns the name plus a dataset (or a feature file) into
-the store. The disk-backed kinds read the dataset cache's feature file (converted from its
+`feature_store` = memory | disk | mmap | lmdb is a setting accepted everywhere features are
+chosen (the pipelines, the CLI, the notebooks); this turns the name plus a dataset (or a
+feature file) into the store, which the Loader then takes. The disk-backed kinds read the dataset cache's feature file (converted from its
 features.npy once, see feature_file), so all three read the same bytes.
 """
 from __future__ import annotations

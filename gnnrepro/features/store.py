@@ -41,6 +41,9 @@ class FeatureStore(abc.ABC):
     #: gathers with its own copy.copy of the store, as a worker process does with its
     #: unpickled copy), or None (not from threads: the Loader refuses worker_kind='thread').
     thread_use: str | None = None
+    #: Whether the store reads rows ahead of their gather (prefetch): a Loader then announces
+    #: upcoming batches' input nodes, so their reads overlap the current batch's work.
+    reads_ahead: bool = False
 
     @property
     @abc.abstractmethod
@@ -70,6 +73,16 @@ class FeatureStore(abc.ABC):
         if out is None:
             return ids, torch.empty((ids.numel(), self.dim), dtype=self.dtype)
         return ids, check_out(out, ids.numel(), self.dim, self.dtype)
+
+    def prefetch(self, ids: torch.Tensor) -> None:
+        """Start reading rows `ids`, to be gathered later (a store that reads ahead)."""
+
+    def discard_prefetched(self) -> None:
+        """Drop rows read ahead and not gathered (a store that reads ahead)."""
+
+    def take_read_spans(self) -> list[tuple[float, float]]:
+        """(start, end) of the device reads since the last call, for the timeline."""
+        return []
 
 
 

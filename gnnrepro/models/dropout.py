@@ -1,12 +1,12 @@
 """ReLU followed by dropout, fused into one C++ pass on the CPU (and one for its backward).
 
-Why: torch's CPU dropout (a serial Bernoulli draw per element, then a multiply) took ~160 ms
-per 38k x 256 activation on 2 threads, a fifth of a GraphSAGE step; the fused op draws its
-keep decisions from a counter-based generator in parallel (benchmarks/NOTES.md, "The model's
-dropout"). Each call's generator seed comes from torch's default generator, so
-`torch.manual_seed` makes training reproducible as before. Same distribution as
-`dropout(relu(h))` (keep probability 1 - p to within 2^-32), not the same random stream. Other
-devices use torch's own ops.
+Why: torch's CPU dropout draws a Bernoulli sample per element serially, then multiplies, and so
+costs a large share of a GraphSAGE step on a few cores; the fused op draws its keep decisions
+from a counter-based generator in parallel, in the same pass as the ReLU (measured:
+benchmarks/NOTES.md, "The model's dropout"). Each call's generator seed comes from torch's
+default generator, so `torch.manual_seed` makes training reproducible as before. Same
+distribution as `dropout(relu(h))` (keep probability 1 - p to within 2^-32), not the same
+random stream. Other devices use torch's own ops.
 """
 from __future__ import annotations
 

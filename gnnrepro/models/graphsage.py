@@ -12,8 +12,8 @@ SpMM (which also needs sorted, distinct columns per row, which sampled blocks do
 with results identical to the gather's (measured: benchmarks/NOTES.md, "the neighbour
 mean without [E, d] messages"). When the mean is taken before the projection, the
 destination rows and the mean share one gradient buffer (gnnrepro.models.aggregate) and the
-W_neigh product accumulates onto the self term in one addmm: 12% less time per training step
-(benchmarks/NOTES.md, "the model's gradient buffers").
+W_neigh product accumulates onto the self term in one addmm, which saves a pass over the
+activations in each backward (measured: benchmarks/NOTES.md, "the model's gradient buffers").
 """
 from __future__ import annotations
 

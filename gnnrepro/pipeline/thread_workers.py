@@ -83,11 +83,11 @@ def _worker_main(wid: int, sampler: Any, store: FeatureStore, staging: torch.Ten
                  stop: threading.Event, read_ahead: bool) -> None:
     """Serve tasks until None or `stop`; put (wid, Result or _Failure) on `results`.
 
-    With `read_ahead` and a store that reads ahead (DiskFeatureStore.prefetch), every task
+    With `read_ahead` and a store that reads ahead (FeatureStore.reads_ahead), every task
     already queued for this thread is sampled and its rows announced before the oldest is
     gathered, so the store's reads for the thread's next batches overlap this one's gather."""
     set_local_num_threads(threads)
-    reads_ahead = read_ahead and callable(getattr(store, "prefetch", None))
+    reads_ahead = read_ahead and store.reads_ahead
     ids = torch.empty(0, dtype=torch.int64)
     ahead: deque[_Sampled | _Failure] = deque()
     last = False  # None was queued after the tasks in `ahead`

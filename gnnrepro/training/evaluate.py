@@ -16,7 +16,7 @@ set, cache and direct reads; default: the dataset's table).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -28,10 +28,12 @@ from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.store import FeatureStore
 from gnnrepro.graph import CSCGraph
 from gnnrepro.progress import Progress
+from gnnrepro.sampling.block import MiniBatch
 from gnnrepro.training.layerwise import (layerwise_cost, layerwise_predict, sampled_cost,
                                          supports_layerwise)
 
-__all__ = ["EVAL_METHODS", "accuracy", "choose_eval_method", "count_correct", "rank_and_world"]
+__all__ = ["EVAL_METHODS", "accuracy", "choose_eval_method", "correct_in", "count_correct",
+           "rank_and_world"]
 
 
 def rank_and_world() -> tuple[int, int]:
@@ -85,26 +87,44 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
         return (hits * times).sum()
     if method != "sampled":
         raise ValueError(f"method must be 'sampled' or 'layerwise', got {method!r}")
-    was_training = model.training
-    model.eval()
-    correct = torch.zeros((), dtype=torch.int64, device=device)
     sampler_device = getattr(sampler, "device", torch.device("cpu"))
-    batches = range(rank, -(-ids.numel() // batch_size), world_size)
-    with Progress("evaluate (sampled)", len(batches), "batches") as bar:
-        for b in batches:
+    steps = range(rank, -(-ids.numel() // batch_size), world_size)
+
+    def batches() -> Iterator[MiniBatch]:
+        for b in steps:
             seeds = ids[b * batch_size: (b + 1) * batch_size]
             mb = sampler.sample(seeds.to(sampler_device), b)
-            x = (dataset.features[mb.input_nodes.cpu()] if store is None
-                 else store.gather(mb.input_nodes.cpu())).to(device)
+            mb.x = (dataset.features[mb.input_nodes.cpu()] if store is None
+                    else store.gather(mb.input_nodes.cpu()))
+            mb.y = dataset.labels[seeds]
+            yield mb
+            del mb  # before the next batch's rows: one batch's at a time
+
+    return correct_in(model, batches(), len(steps), device, heartbeat)[0]
+
+
+@torch.no_grad()
+def correct_in(model: nn.Module, batches: Iterable[MiniBatch], total: int,
+               device: torch.device,
+               heartbeat: Callable[[], None] | None = None) -> torch.Tensor:
+    """[correct predictions, seeds] (int64 [2] on `device`) over `total` `batches` (each
+    with its rows `x` and labels `y`, moved to `device` here), in eval mode (no dropout, no
+    grad): the one way every split of every stack is counted."""
+    was_training = model.training
+    model.eval()
+    counts = torch.zeros(2, dtype=torch.int64, device=device)
+    with Progress("evaluate (sampled)", total, "batches") as bar:
+        for mb in batches:
             blocks = [blk.to(device) for blk in mb.blocks]
-            pred = model(blocks, x).argmax(dim=1)
-            correct += (pred == dataset.labels[seeds].to(device)).sum()
-            del mb, x, blocks, pred  # before the next batch's rows: one batch's at a time
+            pred = model(blocks, mb.x.to(device)).argmax(dim=1)
+            counts[0] += (pred == mb.y.to(device)).sum()
+            counts[1] += mb.y.numel()
+            del mb, blocks, pred  # before the next batch's rows: one batch's at a time
             bar.update()
             if heartbeat is not None:
                 heartbeat()
     model.train(was_training)
-    return correct
+    return counts
 
 
 def accuracy(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,

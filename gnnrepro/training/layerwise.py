@@ -35,8 +35,8 @@ __all__ = ["CHUNK_NODES", "SAMPLED_EDGE_WEIGHT", "layerwise_cost", "layerwise_pr
 CHUNK_NODES = 16384
 #: What one sampled evaluation edge costs against one layer-wise edge read: a sampled batch
 #: also samples and relabels, gathers its input rows and recomputes nodes that batches share.
-#: Measured at products-sim 1.0 on 2 cores: 169 ns per sampled edge (301 s for 1.78G, test
-#: split) against 70 ns per layer-wise edge (26 s for 371M); benchmarks/NOTES.md.
+#: The ratio of the two measured costs per edge (benchmarks/NOTES.md, the evaluation
+#: methods at products-sim 1.0).
 SAMPLED_EDGE_WEIGHT = 2.4
 
 

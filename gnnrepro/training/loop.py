@@ -14,7 +14,7 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -33,7 +33,8 @@ from gnnrepro.sampling.args import stream_seed
 from gnnrepro.training.evaluate import accuracy, choose_eval_method, rank_and_world
 from gnnrepro.training.profiler import WAIT_ABOVE_WORK, StageTimer
 
-__all__ = ["EpochStats", "TrainResult", "build_model", "train", "train_epoch"]
+__all__ = ["EpochStats", "ModelShape", "TrainResult", "build_model", "data_parallel", "train",
+           "train_epoch"]
 
 
 @dataclass
@@ -118,10 +119,20 @@ MODELS: dict[str, tuple[type[nn.Module], str]] = {
 }
 
 
-def build_model(dataset: Dataset, num_layers: int, hidden: int, dropout: float, seed: int,
+class ModelShape(Protocol):
+    """What a model's shape is read from: a Dataset, or a partitioned graph's Partition."""
+
+    @property
+    def num_features(self) -> int: ...
+
+    num_classes: int
+
+
+def build_model(dataset: ModelShape, num_layers: int, hidden: int, dropout: float, seed: int,
                 device: torch.device, architecture: str = "graphsage") -> nn.Module:
-    """The model of `architecture` (a MODELS key) that a pipeline trains: its weights (and
-    the dropout stream that follows) come from torch.manual_seed(seed)."""
+    """The model of `architecture` (a MODELS key) that a pipeline trains, for `dataset`'s
+    features and classes: its weights (and the dropout stream that follows) come from
+    torch.manual_seed(seed)."""
     if architecture not in MODELS:
         raise ValueError(f"architecture must be one of {', '.join(MODELS)}, "
                          f"got {architecture!r}")
@@ -129,6 +140,18 @@ def build_model(dataset: Dataset, num_layers: int, hidden: int, dropout: float, 
     model_class, _ = MODELS[architecture]
     return model_class(dataset.num_features, hidden, dataset.num_classes, num_layers,
                        dropout).to(device)
+
+
+def data_parallel(model: nn.Module, seed: int, device: torch.device) -> nn.Module:
+    """`model` as this rank trains it: under a process group of several ranks wrapped in
+    DistributedDataParallel (which broadcasts rank 0's weights), with this rank's own dropout
+    stream (torch.manual_seed(stream_seed(seed, rank))); alone, `model` itself."""
+    rank, world_size = rank_and_world()
+    if world_size == 1:
+        return model
+    torch.manual_seed(stream_seed(seed, rank))
+    return DistributedDataParallel(model,
+                                   device_ids=[device] if device.type == "cuda" else None)
 
 
 def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: BatchSource,
@@ -223,14 +246,10 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
         check_int("eval_every", eval_every, 1)
     check_int("timeline_batches", timeline_batches, 0)
     device = loader.device
-    rank, world_size = rank_and_world()
+    world_size = rank_and_world()[1]
 
     model = build_model(dataset, len(fanouts), hidden, dropout, seed, device, architecture)
-    trained: nn.Module = model
-    if world_size > 1:  # DDP broadcasts rank 0's weights; each rank its own dropout masks
-        torch.manual_seed(stream_seed(seed, rank))
-        trained = DistributedDataParallel(
-            model, device_ids=[device] if device.type == "cuda" else None)
+    trained = data_parallel(model, seed, device)
     optimizer = torch.optim.Adam(trained.parameters(), lr=lr)
     timer = StageTimer(device, in_process=loader.in_process)
     params = {"dataset": dataset.name, "dataset_params": dict(dataset.params),

@@ -31,6 +31,7 @@ from gnnrepro.baselines.dgl_loader import DGLLoader
 from gnnrepro.config import (TrainConfig, check_placement, resolve_device, resolve_prefetch,
                              resolve_threads, resolve_workers)
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.features.factory import open_feature_store
 from gnnrepro.pipeline.loader import Loader
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.sampling import FusedSampler, ReferenceSampler
@@ -40,6 +41,12 @@ __all__ = ["ARCHITECTURES", "make_evaluator", "make_loader", "run_training", "tr
 
 #: The model a pipeline trains where it is not ours (gnnrepro.training.loop.MODELS).
 ARCHITECTURES = {"dgl-native": "dgl-sage"}
+
+
+def _local_ranks(world_size: int) -> int:
+    """Ranks on this machine (torchrun's LOCAL_WORLD_SIZE; all of them without torchrun):
+    they share its cores and workers."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
 
 
 def _sampler_graph_device(dataset: Dataset, sampler_device: str,
@@ -80,7 +87,7 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
         return DGLLoader(dataset, fanouts, device, config.batch_size,
                          native_blocks=config.pipeline == "dgl-native", **ranks)
     serial = config.pipeline in ("reference", "fused")
-    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    local_ranks = _local_ranks(world_size)
     workers = 0 if serial else resolve_workers(config.workers, str(device),
                                                config.sampler_device, local_ranks,
                                                config.feature_store)
@@ -97,7 +104,10 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                   worker_kind=config.worker_kind,
                   streams=1 if serial else config.streams,
                   prefetch=1 if serial else resolve_prefetch(config.prefetch, workers),
-                  feature_source=config.feature_source, feature_store=config.feature_store,
+                  feature_source=config.feature_source,
+                  feature_store=open_feature_store(
+                      config.feature_store, dataset, pin=False,
+                      share=workers > 0 and config.worker_kind == "process"),
                   timeout_s=config.timeout_s, **ranks)
 
 
@@ -112,7 +122,7 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
     `before_close(loader)` runs after training while the loader's workers still run (where
     memory is measured); what it returns is kept in result.params["before_close"].
     """
-    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    local_ranks = _local_ranks(world_size)
     threads = resolve_threads(config.threads, local_ranks)
     torch.set_num_threads(threads)
     loader = make_loader(dataset, config, rank=rank, world_size=world_size)

@@ -2,12 +2,13 @@
 rank of every machine, gnnrepro.training's epoch loop, evaluation on all ranks.
 
 The ranks agree without talking on the initial weights (torch.manual_seed(seed), and DDP
-broadcasts rank 0's anyway) and on the number of steps (PartitionedLoader), so the gradients
+broadcasts rank 0's anyway) and on the number of steps (PartitionedPlan), so the gradients
 are averaged over every rank each step and the parameters stay identical everywhere. Sampling
 and feature exchanges run on a process group of their own (gloo), the loader's thread.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable
 from datetime import timedelta
@@ -15,18 +16,16 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel
 
 from gnnrepro.config import TrainConfig, resolve_device, resolve_prefetch, resolve_threads
 from gnnrepro.distributed.partitioned.exchange import GlooExchange
 from gnnrepro.distributed.partitioned.features import PartitionedFeatures
-from gnnrepro.distributed.partitioned.loader import PartitionedLoader
+from gnnrepro.distributed.partitioned.loader import PartitionedPlan, partitioned_loader
 from gnnrepro.distributed.partitioned.sampler import PartitionedSampler
-from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.partition.manifest import Partition
-from gnnrepro.sampling.args import stream_seed
+from gnnrepro.pipeline.loader import Loader
 from gnnrepro.sampling.block import MiniBatch
-from gnnrepro.training import StageTimer, train_epoch
+from gnnrepro.training import StageTimer, build_model, correct_in, data_parallel, train_epoch
 
 __all__ = ["block_digest", "train_partitioned"]
 
@@ -39,18 +38,6 @@ def block_digest(mb: MiniBatch) -> str:
         for t in (block.indptr, block.indices, block.src_nodes):
             h.update(t.to(torch.int64).contiguous().numpy().tobytes())
     return h.hexdigest()
-
-
-@torch.no_grad()
-def _correct(model: torch.nn.Module, loader: PartitionedLoader) -> torch.Tensor:
-    """[correct, seen] over this rank's share of the loader's ids."""
-    model.eval()
-    out = torch.zeros(2, dtype=torch.int64)
-    for mb in loader:
-        out[0] += int((model(mb.blocks, mb.x).argmax(dim=1) == mb.y).sum())
-        out[1] += mb.y.numel()
-    model.train()
-    return out
 
 
 def _gather(value: Any) -> list[Any]:
@@ -83,38 +70,64 @@ def train_partitioned(partition: Partition, config: TrainConfig, *, machine: int
     features = PartitionedFeatures(part, partition.node_part, partition.node_local, exchange,
                                    rank_of_part)
 
-    def loader(ids: torch.Tensor, batch_size: int, shuffle: bool) -> PartitionedLoader:
-        return PartitionedLoader(sampler, features, partition.labels, ids, batch_size,
-                                 rank=rank, world_size=world_size, seed=config.seed,
-                                 prefetch=resolve_prefetch(config.prefetch, 0),
-                                 shuffle=shuffle)
+    def loader(ids: torch.Tensor, batch_size: int, shuffle: bool) -> Loader:
+        return partitioned_loader(sampler, features, partition.labels, ids, batch_size,
+                                  rank=rank, world_size=world_size, seed=config.seed,
+                                  prefetch=resolve_prefetch(config.prefetch, 0),
+                                  shuffle=shuffle, timeout_s=config.timeout_s)
 
-    train_loader = loader(partition.train_idx, config.batch_size, True)
-    digests = []
-    for batch_id, seeds in list(train_loader.batches(0))[:digest_batches]:
-        # sampled before training, in the same order on every rank (the exchanges pair up)
-        digests.append({"batch_id": batch_id, "seeds": seeds.tolist(),
-                        "digest": block_digest(sampler.sample(seeds, batch_id))})
-    sampler.stats = {k: 0 for k in sampler.stats}
-    exchange.bytes_sent.clear()
+    with contextlib.closing(loader(partition.train_idx, config.batch_size, True)) as train_loader:
+        digests = _digests(sampler, train_loader.plan, digest_batches)
+        sampler.stats = {k: 0 for k in sampler.stats}  # before the loader's thread copies it
+        exchange.bytes_sent.clear()
+        return _train(partition, config, train_loader, loader, heartbeat, digests,
+                      (sampler, features, exchange))
 
-    torch.manual_seed(config.seed)
-    model = GraphSAGE(partition.num_features, config.hidden, partition.num_classes,
-                      len(config.fanouts), config.dropout)
-    trained: torch.nn.Module = model
-    if world_size > 1:  # DDP broadcasts rank 0's weights; each rank its own dropout masks
-        torch.manual_seed(stream_seed(config.seed, rank))
-        trained = DistributedDataParallel(model)
+
+def _digests(sampler: PartitionedSampler, plan: PartitionedPlan,
+             batches: int) -> list[dict[str, Any]]:
+    """block_digest of the first `batches` batches of epoch 0, with their seeds and batch ids:
+    sampled before training, in the same order on every rank (the exchanges pair up)."""
+    order = plan.epoch_ids(0)
+    out = []
+    for b in range(min(batches, len(plan))):
+        seeds, batch_id = plan.seeds(order, b), plan.batch_id(0, b)
+        out.append({"batch_id": batch_id, "seeds": seeds.tolist(),
+                    "digest": block_digest(sampler.sample(seeds, batch_id))})
+    return out
+
+
+def _evaluate(model: torch.nn.Module, loader: Loader,
+              heartbeat: Callable[[], None] | None) -> torch.Tensor:
+    """[correct, seen] on this rank's share of a split, through its own Loader."""
+    with contextlib.closing(loader):
+        return correct_in(model, loader, len(loader), torch.device("cpu"), heartbeat)
+
+
+def _train(partition: Partition, config: TrainConfig, train_loader: Loader,
+           loader: Callable[[torch.Tensor, int, bool], Loader],
+           heartbeat: Callable[[], None] | None, digests: list[dict[str, Any]],
+           counted: tuple[PartitionedSampler, PartitionedFeatures, GlooExchange]
+           ) -> dict[str, Any]:
+    """Train and evaluate; the summary of train_partitioned, gathered from every rank
+    (`counted`: what counts the traffic)."""
+    world_size = dist.get_world_size()
+    sampler, features, exchange = counted
+    cpu = torch.device("cpu")
+    model = build_model(partition, len(config.fanouts), config.hidden, config.dropout,
+                        config.seed, cpu)
+    trained = data_parallel(model, config.seed, cpu)
     optimizer = torch.optim.Adam(trained.parameters(), lr=config.lr)
-    timer = StageTimer(torch.device("cpu"), in_process=False)
-    history = [train_epoch(trained, optimizer, train_loader, timer, torch.device("cpu"), e,
+    timer = StageTimer(cpu, in_process=False)
+    history = [train_epoch(trained, optimizer, train_loader, timer, cpu, e,
                            heartbeat=heartbeat) for e in range(config.epochs)]
     batches = config.epochs * len(train_loader)
     traffic = {"bytes_per_batch": {k: v / batches for k, v in exchange.bytes_sent.items()},
                **sampler.stats, **features.stats}
 
-    val = _correct(model, loader(partition.val_idx, config.eval_batch_size, False))
-    test = _correct(model, loader(partition.test_idx, config.eval_batch_size, False))
+    val = _evaluate(model, loader(partition.val_idx, config.eval_batch_size, False), heartbeat)
+    test = _evaluate(model, loader(partition.test_idx, config.eval_batch_size, False),
+                     heartbeat)
     counts = torch.cat([val, test]).to(torch.float64)
     losses = torch.tensor([[e.loss * e.seeds, e.seeds] for e in history], dtype=torch.float64)
     dist.all_reduce(counts)
