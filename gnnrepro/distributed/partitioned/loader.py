@@ -89,9 +89,11 @@ def partitioned_loader(sampler: PartitionedSampler, features: PartitionedFeature
                        world_size: int, seed: int = 0, prefetch: int = 2,
                        shuffle: bool = True, timeout_s: float = 600.0) -> Loader:
     """The Loader of a partitioned rank's batches of `ids` (see the module doc): one worker
-    thread, with this process's intra-op threads, `prefetch` batches ahead."""
+    thread, with this process's intra-op threads, holding up to `prefetch` finished batches
+    while it makes the next (prefetch + 1 in flight): the exchanges wait on the other ranks,
+    so the thread needs that much room to keep ahead of training."""
     plan = PartitionedPlan(ids, sampler.node_part, batch_size, rank=rank,
                            world_size=world_size, seed=seed, shuffle=shuffle)
     return Loader(None, sampler, "cpu", batch_size, workers=1, worker_kind="thread",
-                  worker_threads=torch.get_num_threads(), prefetch=prefetch,
+                  worker_threads=torch.get_num_threads(), prefetch=prefetch + 1,
                   timeout_s=timeout_s, plan=plan, labels=labels, feature_store=features)
