@@ -297,3 +297,36 @@ def test_sampler_must_use_the_datasets_graph(dataset) -> None:
         Loader(other, FusedSampler(dataset.graph, [5]), "cpu", BATCH)
     with pytest.raises(TypeError, match="sampler"):
         Loader(dataset, object(), "cpu", BATCH)
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_plan_labels_and_store_stand_in_for_the_dataset(dataset, sampler, workers: int) -> None:
+    """Loader(None, ...) with the dataset's own plan, labels and table gives its batches."""
+    from gnnrepro.features.store import InMemoryFeatureStore
+    from gnnrepro.pipeline import BatchPlan
+    store = InMemoryFeatureStore(dataset.features, share=False, pin=False)
+    plan = BatchPlan(dataset.train_idx, BATCH, seed=5)
+    with Loader(dataset, sampler, "cpu", BATCH, seed=5, workers=workers) as loader:
+        want = [(mb.seeds.clone(), mb.batch_id, mb.x.clone(), mb.y.clone()) for mb in loader]
+    with Loader(None, sampler, "cpu", BATCH, workers=workers, plan=plan, labels=dataset.labels,
+                feature_store=store) as loader:
+        got = [(mb.seeds.clone(), mb.batch_id, mb.x.clone(), mb.y.clone()) for mb in loader]
+    assert len(got) == len(want) == len(plan)
+    for (s, b, x, y), (s2, b2, x2, y2) in zip(got, want):
+        assert b == b2 and torch.equal(s, s2) and torch.equal(x, x2) and torch.equal(y, y2)
+
+
+def test_without_a_dataset_the_plan_labels_and_store_are_required(dataset, sampler) -> None:
+    from gnnrepro.features.store import InMemoryFeatureStore
+    from gnnrepro.pipeline import BatchPlan
+    store = InMemoryFeatureStore(dataset.features, share=False, pin=False)
+    plan = BatchPlan(dataset.train_idx, BATCH)
+    with pytest.raises(TypeError, match="plan, labels and feature_store"):
+        Loader(None, sampler, "cpu", BATCH, plan=plan, feature_store=store)
+    with pytest.raises(ValueError, match="worker_kind='process'"):
+        Loader(None, sampler, "cpu", BATCH, workers=1, worker_kind="process", plan=plan,
+               labels=dataset.labels, feature_store=store)
+    with pytest.raises(ValueError, match="plan: its batch_size"):
+        Loader(dataset, sampler, "cpu", BATCH * 2, plan=plan)
+    with pytest.raises(TypeError, match="dataset must be a gnnrepro Dataset or None"):
+        Loader("products-sim", sampler, "cpu", BATCH)
