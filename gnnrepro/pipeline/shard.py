@@ -1,6 +1,6 @@
 """How one epoch's shuffled training ids are split between data-parallel ranks and into batches.
 
-Every rank shuffles the ids with the same (seed, epoch) (see `loader.epoch_order`), so all ranks
+Every rank shuffles the ids with the same (seed, epoch) (see `plan.epoch_order`), so all ranks
 hold the same permutation without communicating. Step s of the epoch takes the next
 `world_size * batch_size` ids of the permutation - one global batch - and rank r trains on the
 r-th of `world_size` nearly equal contiguous parts of it (sizes differ by at most one). So:

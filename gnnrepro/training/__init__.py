@@ -6,6 +6,6 @@ from gnnrepro.training.loop import (EpochStats, TrainResult, build_model, data_p
 from gnnrepro.training.pipelines import make_evaluator, make_loader, run_training, train_pipeline
 from gnnrepro.training.profiler import StageTimer, reduce_stages
 
-__all__ = ["EpochStats", "StageTimer", "TrainResult", "accuracy", "build_model",
-           "correct_in", "count_correct", "data_parallel", "make_evaluator", "make_loader", "reduce_stages", "run_training",
-           "train", "train_epoch", "train_pipeline"]
+__all__ = ["EpochStats", "StageTimer", "TrainResult", "accuracy", "build_model", "correct_in",
+           "count_correct", "data_parallel", "make_evaluator", "make_loader", "reduce_stages",
+           "run_training", "train", "train_epoch", "train_pipeline"]
