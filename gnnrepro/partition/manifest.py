@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,8 +124,15 @@ class Partition:
                 f"num_parts={self.num_parts}, num_nodes={self.num_nodes})")
 
 
+#: np.load parses each file's header with ast.literal_eval, which CPython 3.11 cannot run in
+#: two threads at once (SystemError: AST constructor recursion depth mismatch); machines
+#: simulated by threads (ThreadExchange) open their parts concurrently.
+_LOAD_LOCK = threading.Lock()
+
+
 def _map(path: Path) -> torch.Tensor:
-    return torch.from_numpy(np.load(path, mmap_mode="c"))
+    with _LOAD_LOCK:
+        return torch.from_numpy(np.load(path, mmap_mode="c"))
 
 
 def _expected_shapes(manifest: dict[str, Any]) -> dict[str, tuple[int, ...]]:
