@@ -50,12 +50,15 @@ class Plan(Protocol):
 
     def bounds(self, b: int) -> tuple[int, int]: ...
 
-    def seeds(self, order: torch.Tensor, b: int) -> torch.Tensor: ...
-
     def batch_id(self, epoch: int, b: int) -> int: ...
 
+    def seeds(self, order: torch.Tensor, b: int) -> torch.Tensor:
+        """Batch b's seeds, taken from the epoch's order."""
+        start, stop = self.bounds(b)
+        return order[start:stop]
 
-class BatchPlan:
+
+class BatchPlan(Plan):
     """Rank `rank`'s batches of `ids`, epoch by epoch: `epoch_ids(e)` is the epoch's order of
     the ids, `seeds(order, b)` batch b's part of it and `batch_id(e, b)` its sampler batch id."""
 
@@ -91,11 +94,6 @@ class BatchPlan:
     def bounds(self, b: int) -> tuple[int, int]:
         """[start, stop) of batch b within the epoch's order."""
         return self.shard.bounds(b)
-
-    def seeds(self, order: torch.Tensor, b: int) -> torch.Tensor:
-        """Batch b's seeds, taken from the epoch's order."""
-        start, stop = self.shard.bounds(b)
-        return order[start:stop]
 
     def batch_id(self, epoch: int, b: int) -> int:
         """The sampler's batch id of batch b of `epoch`."""

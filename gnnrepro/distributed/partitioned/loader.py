@@ -18,7 +18,7 @@ from gnnrepro.checks import check_bool, check_int
 from gnnrepro.distributed.partitioned.features import PartitionedFeatures
 from gnnrepro.distributed.partitioned.sampler import PartitionedSampler
 from gnnrepro.pipeline.loader import Loader
-from gnnrepro.pipeline.plan import epoch_order
+from gnnrepro.pipeline.plan import Plan, epoch_order
 from gnnrepro.pipeline.shard import rank_batch_id
 from gnnrepro.sampling.args import stream_seed
 
@@ -41,7 +41,7 @@ def rank_share(ids: torch.Tensor, node_part: torch.Tensor, world_size: int,
     return torch.tensor_split(ordered, world_size)[rank]
 
 
-class PartitionedPlan:
+class PartitionedPlan(Plan):
     """The batch plan (gnnrepro.pipeline.plan.Plan) of a partitioned rank: batches of
     `batch_size` of its `rank_share` of `ids`, each epoch reshuffled with (seed, rank, epoch)
     unless shuffle=False. All ranks take steps = ceil(floor(len(ids) / world_size) /
@@ -75,10 +75,6 @@ class PartitionedPlan:
         """[start, stop) of batch b within the epoch's order."""
         stop = self.share.numel() if b == self.steps - 1 else (b + 1) * self.batch_size
         return b * self.batch_size, stop
-
-    def seeds(self, order: torch.Tensor, b: int) -> torch.Tensor:
-        start, stop = self.bounds(b)
-        return order[start:stop]
 
     def batch_id(self, epoch: int, b: int) -> int:
         return rank_batch_id(epoch, b, self.steps, self.world_size, self.rank)
