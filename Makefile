@@ -10,8 +10,8 @@ THREADS ?= 2
 BENCH_OUT ?= benchmarks/results/sampling-cpu.json
 TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
-.PHONY: setup test test-gpu asan check-cuda check-cuda-if-nvcc check-cuda-link gpu-check \
-        gpu-check-offline gpu-wheels \
+.PHONY: setup test test-gpu asan check-cuda check-cuda-if-nvcc check-cuda-link gpu-session \
+        gpu-session-dry-run gpu-wheels \
         bench-sampling bench-end-to-end figures report lab clean peers
 
 setup: $(BUILD)
@@ -125,31 +125,29 @@ check-cuda-link: $(CUDA_VENV)/.stamp-torch
 	  print("check-cuda-link: torch", torch.__version__, "- CPU and CUDA kernels registered for", \
 	        "sample_fused and gather_rows")'
 
-# The GPU half on a machine with a GPU (fails at once without one): build, tests/gpu with
-# GNNREPRO_REQUIRE_CUDA=1, compute-sanitizer memcheck + racecheck, the sampling benchmark on the
-# GPU and over UVA, the host-to-device ceiling; one JSON (benchmarks/gpu_check.py).
-GPU_CHECK_OUT ?= benchmarks/results/gpu-check.json
-gpu-check:
-	@nvidia-smi -L >/dev/null 2>&1 || \
-	  { echo "gpu-check: no NVIDIA GPU here (nvidia-smi -L failed); run it on a machine with one"; exit 2; }
-	$(MAKE) --no-print-directory setup
-	$(PY) benchmarks/gpu_check.py --out $(GPU_CHECK_OUT)
-
-# The same check on a GPU node as it comes (cluster nodes, lent GPU machines): its own Python
-# and CUDA torch, nvcc, no network, no venv. Nothing is downloaded: packages that Python lacks
-# come from $(GPU_WHEELS), which `make gpu-wheels` fills here to be copied along (~20 MB);
-# the extension is built in place; steps and parts whose packages are missing are listed as
-# skipped (benchmarks/gpu_check.py --offline).
+# The GPU session (benchmarks/gpu_session.py): on a machine with a GPU as it comes (its own
+# Python and CUDA torch, nvcc, no network, no venv of ours), in one command bounded to under 7
+# minutes: build for this GPU, tests/gpu with CUDA required, compute-sanitizer memcheck and
+# racecheck, the paper's 1-GPU measurements at products-sim 1.0, the host-to-device ceiling.
+# Every result goes under OUT as soon as its step ends. Modules that Python lacks come from
+# $(GPU_WHEELS) (make gpu-wheels fills it here, to be copied along). GPU_SESSION_ARGS passes
+# more options (--reuse-build, --scale, --deadline-s); `make gpu-session-dry-run` rehearses it
+# on the CPU (make test runs the same).
 GPU_PYTHON ?= python3
 GPU_WHEELS ?= build/gpu-wheels
 GPU_WHEELS_PY ?= 3.12
-gpu-check-offline:
-	$(GPU_PYTHON) benchmarks/gpu_check.py --offline --wheels $(GPU_WHEELS) --out $(GPU_CHECK_OUT)
+OUT ?= build/gpu-session-out
+GPU_SESSION_ARGS ?=
+gpu-session:
+	$(GPU_PYTHON) benchmarks/gpu_session.py --out $(OUT) --wheels $(GPU_WHEELS) $(GPU_SESSION_ARGS)
+
+gpu-session-dry-run: setup
+	$(PY) benchmarks/gpu_session.py --dry-run --out $(OUT) $(GPU_SESSION_ARGS)
 
 gpu-wheels: $(DEPS)
 	$(PIP) download -q --only-binary=:all: --python-version $(GPU_WHEELS_PY) \
 	  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d $(GPU_WHEELS) \
-	  pytest setuptools numpy tqdm psutil
+	  pytest setuptools numpy tqdm psutil pandas pyyaml
 	@du -sh $(GPU_WHEELS)
 
 # The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.

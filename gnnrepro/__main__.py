@@ -1,5 +1,5 @@
-"""Command line: `python -m gnnrepro bench {sampling,end-to-end,loader,scaling,partitioned,
-storage} ...` and `python -m gnnrepro partition ...` (see --help).
+"""Command line: `python -m gnnrepro bench {sampling,end-to-end,loader,scaling,partitioned,storage,
+disk-training,placements,copy-overlap} ...` and `python -m gnnrepro partition ...` (see --help).
 
 Every training setting is an option declared once in gnnrepro.config (defaults, checks, help);
 the options below the settings are each benchmark's own. An error ends the command with one
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
-from gnnrepro.bench import (disk_training, end_to_end, loader, partitioned, sampling_speed,
-                            scaling, storage)
+from gnnrepro.bench import (copy_overlap, disk_training, end_to_end, loader, partitioned,
+                            placements, sampling_speed, scaling, storage)
 from gnnrepro.checks import check_fraction, check_int
 from gnnrepro.peers import PEERS, SETUP_COMMAND
 from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
@@ -110,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     kinds = bench.add_subparsers(dest="benchmark", required=True)
     benchmarks = [add(kinds) for add in (_add_sampling, _add_end_to_end, _add_loader,
                                          _add_scaling, _add_partitioned, _add_storage,
-                                         _add_disk_training)]
+                                         _add_disk_training, _add_placements,
+                                         _add_copy_overlap)]
     for sub in benchmarks:
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
     for sub in (*benchmarks, _add_partition(commands)):
@@ -138,6 +139,38 @@ def _add_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
                    help=f"comma-separated subset of {','.join(sampling_speed.SAMPLERS)}")
     _add_peers(s)
     return s
+
+
+def _add_placements(kinds: Subparsers) -> argparse.ArgumentParser:
+    p = kinds.add_parser("placements", help="the fused sampler per placement (GPU memory, UVA, "
+                                            "CPU) against the unfused GPU sampler, per batch, "
+                                            "and the GPU's blocks checked against the CPU's")
+    add_options(p, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=1.0)
+    p.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=40)
+    p.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=3,
+                   help="passes over the batches, interleaved in segments of 8 batches")
+    known = tuple(name for name, _, _ in placements.CONTENDERS)
+    p.add_argument("--contenders", type=_names(known), default=None,
+                   help=f"comma-separated subset of {','.join(known)} (default: "
+                        f"{','.join(placements.contenders_here(True))} with CUDA, else "
+                        f"{','.join(placements.contenders_here(False))})")
+    return p
+
+
+def _add_copy_overlap(kinds: Subparsers) -> argparse.ArgumentParser:
+    c = kinds.add_parser("copy-overlap", help="host-to-device copies of batches' feature rows: "
+                                              "pinned on side streams vs pageable and "
+                                              "synchronous, and the share hidden behind a "
+                                              "stand-in GPU step")
+    add_options(c, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed", "streams"],
+                scale=1.0)
+    c.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=16)
+    c.add_argument("--rounds", type=_arg_type(_count(1), "rounds"), default=4)
+    c.add_argument("--prefetch", type=_arg_type(_count(1), "prefetch"), default=2,
+                   help="batches whose copies are issued ahead of the step")
+    c.add_argument("--step-ms", type=_arg_type(_milliseconds, "step_ms"), default=None,
+                   help="the stand-in step's length (default: one batch's pinned copy)")
+    return c
 
 
 def _add_end_to_end(kinds: Subparsers) -> argparse.ArgumentParser:
@@ -405,6 +438,24 @@ def _sampling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _placements(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = placements.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
+                                batches=args.batches, repeats=args.repeats,
+                                threads=args.threads, seed=args.seed,
+                                contenders=args.contenders)
+    print(placements.format_table(result))
+    return result
+
+
+def _copy_overlap(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = copy_overlap.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
+                                  batches=args.batches, rounds=args.rounds,
+                                  streams=args.streams, prefetch=args.prefetch,
+                                  step_ms=args.step_ms, threads=args.threads, seed=args.seed)
+    print(copy_overlap.format_table(result))
+    return result
+
+
 def _end_to_end(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
     result = end_to_end.measure(_config(args), **data, pipelines=args.pipelines,
                                 repeats=args.repeats,
@@ -479,7 +530,8 @@ def _scaling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
 #: Each `bench` subcommand's runner.
 _BENCHMARKS: dict[str, Callable[[argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {
     "sampling": _sampling, "end-to-end": _end_to_end, "loader": _loader, "scaling": _scaling,
-    "partitioned": _partitioned, "storage": _storage, "disk-training": _disk_training}
+    "partitioned": _partitioned, "storage": _storage, "disk-training": _disk_training,
+    "placements": _placements, "copy-overlap": _copy_overlap}
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ FANOUTS, BATCH = (6, 4), 64
 SETTINGS = dict(epochs=2, hidden=32, lr=0.01, batch_size=BATCH)
 
 
-def _batches(dataset, **placement) -> list:
-    config = TrainConfig(pipeline="fused", fanouts=FANOUTS, batch_size=BATCH, device="cuda",
+def _batches(dataset, pipeline: str = "fused", device: str = "cuda", **placement) -> list:
+    config = TrainConfig(pipeline=pipeline, fanouts=FANOUTS, batch_size=BATCH, device=device,
                          **placement)
     with contextlib.closing(make_loader(dataset, config)) as loader:
         return [mb.to("cpu") for mb in loader]
@@ -32,6 +32,10 @@ def test_every_placement_delivers_the_cpu_pipelines_batches(dataset, sampler_dev
                                                             feature_source) -> None:
     reference = _batches(dataset)
     placed = _batches(dataset, sampler_device=sampler_device, feature_source=feature_source)
+    _assert_same_batches(placed, reference, dataset)
+
+
+def _assert_same_batches(placed: list, reference: list, dataset) -> None:
     assert len(placed) == len(reference)
     for got, want in zip(placed, reference):
         assert torch.equal(got.seeds, want.seeds)
@@ -40,6 +44,15 @@ def test_every_placement_delivers_the_cpu_pipelines_batches(dataset, sampler_dev
             assert torch.equal(a.src_nodes, b.src_nodes)
         assert torch.equal(got.x, dataset.features[got.input_nodes])
         assert torch.equal(got.y, dataset.labels[got.seeds])
+
+
+@pytest.mark.parametrize("workers,worker_kind", [(0, "thread"), (3, "thread"), (2, "process")])
+def test_loader_on_cuda_yields_the_cpu_loaders_batches(dataset, workers, worker_kind) -> None:
+    """fused+pinned on the GPU (pinned slots, side-stream copies, W workers) hands over the
+    batches that the same Loader makes on the CPU."""
+    reference = _batches(dataset, "fused+pinned", "cpu", workers=0)
+    placed = _batches(dataset, "fused+pinned", "cuda", workers=workers, worker_kind=worker_kind)
+    _assert_same_batches(placed, reference, dataset)
 
 
 @pytest.mark.parametrize("sampler_device,feature_source", [

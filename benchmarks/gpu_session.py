@@ -1,0 +1,532 @@
+"""`make gpu-session OUT=<dir>`: what a lent GPU machine's minutes are spent on, in one command.
+
+In order, each step bounded in time, its result written under OUT the moment it finishes (a run
+cut off still leaves what finished): build the extension for this GPU's architecture with every
+core; tests/gpu with CUDA required; compute-sanitizer memcheck over the CUDA op tests and
+racecheck over a few; the paper's 1-GPU measurements at products-sim `--scale` (per-batch
+sampling per placement, the copy overlap, the end-to-end ladder); the host-to-device ceiling.
+The dataset is generated in the background from the start (it needs one core; the build and
+tests use the others), and the measurements wait for it.
+
+OUT holds at most 8 files (what a lent machine returns): session.json (every step's status,
+seconds, findings and the headline figures, rewritten after each step), session.log (every
+step's output, appended as it runs), one JSON per measurement (placements.json,
+copy-overlap.json, end-to-end.json, h2d.json) and the built extension (_C*.so: carried back,
+`--reuse-build` spares a second session on the same GPU kind the build).
+
+`--dry-run` runs the same steps and writes the same files on the CPU at a tiny scale (tests run
+it): steps that need a GPU or compute-sanitizer say why they were skipped.
+
+Offline: nothing is downloaded. The Python that runs this is used as it is (a GPU node's own
+torch); modules it lacks are installed from `--wheels` (pip --no-index) into build/gpu-site.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "build" / "gpu-session"
+SITE = ROOT / "build" / "gpu-site"
+PY = sys.executable
+#: Modules beyond torch that building, testing and measuring need.
+MODULES = ["setuptools", "numpy", "pandas", "yaml", "psutil", "tqdm", "pytest"]
+#: Wall-clock seconds the whole session may take (a second try must fit a 15-minute loan).
+DEADLINE_S = 400
+#: The CUDA op tests run under memcheck (their cuda cases), and the few under racecheck.
+SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows.py",
+                   "tests/gpu/test_sample_errors.py"]
+RACECHECK_SELECTION = "test_blocks_are_right_and_equal_the_cpu_op and cuda and fanouts1 and device"
+MEASUREMENTS = ("placements", "copy-overlap", "end-to-end")
+REFUSED = "skipped: compute-sanitizer refused this device"
+
+
+def has_module(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def install_missing(modules: list[str], wheels: Path, site: Path = SITE) -> dict[str, str]:
+    """Each module: 'present', 'installed' (from the wheels in `wheels`, into `site`, no
+    network) or 'missing'. `site` goes first on sys.path, for this process and its steps."""
+    status: dict[str, str] = {}
+    for module in modules:
+        if has_module(module):
+            status[module] = "present"
+            continue
+        status[module] = "missing"
+        if wheels.is_dir() and any(wheels.glob("*.whl")):
+            package = {"yaml": "pyyaml"}.get(module, module)
+            rc = subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index",
+                                 "--find-links", str(wheels), "--target", str(site),
+                                 package]).returncode
+            if str(site) not in sys.path:
+                sys.path.insert(0, str(site))
+            importlib.invalidate_caches()
+            if rc == 0 and has_module(module):
+                status[module] = "installed"
+    return status
+
+
+def nvcc() -> str | None:
+    """nvcc from $CUDA_HOME, the PATH or /usr/local/cuda, as torch's build finds it."""
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    for candidate in ([os.path.join(home, "bin", "nvcc")] if home else []) + [
+            shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]:
+        if candidate and os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def sanitizer() -> str | None:
+    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    found = shutil.which("compute-sanitizer") or str(Path(home) / "bin" / "compute-sanitizer")
+    return found if os.path.exists(found) else None
+
+
+def machine() -> dict[str, Any]:
+    """The device and its runtime, as a result must name them."""
+    import torch
+    info: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
+                            "cuda": torch.version.cuda, "kernel": platform.release(),
+                            "cpu_count": os.cpu_count(), "gpu": None}
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(gpu=props.name, capability=f"{props.major}.{props.minor}",
+                    gpu_memory_gib=round(props.total_memory / 2**30, 1),
+                    multiprocessors=props.multi_processor_count)
+        smi = shutil.which("nvidia-smi")
+        if smi:
+            out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30).stdout.strip()
+            info["driver"] = out or None
+    # Firecracker and gVisor, the two runtimes lent GPU machines run under, differ for the
+    # sanitizer; the kernel release names them (gVisor reports 4.4.0).
+    info["runtime"] = ("gVisor" if platform.release().startswith("4.4.0") else
+                       "firecracker" if "-fc-" in platform.release() else "unknown")
+    return info
+
+
+class Session:
+    """Runs steps against one deadline and keeps OUT up to date after each."""
+
+    def __init__(self, out: Path, dry_run: bool, deadline_s: float, env: dict[str, str]):
+        self.out, self.dry_run, self.env = out, dry_run, env
+        self.start = time.monotonic()
+        self.deadline = self.start + deadline_s
+        out.mkdir(parents=True, exist_ok=True)
+        WORK.mkdir(parents=True, exist_ok=True)
+        self.log = out / "session.log"
+        self.log.write_text("")
+        self.report: dict[str, Any] = {"dry_run": dry_run, "deadline_s": deadline_s,
+                                       "steps": {}, "figures": {}}
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def note(self, text: str) -> None:
+        line = f"[{time.monotonic() - self.start:6.1f} s] {text}"
+        print(line, flush=True)
+        with open(self.log, "a") as log:
+            log.write(line + "\n")
+
+    def save(self) -> None:
+        self.report["elapsed_s"] = round(time.monotonic() - self.start, 1)
+        tmp = self.out / ".session.json.tmp"
+        tmp.write_text(json.dumps(self.report, indent=2) + "\n")
+        os.replace(tmp, self.out / "session.json")
+
+    def skip(self, name: str, why: str) -> None:
+        self.report["steps"][name] = {"status": why, "ok": True, "seconds": 0.0}
+        self.note(f"== {name}: {why}")
+        self.save()
+
+    def run(self, name: str, cmd: list[str], timeout_s: float, reserve_s: float = 0.0,
+            env: dict[str, str] | None = None) -> dict[str, Any]:
+        """Run `cmd` (its own process group), at most `timeout_s` and never past the deadline
+        less `reserve_s`; append its output to session.log; record and return its step."""
+        limit = min(timeout_s, self.left() - reserve_s)
+        if limit < 5:
+            step = {"status": f"skipped: {max(0, round(self.left()))} s left of the session's "
+                              f"deadline", "ok": False, "seconds": 0.0}
+            self.report["steps"][name] = step
+            self.note(f"== {name}: {step['status']}")
+            self.save()
+            return step
+        self.note(f"== {name} (at most {limit:.0f} s): {' '.join(cmd)}")
+        began = time.monotonic()
+        with open(self.log, "a") as log:
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env or self.env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                rc: int | None = proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                _stop(proc)
+                rc = None
+        seconds = round(time.monotonic() - began, 1)
+        status = ("ok" if rc == 0 else f"failed (exit {rc})" if rc is not None
+                  else f"timed out after {seconds:.0f} s")
+        step = {"status": status, "ok": rc == 0, "seconds": seconds, "returncode": rc}
+        self.report["steps"][name] = step
+        self.note(f"   {name}: {status} in {seconds} s")
+        self.save()
+        return step
+
+    def keep(self, name: str, produced: Path) -> dict[str, Any] | None:
+        """Copy a step's JSON into OUT and return it (None if the step wrote none)."""
+        if not produced.exists():
+            return None
+        result = json.loads(produced.read_text())
+        shutil.copyfile(produced, self.out / produced.name)
+        self.report["steps"][name]["result"] = produced.name
+        return result
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the step's process group, SIGKILL what is left after 5 s."""
+    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def log_tail(session: Session, lines: int = 400) -> str:
+    return "\n".join(session.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def pytest_counts(text: str) -> dict[str, int]:
+    """{'passed': n, 'failed': n, ...} from pytest's last summary line in `text`."""
+    summaries = [line for line in text.splitlines()
+                 if re.search(r"\d+ (passed|failed|error|skipped)", line)]
+    if not summaries:
+        return {}
+    return {kind: int(n) for n, kind in
+            re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)", summaries[-1])}
+
+
+def sanitizer_findings(text: str, tool: str) -> int | None:
+    """Errors (memcheck) or hazards (racecheck) in the sanitizer's last summary, or None."""
+    pattern = (r"ERROR SUMMARY: (\d+) error" if tool == "memcheck"
+               else r"RACECHECK SUMMARY: (\d+) hazard")
+    found = re.findall(pattern, text)
+    return int(found[-1]) if found else None
+
+
+def sanitizer_refused(text: str) -> bool:
+    """What compute-sanitizer prints where the runtime does not let it attach (gVisor)."""
+    return "Device not supported" in text or "error 999" in text.lower() or \
+        "unknown error" in text.lower()
+
+
+# ---- the steps ----
+
+def built_extension() -> Path | None:
+    """The extension built in place for this Python, if there is one."""
+    import sysconfig
+    found = ROOT / "gnnrepro" / f"_C{sysconfig.get_config_var('EXT_SUFFIX')}"
+    return found if found.exists() else None
+
+
+def cuda_kernels_load(s: Session) -> tuple[bool, str]:
+    """(whether the built extension imports here with its CUDA kernels, what it printed)."""
+    probe = subprocess.run([PY, "-c", "from gnnrepro import _ops; print(_ops.cuda_compiled())"],
+                           cwd=ROOT, env=s.env, capture_output=True, text=True, timeout=120)
+    return probe.stdout.strip() == "True", (probe.stdout + probe.stderr)[-800:]
+
+
+def step_build(s: Session, cuda: bool, reuse: bool) -> bool:
+    """Build the extension in place (for this GPU's architecture, every core), or with
+    `reuse` keep one already there that loads with its CUDA kernels (one a previous session
+    returned, carried along). The built extension is copied into OUT for such a reuse."""
+    import torch
+    if reuse and cuda and built_extension() and cuda_kernels_load(s)[0]:
+        s.skip("build", "reused: the extension in gnnrepro/ loads with its CUDA kernels")
+        return True
+    env = dict(s.env)
+    cmd = [PY, "setup.py", "-q", "build_ext", "--inplace"]
+    if cuda:
+        compiler = nvcc()
+        if compiler is None:
+            s.skip("build", "failed: nvcc not found (set CUDA_HOME): the kernels cannot be built")
+            s.report["steps"]["build"]["ok"] = False
+            return False
+        major, minor = torch.cuda.get_device_capability()
+        env.update(MAX_JOBS=str(os.cpu_count() or 1), TORCH_CUDA_ARCH_LIST=f"{major}.{minor}",
+                   CUDA_HOME=str(Path(compiler).parent.parent), FORCE_CUDA="1")
+        cmd.append("--force")
+    step = s.run("build", cmd, timeout_s=300, env=env)
+    s.report["figures"]["build_s"] = step["seconds"]
+    if step["ok"] and cuda:
+        loads, output = cuda_kernels_load(s)
+        if not loads:
+            step.update(ok=False, status="failed: the extension does not load with its CUDA "
+                                         "kernels: " + output)
+        else:
+            so = built_extension()
+            shutil.copyfile(so, s.out / so.name)
+            step["extension"] = so.name
+        s.save()
+    return step["ok"]
+
+
+def step_tests(s: Session, cuda: bool) -> None:
+    env = dict(s.env, GNNREPRO_REQUIRE_CUDA="1" if cuda else "0")
+    cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "tests/gpu"]
+    if not cuda:  # the rehearsal: the CPU cases of one test file (make test runs them all)
+        cmd = [*cmd[:-1], "tests/gpu/test_sample_fused.py", "-k", "blocks_are_right"]
+    mark = s.log.stat().st_size
+    step = s.run("tests-gpu", cmd, timeout_s=150, env=env)
+    text = s.log.read_text(errors="replace")[mark:]
+    step["counts"] = pytest_counts(text)
+    step["failures"] = [line for line in text.splitlines()
+                        if line.startswith(("FAILED", "ERROR"))][:40]
+    s.report["figures"]["tests_gpu"] = step["counts"]
+    s.save()
+
+
+def step_sanitizers(s: Session, cuda: bool) -> None:
+    tool = sanitizer()
+    if not cuda or tool is None:
+        why = ("skipped: no CUDA device" if not cuda else
+               "skipped: compute-sanitizer not found (set CUDA_HOME)")
+        for name in ("memcheck", "racecheck"):
+            s.skip(name, why)
+        return
+    # Without torch's caching allocator every tensor is its own allocation, so the sanitizer
+    # catches an access past one instead of landing in a cached block's slack.
+    env = dict(s.env, PYTORCH_NO_CUDA_MEMORY_CACHING="1", GNNREPRO_REQUIRE_CUDA="1")
+    probe_cmd = [tool, "--tool", "memcheck", "--error-exitcode", "97", PY, "-c",
+                 "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"]
+    probe = subprocess.run(probe_cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=120)
+    if probe.returncode != 0 and sanitizer_refused(probe.stdout + probe.stderr):
+        for name in ("memcheck", "racecheck"):
+            s.skip(name, REFUSED)
+        s.report["steps"]["memcheck"]["probe"] = (probe.stdout + probe.stderr)[-1500:]
+        s.save()
+        return
+    pytest_cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", *SANITIZED_TESTS]
+    for name, timeout_s, selection in (("memcheck", 70, "cuda and not timed"),
+                                       ("racecheck", 30, RACECHECK_SELECTION)):
+        mark = s.log.stat().st_size
+        step = s.run(name, [tool, "--tool", name, "--error-exitcode", "97", "--print-limit",
+                            "50", *pytest_cmd, "-k", selection], timeout_s=timeout_s,
+                     reserve_s=150, env=env)
+        text = s.log.read_text(errors="replace")[mark:]
+        step["findings"] = sanitizer_findings(text, name)
+        step["tests"] = pytest_counts(text)
+        s.report["figures"][name] = step["findings"]
+        s.save()
+
+
+def step_dataset(s: Session, scale: float) -> subprocess.Popen:
+    """Generate (or find cached) products-sim at `scale` in the background."""
+    code = (f"import time; t = time.perf_counter(); from gnnrepro.datasets import load_scaled; "
+            f"d = load_scaled('products-sim', None, {scale!r}); "
+            f"print('dataset: products-sim', {scale!r}, d.graph.num_nodes, 'nodes', "
+            f"d.graph.num_edges, 'edges in', round(time.perf_counter() - t, 1), 's', flush=True)")
+    s.note(f"== dataset (background): products-sim {scale}")
+    s.report["steps"]["dataset"] = {"status": "running", "ok": False, "seconds": 0.0}
+    return subprocess.Popen([PY, "-c", code], cwd=ROOT, env=s.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def wait_dataset(s: Session, proc: subprocess.Popen, began: float) -> bool:
+    if "dataset" in s.report["steps"] and s.report["steps"]["dataset"]["status"] != "running":
+        return s.report["steps"]["dataset"]["ok"]
+    try:
+        output, _ = proc.communicate(timeout=max(1.0, s.left() - 60))
+        ok = proc.returncode == 0
+        status = "ok" if ok else f"failed (exit {proc.returncode})"
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        output, ok, status = proc.stdout.read() if proc.stdout else "", False, "timed out"
+    with open(s.log, "a") as log:
+        log.write(output or "")
+    s.report["steps"]["dataset"] = {"status": status, "ok": ok,
+                                    "seconds": round(time.monotonic() - began, 1)}
+    s.note(f"   dataset: {status} ({s.report['steps']['dataset']['seconds']} s since start)")
+    s.save()
+    return ok
+
+
+def step_measure(s: Session, name: str, args: list[str], timeout_s: float,
+                 reserve_s: float, keep: bool = True) -> dict[str, Any] | None:
+    """Run `python -m gnnrepro bench <args> --out WORK/<name>.json`; return its JSON, copied
+    into OUT if `keep`."""
+    produced = WORK / f"{name}.json"
+    produced.unlink(missing_ok=True)
+    step = s.run(name, [PY, "-m", "gnnrepro", "bench", *args, "--out", str(produced)],
+                 timeout_s=timeout_s, reserve_s=reserve_s)
+    if not step["ok"] or not produced.exists():
+        return None
+    return s.keep(name, produced) if keep else json.loads(produced.read_text())
+
+
+def merge_rungs(ladder: dict | None, result: dict) -> dict:
+    """One end-to-end result holding every rung run so far (each rung's own params stay in
+    its `rungs` entry)."""
+    name = result["params"]["pipelines"][0]
+    if ladder is None:
+        ladder = {**result, "rungs": {}}
+    else:
+        ladder["pipelines"][name] = result["pipelines"][name]
+        ladder["params"]["pipelines"].append(name)
+    ladder["rungs"][name] = {"params": result["params"], "env": result["env"]}
+    return ladder
+
+
+def step_h2d(s: Session, cuda: bool) -> None:
+    produced = WORK / "h2d.json"
+    produced.unlink(missing_ok=True)
+    if not cuda:
+        produced.write_text(json.dumps({"benchmark": "h2d", "skipped": "no CUDA device"}) + "\n")
+        s.skip("h2d", "skipped: no CUDA device")
+        s.keep("h2d", produced)
+        return
+    step = s.run("h2d", [PY, "benchmarks/h2d_ceiling.py", "--gib", "1", "--out",
+                         str(produced)], timeout_s=60)
+    result = s.keep("h2d", produced) if step["ok"] else None
+    if result:
+        s.report["figures"]["h2d_gbps"] = {k: result[k]["gbps_median"]
+                                           for k in ("pinned", "pageable") if k in result}
+
+
+def headline(s: Session, placements: dict | None, overlap: dict | None,
+             ladder: dict | None) -> None:
+    """The figures the issue asks for, from the measurements' JSONs."""
+    fig = s.report["figures"]
+    if placements:
+        fig["sampling_ms"] = {n: round(r["ms_per_batch"], 3)
+                              for n, r in placements["samplers"].items()}
+        fig["sampling_speedups"] = {k: round(v, 2) for k, v in placements["speedups"].items()}
+        fig["blocks_equal_cpu"] = placements["blocks_equal_cpu"]
+    if overlap:
+        fig["copy"] = {m: {"gbps": round(r["copy_gbps"], 2),
+                           "hidden_share": round(r["hidden_share"], 3)}
+                       for m, r in overlap["modes"].items()}
+    if ladder:
+        epochs = {n: r["epoch_s"] for n, r in ladder["pipelines"].items()}
+        base = next((b for b in ("dgl", "reference") if b in epochs), None)
+        fig["end_to_end_epoch_s"] = {n: round(v, 3) for n, v in epochs.items()}
+        if base:
+            fig[f"end_to_end_speedup_vs_{base}"] = {n: round(epochs[base] / v, 2)
+                                                    for n, v in epochs.items()}
+        fig["test_acc"] = {n: r.get("test_acc") for n, r in ladder["pipelines"].items()}
+    s.save()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder for the results")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="the same steps and files on the CPU at a tiny scale")
+    parser.add_argument("--scale", type=float, default=None,
+                        help="products-sim scale (default 1.0; --dry-run 0.002)")
+    parser.add_argument("--deadline-s", type=float, default=DEADLINE_S)
+    parser.add_argument("--wheels", type=Path, default=ROOT / "build" / "gpu-wheels",
+                        help="wheels for the modules this Python lacks (no network)")
+    parser.add_argument("--reuse-build", action="store_true",
+                        help="skip the build where gnnrepro/ holds an extension that loads "
+                             "with its CUDA kernels (one returned by an earlier session)")
+    parser.add_argument("--commit", default=os.environ.get("GNNREPRO_COMMIT"),
+                        help="the commit the tree is (where .git did not travel)")
+    args = parser.parse_args(argv)
+    scale = args.scale if args.scale is not None else (0.002 if args.dry_run else 1.0)
+    import torch
+    cuda = torch.cuda.is_available() and not args.dry_run
+    if not cuda and not args.dry_run:
+        print("gpu-session: no usable GPU here (torch.cuda.is_available() is False); run it on "
+              "a machine with an NVIDIA GPU, or rehearse it with --dry-run", file=sys.stderr)
+        return 2
+    status = install_missing(MODULES, args.wheels)
+    path = [str(ROOT)] + ([str(SITE)] if "installed" in status.values() else [])
+    env = dict(os.environ, PYTHONUNBUFFERED="1", GNNREPRO_PROGRESS="lines",
+               PYTHONPATH=os.pathsep.join(path + [os.environ.get("PYTHONPATH", "")]).rstrip(
+                   os.pathsep))
+    if not cuda:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # the rehearsal never touches a GPU
+    s = Session(args.out, args.dry_run, args.deadline_s, env)
+    s.report.update(machine=machine(), commit=args.commit, scale=scale, modules=status)
+    missing = [m for m, v in status.items() if v == "missing"]
+    if missing:
+        s.note(f"gpu-session: cannot run without {missing}; put their wheels in {args.wheels}")
+        s.report["error"] = f"missing modules: {missing}"
+        s.save()
+        return 2
+    s.save()
+    began = time.monotonic()
+    dataset = step_dataset(s, scale)
+    try:
+        built = step_build(s, cuda, args.reuse_build)
+        if built:
+            step_tests(s, cuda)
+            step_sanitizers(s, cuda)
+        results = measurements(s, cuda, built, scale, dataset, began)
+        step_h2d(s, cuda)
+        headline(s, *results)
+    finally:
+        if dataset.poll() is None:
+            _stop(dataset)
+    failed = [n for n, st in s.report["steps"].items() if not st["ok"]]
+    s.note(f"gpu-session: {args.out}/session.json; " +
+           (f"FAILED or cut short: {', '.join(failed)}" if failed else "every step passed"))
+    return 1 if failed else 0
+
+
+def measurements(s: Session, cuda: bool, built: bool, scale: float, dataset: subprocess.Popen,
+                 began: float) -> tuple[dict | None, dict | None, dict | None]:
+    """Per-batch sampling, the copy overlap and the end-to-end ladder, at `scale`."""
+    if not built:
+        for name in MEASUREMENTS:
+            s.skip(name, "skipped: the build failed")
+        return None, None, None
+    if not wait_dataset(s, dataset, began):
+        for name in MEASUREMENTS:
+            s.skip(name, "skipped: the dataset was not built")
+        return None, None, None
+    # The rehearsal's tiny graph has a few hundred training ids: smaller batches.
+    data = ["--dataset", "products-sim", "--scale", str(scale), "--batch-size",
+            "1024" if cuda else "64"]
+    placements = step_measure(s, "placements", ["placements", *data, "--batches", "40",
+                                                "--repeats", "3"], 90, reserve_s=120)
+    overlap = step_measure(s, "copy-overlap", ["copy-overlap", *data, "--batches", "16",
+                                               "--rounds", "4"], 60, reserve_s=100)
+    # The ladder, one pipeline per step (each a fresh process, as bench end-to-end runs them),
+    # so that a step cut short loses only its own rung: baseline, the full method, then fused.
+    rungs = ["reference", "fused+pinned", "fused"]
+    if has_module("dgl"):
+        rungs.insert(0, "dgl")
+    else:
+        s.report["dgl"] = "not run: DGL is not installed on this machine"
+    ladder: dict | None = None
+    for rung in rungs:
+        result = step_measure(s, f"end-to-end-{rung}",
+                              ["end-to-end", *data, "--pipelines", rung, "--epochs", "2",
+                               "--timeline-batches", "8", "--device", "cuda" if cuda else "cpu"],
+                              150, reserve_s=15, keep=False)
+        if result is not None:
+            ladder = merge_rungs(ladder, result)
+            (WORK / "end-to-end.json").write_text(json.dumps(ladder, indent=2) + "\n")
+            s.keep(f"end-to-end-{rung}", WORK / "end-to-end.json")
+    return placements, overlap, ladder
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
