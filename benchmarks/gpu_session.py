@@ -250,6 +250,42 @@ def cuda_kernels_load(s: Session) -> tuple[bool, str]:
     return probe.stdout.strip() == "True", (probe.stdout + probe.stderr)[-800:]
 
 
+#: A C++ error from the extension must reach Python as an exception: the probe makes the CPU
+#: gather raise (an index past the table's end).
+RAISE_PROBE = ("import torch\nfrom gnnrepro._ops import ops\ntry:\n"
+               "    ops.gather_rows(torch.zeros(4, 2), torch.tensor([9]), torch.zeros(1, 2))\n"
+               "except RuntimeError as exc:\n    print('raised:', str(exc).splitlines()[0])\n")
+
+
+def errors_reach_python(s: Session) -> tuple[bool, str]:
+    """(whether a C++ error raised in the extension arrives as a Python exception, output).
+    Where it crashes instead (a toolchain whose unwinding breaks), cuda-gdb's backtrace of the
+    crash goes to the log."""
+    probe = subprocess.run([PY, "-X", "faulthandler", "-c", RAISE_PROBE], cwd=ROOT, env=s.env,
+                           capture_output=True, text=True, timeout=120)
+    output = (probe.stdout + probe.stderr)[-3000:]
+    if probe.returncode == 0 and "raised:" in probe.stdout:
+        return True, output
+    debugger = shutil.which("cuda-gdb")
+    if debugger:
+        trace = subprocess.run([debugger, "-batch", "-ex", "run", "-ex", "bt 25", "--args", PY,
+                                "-c", RAISE_PROBE], cwd=ROOT, env=s.env, capture_output=True,
+                               text=True, timeout=120)
+        output += "\n-- cuda-gdb --\n" + (trace.stdout + trace.stderr)[-6000:]
+    return False, output
+
+
+def compilers() -> dict[str, str | None]:
+    """The C++ compiler a build uses (CXX, else c++ on the PATH) and the system's, by version."""
+    def version(cmd: str | None) -> str | None:
+        if not cmd or not shutil.which(cmd):
+            return None
+        out = subprocess.run([cmd, "--version"], capture_output=True, text=True, timeout=30)
+        return f"{shutil.which(cmd)}: {out.stdout.splitlines()[0] if out.stdout else '?'}"
+    return {"default": version(os.environ.get("CXX") or "c++"),
+            "system": version("/usr/bin/g++")}
+
+
 def step_build(s: Session, cuda: bool, reuse: bool) -> bool:
     """Build the extension in place (for this GPU's architecture, every core), or with
     `reuse` keep one already there that loads with its CUDA kernels (one a previous session
@@ -273,16 +309,54 @@ def step_build(s: Session, cuda: bool, reuse: bool) -> bool:
     step = s.run("build", cmd, timeout_s=300, env=env)
     s.report["figures"]["build_s"] = step["seconds"]
     if step["ok"] and cuda:
+        step["compilers"] = compilers()
         loads, output = cuda_kernels_load(s)
+        raises, probe = errors_reach_python(s) if loads else (False, "")
+        system = "/usr/bin/g++"
+        if loads and not raises and os.path.exists(system) and (
+                shutil.which(env.get("CXX") or "c++") != system):
+            # Another compiler's runtime broke unwinding: the system's, whose libgcc and
+            # libstdc++ are the ones the process loads.
+            s.note("   build: a C++ error from the extension crashed the probe "
+                   "(log below); rebuilding with the system compiler " + system)
+            with open(s.log, "a") as log:
+                log.write(probe + "\n")
+            first = step
+            env.update(CXX=system, CC="/usr/bin/gcc")
+            step = s.run("build", cmd, timeout_s=300, env=env)
+            step["first_build"] = first
+            step["compilers"] = compilers()
+            step["compilers"]["used"] = system
+            loads, output = cuda_kernels_load(s)
+            raises, probe = errors_reach_python(s) if loads else (False, "")
+        step["errors_reach_python"] = raises
         if not loads:
             step.update(ok=False, status="failed: the extension does not load with its CUDA "
                                          "kernels: " + output)
-        else:
-            so = built_extension()
-            shutil.copyfile(so, s.out / so.name)
+        elif not raises:
+            with open(s.log, "a") as log:
+                log.write(probe + "\n")
+            step.update(ok=False, status="failed: a C++ error raised in the extension crashes "
+                                         "the process instead of reaching Python (probe in the "
+                                         "log); the steps run anyway")
+        so = built_extension()
+        if loads and so:
+            keep_extension(s, so)
             step["extension"] = so.name
         s.save()
+        return loads
     return step["ok"]
+
+
+def keep_extension(s: Session, so: Path) -> None:
+    """The built extension into OUT, without debug symbols where strip exists (a lent machine
+    returns files of at most 16 MiB)."""
+    strip = shutil.which("strip")
+    if strip:
+        subprocess.run([strip, "--strip-debug", "-o", str(s.out / so.name), str(so)],
+                       timeout=60, check=False)
+    if not (s.out / so.name).exists():
+        shutil.copyfile(so, s.out / so.name)
 
 
 def step_tests(s: Session, cuda: bool) -> None:

@@ -102,6 +102,15 @@ class CSCGraph:
         return (self.indptr.numel() * self.indptr.element_size()
                 + self.indices.numel() * self.indices.element_size())
 
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "CSCGraph":
+        """This graph with both arrays on `device` (itself if they are there already); the
+        arrays were validated when this graph was made, so the copy is not validated again."""
+        device = torch.device(device)
+        if device == self.device or (device.index is None and device.type == self.device.type):
+            return self
+        return CSCGraph(self.indptr.to(device, non_blocking=non_blocking),
+                        self.indices.to(device, non_blocking=non_blocking), validate=False)
+
     def share_memory_(self) -> "CSCGraph":
         """Move both arrays to shared memory in place so worker processes map, not copy, them."""
         self.indptr.share_memory_()

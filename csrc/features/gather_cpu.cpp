@@ -10,6 +10,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "../common/gather_index.h"
@@ -26,11 +27,22 @@ constexpr int64_t kCacheLine = 64;
 // Bytes one parallel task copies at least, so small gathers stay on the calling thread.
 constexpr int64_t kGrainBytes = 64 * 1024;
 
+// Lowers `first` to `i` if `i` is smaller (first is the smallest bad position seen so far).
+inline void note_first(std::atomic<int64_t>& first, int64_t i) {
+  int64_t seen = first.load(std::memory_order_relaxed);
+  while (i < seen && !first.compare_exchange_weak(seen, i, std::memory_order_relaxed)) {
+  }
+}
+
+// Copies every in-range row; an out-of-range index is not read, and the smallest such position
+// is raised after the parallel region, from the calling thread (an exception thrown inside an
+// OpenMP region unwinds through the runtime's frames, which not every toolchain survives).
 template <typename IdT>
 void gather_rows_typed(const char* src, int64_t num_rows, int64_t row_bytes, const IdT* index,
                        int64_t n, char* out) {
   const int64_t grain = std::max<int64_t>(1, kGrainBytes / std::max<int64_t>(row_bytes, 1));
   const int64_t prefetch_bytes = std::min(row_bytes, kPrefetchBytes);
+  std::atomic<int64_t> first_bad{n};
   at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       if (i + kPrefetchRows < end) {
@@ -41,12 +53,17 @@ void gather_rows_typed(const char* src, int64_t num_rows, int64_t row_bytes, con
         }
       }
       const auto row = static_cast<int64_t>(index[i]);
-      TORCH_CHECK(row_in_range(row, num_rows), "index[", i, "] = ", row, " is outside [0, ",
-                  num_rows, ")");
+      if (!row_in_range(row, num_rows)) {
+        note_first(first_bad, i);
+        continue;
+      }
       std::memcpy(out + row_offset(i, row_bytes, 0), src + row_offset(row, row_bytes, 0),
                   row_bytes);
     }
   });
+  const int64_t bad = first_bad.load();
+  TORCH_CHECK(bad == n, "index[", bad, "] = ", bad < n ? static_cast<int64_t>(index[bad]) : 0,
+              " is outside [0, ", num_rows, ")");
 }
 
 void gather_rows_cpu(const at::Tensor& src, const at::Tensor& index, at::Tensor& out) {

@@ -37,7 +37,8 @@ from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.sampling import FusedSampler, ReferenceSampler
 from gnnrepro.training.loop import TrainResult, train
 
-__all__ = ["ARCHITECTURES", "make_evaluator", "make_loader", "run_training", "train_pipeline"]
+__all__ = ["ARCHITECTURES", "make_evaluator", "make_loader", "run_training", "train_pipeline",
+           "worker_threads"]
 
 #: The model a pipeline trains where it is not ours (gnnrepro.training.loop.MODELS).
 ARCHITECTURES = {"dgl-native": "dgl-sage"}
@@ -59,6 +60,16 @@ def _sampler_graph_device(dataset: Dataset, sampler_device: str,
         graph.pin_memory_()  # in place: the GPU reads the host arrays over UVA
         return graph, device
     return graph, torch.device("cpu")
+
+
+def worker_threads(device: torch.device, workers: int, threads: int) -> int:
+    """Intra-op threads of each sampling worker. With CUDA the trainer thread mostly waits on
+    the GPU, so the workers share the rank's other cores: one thread each would leave a
+    16-core machine's workers slower than the serial pipeline's 16 threads (measured on an
+    H100 machine: benchmarks/NOTES.md). On the CPU the model step needs the cores: 1."""
+    if device.type != "cuda" or workers == 0:
+        return 1
+    return max(1, (threads - 1) // workers)
 
 
 def make_evaluator(dataset: Dataset, config: TrainConfig,
@@ -102,6 +113,8 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
         sampler = FusedSampler(graph, fanouts, seed=config.seed, device=where)
     return Loader(dataset, sampler, device, config.batch_size, workers=workers,
                   worker_kind=config.worker_kind,
+                  worker_threads=worker_threads(device, workers,
+                                                resolve_threads(config.threads, local_ranks)),
                   streams=1 if serial else config.streams,
                   prefetch=1 if serial else resolve_prefetch(config.prefetch, workers),
                   feature_source=config.feature_source,
