@@ -156,7 +156,7 @@ class Session:
         """Run `cmd` (its own process group), at most `timeout_s` and never past the deadline
         less `reserve_s`; append its output to session.log; record and return its step."""
         limit = min(timeout_s, self.left() - reserve_s)
-        if limit < 5:
+        if limit < min(5.0, timeout_s):  # too little time left to be worth starting
             step = {"status": f"skipped: {max(0, round(self.left()))} s left of the session's "
                               f"deadline", "ok": False, "seconds": 0.0}
             self.report["steps"][name] = step
@@ -345,6 +345,9 @@ def step_build(s: Session, cuda: bool, reuse: bool) -> bool:
             step["extension"] = so.name
         s.save()
         return loads
+    if step["ok"]:  # the rehearsal: the same probe, on the CPU build
+        step["errors_reach_python"] = errors_reach_python(s)[0]
+        s.save()
     return step["ok"]
 
 

@@ -11,7 +11,7 @@ import warnings
 import torch
 
 from gnnrepro.checks import check_int, check_node_ids
-from gnnrepro.pinning import pin_in_place
+from gnnrepro.pinning import pin_in_place, share_memory_in_place
 
 __all__ = ["CSCGraph"]
 
@@ -113,8 +113,8 @@ class CSCGraph:
 
     def share_memory_(self) -> "CSCGraph":
         """Move both arrays to shared memory in place so worker processes map, not copy, them."""
-        self.indptr.share_memory_()
-        self.indices.share_memory_()
+        share_memory_in_place(self.indptr)
+        share_memory_in_place(self.indices)
         return self
 
     def pin_memory_(self) -> "CSCGraph":

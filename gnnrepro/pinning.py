@@ -19,7 +19,7 @@ import weakref
 
 import torch
 
-__all__ = ["pin_in_place", "is_registered"]
+__all__ = ["pin_in_place", "is_registered", "share_memory_in_place"]
 
 _lock = threading.RLock()  # reentrant: a finalizer may run in a GC pass inside pin_in_place
 _registered: dict[int, weakref.finalize] = {}  # storage data pointer -> its unregistering finalizer
@@ -51,6 +51,30 @@ def pin_in_place(tensor: torch.Tensor) -> bool:
         finalizer.atexit = False
         _registered[ptr] = finalizer
     return True
+
+
+def share_memory_in_place(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor.share_memory_()`, safe for a storage that pin_in_place registered; returns it.
+
+    share_memory_ moves the data into new, shared memory under the same storage object and
+    frees the old memory. That memory must not stay registered with CUDA: memory mapped there
+    later (a worker's shared staging buffer, say) would count as pinned with the old physical
+    pages behind it, and the GPU would copy stale rows from it (seen on an H100: process
+    workers handed over wrong features after a UVA run had pinned the table in place). So the
+    registration is dropped first and, if there was one, made again for the new memory.
+    """
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"tensor must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.is_shared():
+        return tensor
+    with _lock:
+        finalizer = _registered.get(tensor.untyped_storage().data_ptr())
+        if finalizer is not None:
+            finalizer()  # unregisters the old memory now
+    tensor.share_memory_()
+    if finalizer is not None:
+        pin_in_place(tensor)
+    return tensor
 
 
 def is_registered(tensor: torch.Tensor) -> bool:

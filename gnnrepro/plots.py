@@ -24,7 +24,7 @@ from gnnrepro.atomic import write_atomic
 from gnnrepro.experiments.labels import figure_label
 from gnnrepro.experiments.params import Params
 
-__all__ = ["STYLE", "end_to_end_bars", "growth_lines", "partitioned_lines", "pipeline_alone_bars",
+__all__ = ["STYLE", "end_to_end_bars", "gpu_bars", "growth_lines", "partitioned_lines", "pipeline_alone_bars",
            "save", "save_figure", "scaling_lines", "sensitivity_bars", "speedup_bars",
            "stage_bars", "storage_lines", "timeline"]
 
@@ -163,6 +163,33 @@ def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
     for ax in (left, right):
         ax.set_xlabel("dataset")
         ax.margins(y=0.15)
+    return fig
+
+
+def gpu_bars(data: pd.DataFrame, category: str, value: str, paper_value: float,
+             paper_text: str, ylabel: str, title: str, note: str) -> Figure:
+    """Stored GPU results (gnnrepro.experiments.gpu_results): `value` per `category`, bars
+    grouped by machine, the paper's value marked; where none is stored the panel says so
+    (`data`'s machine column holds NOT_MEASURED and nothing else)."""
+    fig, (ax,) = _subplots(figsize=(6.8, 3.6))
+    measured = data[data[value].notna()]
+    if measured.empty:
+        _note(ax, f"{data['machine'].iloc[0] if len(data) else 'GPU: not measured'}\n{note}")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    else:
+        machines = list(dict.fromkeys(measured["machine"]))
+        names = list(dict.fromkeys(measured[category]))
+        table = measured.pivot(index="machine", columns=category, values=value)
+        colors = {**SAMPLER_COLORS, **PIPELINE_COLORS}
+        _grouped_bars(ax, [m.split(" (")[0] for m in machines],
+                      {n: table.loc[machines, n].tolist() for n in names}, colors, "%.3gx")
+        ax.axhline(1.0, color="#777777", linewidth=0.8)
+        _mark_paper(ax, paper_value, paper_text)
+        ax.legend(fontsize=8)
+        ax.margins(y=0.15)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
     return fig
 
 

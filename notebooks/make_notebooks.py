@@ -61,7 +61,22 @@ experiments.write_table(table, params.figures_dir / "02_sampling_speedup",
                                 f"(paper: {paper.SAMPLING_SPEEDUP:.2f}x vs DGL).")
 table""", """\
 fig = plots.speedup_bars(data, paper.SAMPLING_SPEEDUP)
-plots.save_figure(fig, params, meta, "02_sampling_speedup")"""]),
+plots.save_figure(fig, params, meta, "02_sampling_speedup")""", """\
+# The GPU rows: stored GPU sessions (make gpu-session), each labelled with its machine.
+gpu_sessions = experiments.stored_gpu_sessions()
+gpu = experiments.gpu_sampling(gpu_sessions)
+experiments.write_table(gpu, params.figures_dir / "02_sampling_speedup_gpu",
+                        caption="On a GPU (stored sessions): time per batch per sampler "
+                                "placement and the fused CUDA sampler's speedup (paper: "
+                                f"{paper.SAMPLING_SPEEDUP:.2f}x vs DGL's GPU sampler; ours "
+                                "is against an unfused plain-torch GPU sampler).")
+gpu""", """\
+fig = plots.gpu_bars(gpu[gpu["sampler"] != "fused-cuda"], "sampler", "fused_cuda_speedup",
+                     paper.SAMPLING_SPEEDUP, f"paper: {paper.SAMPLING_SPEEDUP:.2f}x vs DGL",
+                     "fused CUDA sampler's speedup (x)", "Fused sampling on the GPU vs each",
+                     "run make gpu-session on a GPU machine and commit its results")
+plots.save(fig, params.figures_dir / "02_sampling_speedup_gpu",
+           experiments.gpu_label(gpu_sessions))"""]),
     "03_end_to_end": (
         "End-to-end training",
         "Epoch time of the ablation ladder: DGL's pipeline, fused sampling, fused sampling with "
@@ -98,7 +113,28 @@ experiments.write_table(table, params.figures_dir / "03_pipeline_alone",
                                 f"({alone_meta['step_note']}).")
 table""", """\
 fig = plots.pipeline_alone_bars(alone, alone_meta["step_note"])
-plots.save_figure(fig, params, alone_meta, "03_pipeline_alone")"""]),
+plots.save_figure(fig, params, alone_meta, "03_pipeline_alone")""", """\
+# The GPU rows: the ladder on one GPU and the host-to-device copies, from stored GPU sessions
+# (make gpu-session), each labelled with its machine.
+gpu_sessions = experiments.stored_gpu_sessions()
+gpu = experiments.gpu_end_to_end(gpu_sessions)
+experiments.write_table(gpu, params.figures_dir / "03_end_to_end_gpu",
+                        caption="On one GPU (stored sessions): epoch time of the ladder and "
+                                "the speedup over its baseline (paper: "
+                                f"{paper.END_TO_END_SPEEDUP:.2f}x vs DGL).")
+copies = experiments.gpu_copy(gpu_sessions)
+experiments.write_table(copies, params.figures_dir / "03_copy_overlap_gpu",
+                        caption="On one GPU (stored sessions): host-to-device GB/s of the "
+                                "batches' feature rows against the ceiling, and the share "
+                                "hidden behind a stand-in step.")
+gpu""", """\
+fig = plots.gpu_bars(gpu, "pipeline", "speedup", paper.END_TO_END_SPEEDUP,
+                     f"paper: {paper.END_TO_END_SPEEDUP:.2f}x vs DGL",
+                     "speedup over the ladder's baseline (x)",
+                     f"End to end on one GPU (baseline: {gpu['baseline'].iloc[0]})",
+                     "run make gpu-session on a GPU machine and commit its results")
+plots.save(fig, params.figures_dir / "03_end_to_end_gpu", experiments.gpu_label(gpu_sessions))
+copies"""]),
     "04_scaling": (
         "Multi-GPU scaling",
         "Epoch time and speedup over DGL per world size. The paper reports 1.10x, 1.16x and "

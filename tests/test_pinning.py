@@ -94,3 +94,26 @@ def test_graph_pins_both_arrays_and_raises_on_failure(cudart: FakeCudart) -> Non
     other = CSCGraph(torch.tensor([0, 1]), torch.tensor([0]))
     with pytest.raises(RuntimeError, match="could not page-lock the graph's indptr"):
         other.pin_memory_()
+
+
+def test_sharing_a_registered_storage_moves_its_registration(cudart: FakeCudart) -> None:
+    """share_memory_ frees the old memory under the same storage: it must not stay registered
+    (memory mapped there later would count as pinned with stale pages behind it)."""
+    table = torch.arange(4096, dtype=torch.float32).reshape(64, 64)
+    old = table.untyped_storage().data_ptr()
+    assert pinning.pin_in_place(table)
+    assert pinning.share_memory_in_place(table) is table
+    new = table.untyped_storage().data_ptr()
+    assert table.is_shared() and new != old
+    assert cudart.unregistered == [old]
+    assert cudart.registered[-1] == (new, table.untyped_storage().nbytes())
+    assert pinning.is_registered(table) and old not in pinning._registered
+    assert torch.equal(table, torch.arange(4096, dtype=torch.float32).reshape(64, 64))
+
+
+def test_sharing_an_unregistered_storage_registers_nothing(cudart: FakeCudart) -> None:
+    table = torch.zeros(32, 8)
+    pinning.share_memory_in_place(table)
+    assert table.is_shared() and cudart.registered == [] and cudart.unregistered == []
+    with pytest.raises(TypeError, match="tensor must be a torch.Tensor"):
+        pinning.share_memory_in_place([1, 2])

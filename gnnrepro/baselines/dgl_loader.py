@@ -41,6 +41,7 @@ from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.pipeline.spans import Span
 from gnnrepro.sampling.args import check_fanouts, stream_seed
 from gnnrepro.sampling.block import MiniBatch
+from gnnrepro.pinning import share_memory_in_place
 
 __all__ = ["DGLLoader"]
 
@@ -107,7 +108,7 @@ class DGLLoader:
         # them first, so that move is a no-op and DGL never reads freed memory.
         dataset.graph.share_memory_()
         for array in (dataset.features, dataset.labels):
-            array.share_memory_()
+            share_memory_in_place(array)
         self._g, idtype = dgl_graph(dgl, dataset.graph)
         self._g.ndata["feat"] = dataset.features
         self._g.ndata["label"] = dataset.labels

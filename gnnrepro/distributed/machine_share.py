@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.pinning import share_memory_in_place
 
 __all__ = ["attach_dataset", "describe_dataset", "machine_id", "share_dataset_",
            "share_on_machine"]
@@ -49,7 +50,7 @@ def machine_id() -> str:
 def share_dataset_(dataset: Dataset) -> Dataset:
     """Move the dataset's arrays into shared memory in place (once; already shared ones stay)."""
     for array in dataset.arrays().values():
-        array.share_memory_()
+        share_memory_in_place(array)
     return dataset
 
 

@@ -9,6 +9,8 @@ from gnnrepro.experiments.disk_training import (disk_training, disk_training_tab
                                                 skip_reason)
 from gnnrepro.experiments.end_to_end import (end_to_end, end_to_end_table, pipeline_alone,
                                              pipeline_alone_table, timeline_frame)
+from gnnrepro.experiments.gpu_results import (NOT_MEASURED, gpu_copy, gpu_end_to_end, gpu_label,
+                                              gpu_sampling, stored_gpu_sessions)
 from gnnrepro.experiments.labels import figure_label
 from gnnrepro.experiments.params import Params, from_namespace
 from gnnrepro.experiments.partitioned import partitioned, partitioned_table
@@ -21,7 +23,9 @@ from gnnrepro.experiments.storage import storage, storage_table
 from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.tables import write_table
 
-__all__ = ["Params", "Store", "disk_training", "disk_training_table", "end_to_end", "end_to_end_table", "figure_label", "from_namespace",
+__all__ = ["NOT_MEASURED", "Params", "Store", "disk_training", "disk_training_table", "end_to_end",
+           "end_to_end_table", "figure_label", "from_namespace", "gpu_copy", "gpu_end_to_end",
+           "gpu_label", "gpu_sampling", "stored_gpu_sessions",
            "growth_table", "param_hash", "partitioned", "partitioned_table", "pipeline_alone",
            "pipeline_alone_table", "sampling_speedup", "scale_growth", "scaling", "scaling_table",
            "sensitivity", "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table",

@@ -13,7 +13,7 @@ import torch
 
 from gnnrepro import _ops
 from gnnrepro.checks import check_bool, check_node_ids
-from gnnrepro.pinning import pin_in_place
+from gnnrepro.pinning import pin_in_place, share_memory_in_place
 
 __all__ = ["FeatureStore", "InMemoryFeatureStore", "check_out"]
 
@@ -123,7 +123,7 @@ class InMemoryFeatureStore(FeatureStore):
         check_bool("share", share)
         check_bool("pin", pin)
         if share and not features.is_shared():
-            features.share_memory_()
+            share_memory_in_place(features)
         self.features = features
         self.pinned = False
         if pin:

@@ -49,7 +49,10 @@ def _assert_same_batches(placed: list, reference: list, dataset) -> None:
 @pytest.mark.parametrize("workers,worker_kind", [(0, "thread"), (3, "thread"), (2, "process")])
 def test_loader_on_cuda_yields_the_cpu_loaders_batches(dataset, workers, worker_kind) -> None:
     """fused+pinned on the GPU (pinned slots, side-stream copies, W workers) hands over the
-    batches that the same Loader makes on the CPU."""
+    batches that the same Loader makes on the CPU. The UVA placements above pinned the
+    feature table in place; process workers then move it into shared memory, which must
+    carry the registration along (gnnrepro.pinning.share_memory_in_place), not leave the
+    freed memory registered: on an H100 that handed over stale rows."""
     reference = _batches(dataset, "fused+pinned", "cpu", workers=0)
     placed = _batches(dataset, "fused+pinned", "cuda", workers=workers, worker_kind=worker_kind)
     _assert_same_batches(placed, reference, dataset)

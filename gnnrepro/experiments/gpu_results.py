@@ -1,0 +1,145 @@
+"""The GPU rows the notebooks show beside their CPU rows: the stored results of GPU sessions.
+
+A GPU session (benchmarks/gpu_session.py, `make gpu-session`) writes session.json and one JSON
+per measurement; a session that ran on a GPU is committed as a folder
+`benchmarks/results/gpu-<machine>/`. Each row here names the machine it came from (GPU,
+runtime, torch, commit). Where no session is stored the tables hold one row saying
+NOT_MEASURED, and the figures say so: nothing is extrapolated to a GPU.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gnnrepro.experiments import paper
+
+__all__ = ["NOT_MEASURED", "GpuSession", "gpu_copy", "gpu_end_to_end", "gpu_label",
+           "gpu_sampling", "stored_gpu_sessions"]
+
+NOT_MEASURED = "GPU: not measured"
+#: Where committed GPU sessions live in a checkout.
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+#: The unfused two-step sampler on the GPU: the row the paper's 1.52x (vs DGL) stands beside.
+UNFUSED = "unfused-cuda"
+#: The ladder's rungs in order, baseline first.
+LADDER = ("dgl", "reference", "fused", "fused+pinned")
+
+
+@dataclass(frozen=True)
+class GpuSession:
+    """One stored session: its folder and its session.json."""
+
+    folder: Path
+    session: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """The machine, as every row and figure names it."""
+        m = self.session.get("machine", {})
+        commit = self.session.get("commit") or "commit unknown"
+        return (f"{m.get('gpu', '?')} ({m.get('runtime', '?')}, torch {m.get('torch', '?')}, "
+                f"{commit})")
+
+    def result(self, name: str) -> dict[str, Any] | None:
+        """The measurement `name` (placements, copy-overlap, end-to-end, h2d), if stored."""
+        path = self.folder / f"{name}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+
+def stored_gpu_sessions(root: Path | str | None = None) -> list[GpuSession]:
+    """Sessions under `root` (default: the checkout's benchmarks/results) that ran on a GPU,
+    by folder name; none where there is no such folder (an installed package)."""
+    root = RESULTS if root is None else Path(root)
+    sessions = []
+    for path in sorted(root.glob("*/session.json")):
+        session = json.loads(path.read_text())
+        if not session.get("dry_run") and session.get("machine", {}).get("gpu"):
+            sessions.append(GpuSession(path.parent, session))
+    return sessions
+
+
+def gpu_label(sessions: list[GpuSession]) -> str:
+    """What a GPU figure's corner says: the machines, or NOT_MEASURED."""
+    return "; ".join(s.label for s in sessions) if sessions else NOT_MEASURED
+
+
+def _not_measured(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame([{c: (NOT_MEASURED if c == "machine" else None) for c in columns}],
+                        columns=columns)
+
+
+SAMPLING_COLUMNS = ["machine", "sampler", "ms_per_batch", "fused_cuda_speedup", "paper_speedup",
+                    "blocks_equal_cpu"]
+
+
+def gpu_sampling(sessions: list[GpuSession]) -> pd.DataFrame:
+    """Per session and sampler placement: ms per batch, the fused CUDA sampler's speedup over
+    it, the paper's 1.52x on the unfused GPU sampler's row, and for the fused GPU placements
+    how many batches' blocks equalled the CPU op's."""
+    rows = []
+    for s in sessions:
+        result = s.result("placements")
+        if result is None or "fused-cuda" not in result["samplers"]:
+            continue
+        ours = result["samplers"]["fused-cuda"]["ms_per_batch"]
+        equal = result.get("blocks_equal_cpu", {})
+        for name, r in result["samplers"].items():
+            rows.append({"machine": s.label, "sampler": name, "ms_per_batch": r["ms_per_batch"],
+                         "fused_cuda_speedup": r["ms_per_batch"] / ours,
+                         "paper_speedup": paper.SAMPLING_SPEEDUP if name == UNFUSED else None,
+                         "blocks_equal_cpu": (f"{equal[name]['equal']}/{equal[name]['batches']}"
+                                              if name in equal else None)})
+    return pd.DataFrame(rows, columns=SAMPLING_COLUMNS) if rows else \
+        _not_measured(SAMPLING_COLUMNS)
+
+
+END_TO_END_COLUMNS = ["machine", "pipeline", "epoch_s", "baseline", "speedup", "paper_speedup",
+                      "test_acc"]
+
+
+def gpu_end_to_end(sessions: list[GpuSession]) -> pd.DataFrame:
+    """Per session and pipeline of the ladder: epoch time, the speedup over the ladder's
+    baseline (DGL's pipeline where it ran, else the unfused reference), test accuracy, and the
+    paper's 1.80x on the full method's row."""
+    rows = []
+    for s in sessions:
+        result = s.result("end-to-end")
+        if result is None:
+            continue
+        epochs = {name: r["epoch_s"] for name, r in result["pipelines"].items()}
+        base = next((b for b in ("dgl", "reference") if b in epochs), None)
+        ordered = sorted(result["pipelines"].items(),
+                         key=lambda item: LADDER.index(item[0]) if item[0] in LADDER else 99)
+        for name, r in ordered:
+            rows.append({"machine": s.label, "pipeline": name, "epoch_s": r["epoch_s"],
+                         "baseline": base,
+                         "speedup": epochs[base] / r["epoch_s"] if base else None,
+                         "paper_speedup": (paper.END_TO_END_SPEEDUP if name == "fused+pinned"
+                                           else None),
+                         "test_acc": r.get("test_acc")})
+    return pd.DataFrame(rows, columns=END_TO_END_COLUMNS) if rows else \
+        _not_measured(END_TO_END_COLUMNS)
+
+
+COPY_COLUMNS = ["machine", "mode", "copy_gbps", "ceiling_gbps", "hidden_share"]
+
+
+def gpu_copy(sessions: list[GpuSession]) -> pd.DataFrame:
+    """Per session and copy mode (pinned on side streams, pageable and synchronous): GB/s of
+    the batches' feature rows, the host-to-device ceiling of the same kind of memory, and the
+    share of the copy hidden behind a stand-in step."""
+    rows = []
+    for s in sessions:
+        result, ceiling = s.result("copy-overlap"), s.result("h2d") or {}
+        if result is None:
+            continue
+        for mode, r in result["modes"].items():
+            kind = "pinned" if mode.startswith("pinned") else "pageable"
+            rows.append({"machine": s.label, "mode": mode, "copy_gbps": r["copy_gbps"],
+                         "ceiling_gbps": ceiling.get(kind, {}).get("gbps_median"),
+                         "hidden_share": r["hidden_share"]})
+    return pd.DataFrame(rows, columns=COPY_COLUMNS) if rows else _not_measured(COPY_COLUMNS)

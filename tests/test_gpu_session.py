@@ -1,0 +1,184 @@
+"""The GPU session (benchmarks/gpu_session.py) rehearsed where there is no GPU: `--dry-run` runs
+every step and writes every file; a step past its time is stopped with its process group and
+later steps are skipped, never waited on; without a GPU (and without --dry-run) it refuses
+before building; modules come from carried wheels only; its parsers read what pytest and
+compute-sanitizer print."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = {"session.json", "session.log", "placements.json", "copy-overlap.json",
+         "end-to-end.json", "h2d.json"}
+
+
+def _session_module():
+    spec = importlib.util.spec_from_file_location("gpu_session",
+                                                  ROOT / "benchmarks/gpu_session.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
+    run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out",
+                          str(out), "--commit", "abc1234"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert {p.name for p in out.iterdir()} == FILES  # at most 8 come back from a lent machine
+    report = json.loads((out / "session.json").read_text())
+    assert report["dry_run"] and report["commit"] == "abc1234" and report["scale"] == 0.002
+    steps = report["steps"]
+    names = list(steps)
+    assert names[:7] == ["dataset", "build", "tests-gpu", "memcheck", "racecheck", "placements",
+                         "copy-overlap"]
+    assert names[-1] == "h2d" and len(names) >= 11
+    assert all(name.startswith("end-to-end-") for name in names[7:-1])
+    assert all(step["ok"] for step in steps.values()), steps
+    assert steps["memcheck"]["status"] == "skipped: no CUDA device"
+    assert steps["build"]["errors_reach_python"] is True
+    assert report["figures"]["tests_gpu"]["passed"] > 0
+    assert set(report["figures"]["sampling_ms"]) == {"fused-cpu", "unfused-cpu"}
+    ladder = json.loads((out / "end-to-end.json").read_text())
+    assert {"reference", "fused", "fused+pinned"} <= set(ladder["pipelines"])
+    assert ladder["params"]["pipelines"] == list(ladder["rungs"])
+    log = (out / "session.log").read_text()
+    assert "== placements" in log and "passed" in log
+
+
+def test_a_step_past_its_time_is_stopped_and_later_ones_skipped(tmp_path: Path) -> None:
+    session = _session_module()
+    s = session.Session(tmp_path / "out", dry_run=True, deadline_s=8.0, env=dict(os.environ))
+    marker = tmp_path / "child.pid"
+    start = time.monotonic()
+    # A shell that starts a child of its own: the whole group must go, not only the shell.
+    step = s.run("sleeper", ["bash", "-c", f"sleep 60 & echo $! > {marker}; wait"],
+                 timeout_s=2.5)
+    assert time.monotonic() - start < 15
+    assert step["status"].startswith("timed out") and not step["ok"]
+    child = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):  # the SIGTERM reaches it at once; reaping may take a moment
+            os.kill(child, 0)
+            time.sleep(0.1)
+    late = s.run("late", [sys.executable, "-c", "print('never')"], timeout_s=60.0,
+                 reserve_s=6.0)
+    assert late["status"].startswith("skipped:") and "deadline" in late["status"]
+    report = json.loads((tmp_path / "out" / "session.json").read_text())
+    assert set(report["steps"]) == {"sleeper", "late"}
+
+
+def test_refuses_without_a_gpu_before_building(tmp_path: Path) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the refusal is not what runs here")
+    run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--out",
+                          str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2
+    assert "no usable GPU here" in run.stderr and "--dry-run" in run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "out").exists()
+
+
+def _wheel(tmp_path: Path, name: str) -> Path:
+    """A wheel of a one-module package `name`, built offline."""
+    src = tmp_path / "src"
+    (src / name).mkdir(parents=True)
+    (src / name / "__init__.py").write_text("VALUE = 42\n")
+    (src / "pyproject.toml").write_text(
+        f'[project]\nname = "{name}"\nversion = "1.0"\n'
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-index",
+                    "--no-build-isolation", "-w", str(wheels), str(src)], check=True,
+                   timeout=300)
+    return wheels
+
+
+def test_missing_modules_come_from_the_carried_wheels_only(tmp_path: Path) -> None:
+    session = _session_module()
+    name = "gnnrepro_offline_probe"
+    wheels = _wheel(tmp_path, name)
+    site = tmp_path / "site"
+    try:
+        status = session.install_missing(["json", name, "no_such_module_anywhere"], wheels,
+                                         site)
+        assert status == {"json": "present", name: "installed",
+                          "no_such_module_anywhere": "missing"}
+        assert (site / name / "__init__.py").exists()
+    finally:
+        if str(site) in sys.path:
+            sys.path.remove(str(site))
+        sys.modules.pop(name, None)
+
+
+def test_parsers_read_pytest_and_the_sanitizer() -> None:
+    session = _session_module()
+    log = ("....F\n=== short test summary info ===\nFAILED tests/x.py::t - boom\n"
+           "1 failed, 222 passed, 60 skipped, 2 errors in 23.40s\n")
+    assert session.pytest_counts(log) == {"failed": 1, "passed": 222, "skipped": 60,
+                                          "errors": 2}
+    assert session.pytest_counts("no summary") == {}
+    assert session.sanitizer_findings("========= ERROR SUMMARY: 3 errors\n", "memcheck") == 3
+    assert session.sanitizer_findings("========= RACECHECK SUMMARY: 0 hazards displayed "
+                                      "(0 errors, 0 warnings)", "racecheck") == 0
+    assert session.sanitizer_findings("cut short", "memcheck") is None
+    refused = ("========= COMPUTE-SANITIZER\n========= Error: Device not supported\n"
+               "RuntimeError: CUDA error: unknown error (error 999)")
+    assert session.sanitizer_refused(refused)
+    assert not session.sanitizer_refused("========= ERROR SUMMARY: 0 errors")
+
+
+def test_merged_ladder_keeps_every_rung() -> None:
+    session = _session_module()
+
+    def rung(name: str, epoch_s: float) -> dict:
+        return {"params": {"pipelines": [name], "scale": 1.0}, "env": {"gpu": "G"},
+                "pipelines": {name: {"epoch_s": epoch_s}}, "benchmark": "end-to-end"}
+    ladder = session.merge_rungs(None, rung("reference", 20.0))
+    ladder = session.merge_rungs(ladder, rung("fused+pinned", 4.0))
+    assert ladder["params"]["pipelines"] == ["reference", "fused+pinned"]
+    assert {n: p["epoch_s"] for n, p in ladder["pipelines"].items()} == \
+        {"reference": 20.0, "fused+pinned": 4.0}
+    assert set(ladder["rungs"]) == {"reference", "fused+pinned"}
+
+
+def test_gpu_rows_name_their_machine_or_say_not_measured(tmp_path: Path) -> None:
+    from gnnrepro import plots
+    from gnnrepro.experiments import gpu_results
+    assert gpu_results.stored_gpu_sessions(tmp_path) == []
+    for table in (gpu_results.gpu_sampling([]), gpu_results.gpu_end_to_end([]),
+                  gpu_results.gpu_copy([])):
+        assert table["machine"].tolist() == [gpu_results.NOT_MEASURED]
+    fig = plots.gpu_bars(gpu_results.gpu_end_to_end([]), "pipeline", "speedup", 1.8, "paper",
+                         "x", "title", "run make gpu-session")
+    assert any(gpu_results.NOT_MEASURED in t.get_text() for t in fig.axes[0].texts)
+    # A rehearsal's session is no GPU result; a GPU session's rows carry its machine.
+    rehearsal = tmp_path / "dry"
+    rehearsal.mkdir()
+    (rehearsal / "session.json").write_text(json.dumps({"dry_run": True, "machine": {}}))
+    gpu = tmp_path / "gpu-x"
+    gpu.mkdir()
+    (gpu / "session.json").write_text(json.dumps({
+        "dry_run": False, "commit": "abc1234",
+        "machine": {"gpu": "Some GPU", "runtime": "firecracker", "torch": "2.11"}}))
+    (gpu / "end-to-end.json").write_text(json.dumps({"pipelines": {
+        "fused+pinned": {"epoch_s": 2.0, "test_acc": 0.8},
+        "reference": {"epoch_s": 8.0, "test_acc": 0.8}}}))
+    sessions = gpu_results.stored_gpu_sessions(tmp_path)
+    assert [s.folder.name for s in sessions] == ["gpu-x"]
+    rows = gpu_results.gpu_end_to_end(sessions)
+    assert rows["pipeline"].tolist() == ["reference", "fused+pinned"]
+    assert rows["speedup"].tolist() == [1.0, 4.0]
+    assert rows["machine"].iloc[0] == "Some GPU (firecracker, torch 2.11, abc1234)"
+    assert gpu_results.gpu_sampling(sessions)["machine"].tolist() == [gpu_results.NOT_MEASURED]
