@@ -147,7 +147,7 @@ gpu-session-dry-run: setup
 gpu-wheels: $(DEPS)
 	$(PIP) download -q --only-binary=:all: --python-version $(GPU_WHEELS_PY) \
 	  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d $(GPU_WHEELS) \
-	  pytest setuptools numpy tqdm psutil pandas pyyaml
+	  pytest setuptools ninja numpy tqdm psutil pandas pyyaml
 	@du -sh $(GPU_WHEELS)
 
 # The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.

@@ -41,7 +41,7 @@ WORK = ROOT / "build" / "gpu-session"
 SITE = ROOT / "build" / "gpu-site"
 PY = sys.executable
 #: Modules beyond torch that building, testing and measuring need.
-MODULES = ["setuptools", "numpy", "pandas", "yaml", "psutil", "tqdm", "pytest"]
+MODULES = ["setuptools", "ninja", "numpy", "pandas", "yaml", "psutil", "tqdm", "pytest"]
 #: Wall-clock seconds the whole session may take (a second try must fit a 15-minute loan).
 DEADLINE_S = 400
 #: The CUDA op tests run under memcheck (their cuda cases), and the few under racecheck.
@@ -56,26 +56,30 @@ def has_module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+#: The distribution that provides a module, where their names differ.
+DISTRIBUTIONS = {"yaml": "pyyaml"}
+
+
 def install_missing(modules: list[str], wheels: Path, site: Path = SITE) -> dict[str, str]:
     """Each module: 'present', 'installed' (from the wheels in `wheels`, into `site`, no
-    network) or 'missing'. `site` goes first on sys.path, for this process and its steps."""
-    status: dict[str, str] = {}
-    for module in modules:
-        if has_module(module):
-            status[module] = "present"
-            continue
-        status[module] = "missing"
-        if wheels.is_dir() and any(wheels.glob("*.whl")):
-            package = {"yaml": "pyyaml"}.get(module, module)
-            rc = subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index",
-                                 "--find-links", str(wheels), "--target", str(site),
-                                 package]).returncode
-            if str(site) not in sys.path:
-                sys.path.insert(0, str(site))
-            importlib.invalidate_caches()
-            if rc == 0 and has_module(module):
-                status[module] = "installed"
-    return status
+    network) or 'missing'. One pip call for all (one at a time if that fails, so one missing
+    wheel costs only its own module). `site` goes first on sys.path, for this process and its
+    steps."""
+    missing = [m for m in modules if not has_module(m)]
+    if missing and wheels.is_dir() and any(wheels.glob("*.whl")):
+        def pip(names: list[str]) -> int:
+            return subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index",
+                                   "--find-links", str(wheels), "--target", str(site),
+                                   "--upgrade", *[DISTRIBUTIONS.get(n, n) for n in names]]
+                                  ).returncode
+        if pip(missing) != 0:
+            for module in missing:
+                pip([module])
+        if str(site) not in sys.path:
+            sys.path.insert(0, str(site))
+        importlib.invalidate_caches()
+    return {m: "present" if m not in missing else "installed" if has_module(m) else "missing"
+            for m in modules}
 
 
 def nvcc() -> str | None:

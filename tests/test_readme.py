@@ -94,3 +94,14 @@ def test_the_python_examples_run(page, tmp_path):
                                                "GNNREPRO_PROGRESS": "off"})
         assert run.returncode == 0, f"{page_id(page)} example {index}:\n{run.stderr[-3000:]}"
         assert run.stdout.strip(), "the example prints what it shows"
+
+
+def test_generated_blocks_are_current() -> None:
+    """The blocks written from stored results (tools/generated_blocks.py) match those results:
+    a number on the page that differs from its JSON fails here."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("generated_blocks",
+                                                  ROOT / "tools" / "generated_blocks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.stale_blocks() == [], "run python tools/generated_blocks.py"

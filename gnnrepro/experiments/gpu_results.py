@@ -18,13 +18,15 @@ import pandas as pd
 from gnnrepro.experiments import paper
 
 __all__ = ["NOT_MEASURED", "GpuSession", "gpu_copy", "gpu_end_to_end", "gpu_label",
-           "gpu_sampling", "stored_gpu_sessions"]
+           "gpu_sampling", "readme_block", "stored_gpu_sessions"]
 
 NOT_MEASURED = "GPU: not measured"
 #: Where committed GPU sessions live in a checkout.
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 #: The unfused two-step sampler on the GPU: the row the paper's 1.52x (vs DGL) stands beside.
 UNFUSED = "unfused-cuda"
+#: What each baseline of the ladder is, in words.
+BASELINES = {"dgl": "DGL's pipeline", "reference": "our unfused pipeline (CPU sampler, serial)"}
 #: The ladder's rungs in order, baseline first.
 LADDER = ("dgl", "reference", "fused", "fused+pinned")
 
@@ -143,3 +145,76 @@ def gpu_copy(sessions: list[GpuSession]) -> pd.DataFrame:
                          "ceiling_gbps": ceiling.get(kind, {}).get("gbps_median"),
                          "hidden_share": r["hidden_share"]})
     return pd.DataFrame(rows, columns=COPY_COLUMNS) if rows else _not_measured(COPY_COLUMNS)
+
+
+def _link(s: GpuSession, name: str) -> str:
+    path = s.folder / f"{name}.json"
+    try:
+        shown = path.relative_to(RESULTS.parents[1])
+    except ValueError:
+        shown = path
+    return f"[{name}]({shown})"
+
+
+def _checks(s: GpuSession) -> str:
+    """What the session's correctness steps found, in one sentence."""
+    steps, fig = s.session.get("steps", {}), s.session.get("figures", {})
+    counts = fig.get("tests_gpu") or {}
+    tests = ", ".join(f"{n} {k}" for k, n in counts.items()) or steps.get(
+        "tests-gpu", {}).get("status", "not run")
+    sanitizer = []
+    for tool, unit in (("memcheck", "errors"), ("racecheck", "hazards")):
+        found = fig.get(tool)
+        sanitizer.append(f"{tool} {found} {unit}" if found is not None else
+                         f"{tool} {steps.get(tool, {}).get('status', 'not run')}")
+    return f"tests/gpu {tests}; compute-sanitizer {', '.join(sanitizer)}"
+
+
+def readme_block(sessions: list[GpuSession]) -> str:
+    """The README's GPU results: every stored session's machine, checks and 1-GPU figures, or
+    NOT_MEASURED (tools/generated_blocks.py writes it between its markers)."""
+    if not sessions:
+        return (f"**{NOT_MEASURED}.** No GPU session is stored; every result on this page is "
+                "from a CPU.")
+    lines = []
+    for s in sessions:
+        sampling = gpu_sampling([s]).set_index("sampler")
+        ladder = gpu_end_to_end([s]).set_index("pipeline")
+        copies = gpu_copy([s]).set_index("mode")
+        scale = s.session.get("scale")
+        lines += [f"On **{s.label}**, `make gpu-session` at products-sim {scale}: "
+                  f"{_checks(s)} (what failed and why: benchmarks/NOTES.md).", "",
+                  "| what (one GPU) | ours | the other | ours faster | result |",
+                  "| --- | --- | --- | --- | --- |"]
+        if "fused-cuda" in sampling.index and UNFUSED in sampling.index:
+            ours, theirs = sampling.loc["fused-cuda"], sampling.loc[UNFUSED]
+            equal = ", ".join(f"{n}: {sampling.loc[n, 'blocks_equal_cpu']}"
+                              for n in sampling.index
+                              if pd.notna(sampling.loc[n, "blocks_equal_cpu"]))
+            lines.append(
+                f"| sampling a batch (paper: {paper.SAMPLING_SPEEDUP:.2f}x vs DGL's GPU "
+                f"sampler, not measured here) | fused CUDA op {ours['ms_per_batch']:.3g} ms "
+                f"| our unfused plain-torch GPU sampler {theirs['ms_per_batch']:.3g} ms | "
+                f"**{theirs['fused_cuda_speedup']:.3g}x** | {_link(s, 'placements')} |")
+            lines.append(f"| GPU blocks equal to the CPU op's, bit for bit | {equal} | | | "
+                         f"{_link(s, 'placements')} |")
+        if {"fused+pinned", "fused"} <= set(ladder.index) and ladder["baseline"].notna().all():
+            full, serial = ladder.loc["fused+pinned"], ladder.loc["fused"]
+            base = full["baseline"]
+            lines.append(
+                f"| training epoch, same model (paper: {paper.END_TO_END_SPEEDUP:.2f}x vs "
+                f"DGL's pipeline, not measured here) | fused+pinned {full['epoch_s']:.3g} s | "
+                f"{BASELINES.get(base, base)} {ladder.loc[base, 'epoch_s']:.3g} s; fused (serial) "
+                f"{serial['epoch_s']:.3g} s | **{full['speedup']:.3g}x**; "
+                f"{serial['epoch_s'] / full['epoch_s']:.3g}x | {_link(s, 'end-to-end')} |")
+        if {"pinned-streams", "pageable-sync"} <= set(copies.index):
+            pinned, pageable = copies.loc["pinned-streams"], copies.loc["pageable-sync"]
+            lines.append(
+                f"| host-to-device copy of the batches' feature rows | pinned, 2 streams "
+                f"{pinned['copy_gbps']:.3g} GB/s (ceiling {pinned['ceiling_gbps']:.3g}), "
+                f"{pinned['hidden_share']:.0%} hidden behind a stand-in step | pageable "
+                f"{pageable['copy_gbps']:.3g} GB/s | "
+                f"**{pinned['copy_gbps'] / pageable['copy_gbps']:.3g}x** | "
+                f"{_link(s, 'copy-overlap')}, {_link(s, 'h2d')} |")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
