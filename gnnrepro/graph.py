@@ -10,7 +10,7 @@ import warnings
 
 import torch
 
-from gnnrepro.checks import check_int, check_node_ids
+from gnnrepro.checks import check_device, check_int, check_node_ids
 from gnnrepro.pinning import pin_in_place, share_memory_in_place
 
 __all__ = ["CSCGraph"]
@@ -105,8 +105,8 @@ class CSCGraph:
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "CSCGraph":
         """This graph with both arrays on `device` (itself if they are there already); the
         arrays were validated when this graph was made, so the copy is not validated again."""
-        device = torch.device(device)
-        if device == self.device or (device.index is None and device.type == self.device.type):
+        device = check_device(device)
+        if device == self.device:
             return self
         return CSCGraph(self.indptr.to(device, non_blocking=non_blocking),
                         self.indices.to(device, non_blocking=non_blocking), validate=False)

@@ -1,6 +1,10 @@
 """Helpers the tests import (conftest.py holds only fixtures): graph builders, edge counts,
-and the DGL skip."""
+the DGL skip, and loading a script that is not a package module."""
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -48,3 +52,12 @@ def require_dgl() -> None:
     without DGL, so importorskip on them would never skip)."""
     if not dgl_available():
         pytest.skip("DGL cannot be imported (pip install dgl==2.1.0 torchdata==0.9.0 pydantic)")
+
+
+def load_script(path: Path) -> ModuleType:
+    """The Python file at `path` (a script under benchmarks/, tools/ or notebooks/, not a
+    package module) imported as a module named after it."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

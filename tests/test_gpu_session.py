@@ -5,7 +5,6 @@ before building; modules come from carried wheels only; its parsers read what py
 compute-sanitizer print."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,17 +15,15 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 FILES = {"session.json", "session.log", "placements.json", "copy-overlap.json",
          "end-to-end.json", "h2d.json"}
 
 
 def _session_module():
-    spec = importlib.util.spec_from_file_location("gpu_session",
-                                                  ROOT / "benchmarks/gpu_session.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "gpu_session.py")
 
 
 def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:

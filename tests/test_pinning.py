@@ -117,3 +117,4 @@ def test_sharing_an_unregistered_storage_registers_nothing(cudart: FakeCudart) -
     assert table.is_shared() and cudart.registered == [] and cudart.unregistered == []
     with pytest.raises(TypeError, match="tensor must be a torch.Tensor"):
         pinning.share_memory_in_place([1, 2])
+

@@ -20,8 +20,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TINY_SCALE = "0.002"
 # Python examples that start processes of their own (ranks) and are run by other tests
 # (tests/test_distributed.py runs `launch`), or are fragments of a page's larger example.
-NOT_RUN = {"docs/data-parallel.md": "launch() starts 4 ranks: tests/test_distributed.py",
-           "docs/storage.md": "a fragment: `data` and `sampler` come from the page's text"}
+NOT_RUN = {"docs/data-parallel.md": "launch() starts 4 ranks: tests/test_distributed.py"}
 
 
 def code_blocks(path: Path, language: str) -> list[str]:
@@ -99,9 +98,5 @@ def test_the_python_examples_run(page, tmp_path):
 def test_generated_blocks_are_current() -> None:
     """The blocks written from stored results (tools/generated_blocks.py) match those results:
     a number on the page that differs from its JSON fails here."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("generated_blocks",
-                                                  ROOT / "tools" / "generated_blocks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.stale_blocks() == [], "run python tools/generated_blocks.py"
+    from helpers import load_script
+    assert load_script(ROOT / "tools" / "generated_blocks.py").stale_blocks() == [], "run python tools/generated_blocks.py"

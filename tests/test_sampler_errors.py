@@ -153,3 +153,13 @@ def test_op_rejects_more_seeds_than_nodes(small_graph):
     seeds = torch.zeros(small_graph.num_nodes + 1, dtype=torch.int64)
     with pytest.raises(ValueError, match="seeds has 101 entries but the graph has only 100 nodes"):
         _op(small_graph, seeds, _fresh_map(small_graph))
+
+
+def test_graph_to_a_device() -> None:
+    graph = CSCGraph(torch.tensor([0, 1, 2]), torch.tensor([1, 0]))
+    assert graph.to("cpu") is graph and graph.to(torch.device("cpu")) is graph
+    with pytest.raises(ValueError, match="unknown device string"):
+        graph.to("gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            graph.to("cuda")

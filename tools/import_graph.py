@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"pipeline"},
     {"baselines"},
+    {"interop"},
     {"models"},
     {"training"},
     {"partition"},

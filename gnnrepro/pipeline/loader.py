@@ -15,6 +15,7 @@ on batch b. The Loader wires three parts, each in its own module:
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -188,6 +189,7 @@ class Loader:
         self._epoch = 0
         self._generation = 0  # bumped by each iter() and close(): older iterators stop
         self._running = False
+        self._epoch_thread: int | None = None  # the thread iterating the running epoch
         self._closed = False
         self._finalizer = weakref.finalize(self, _shutdown, self._workers.live)
 
@@ -265,7 +267,13 @@ class Loader:
     def __iter__(self) -> Iterator[MiniBatch]:
         if self._closed:
             raise RuntimeError("Loader is closed")
-        if self._running:  # an unfinished epoch's iterator is superseded
+        if self._running and self._epoch_thread != threading.get_ident():
+            raise RuntimeError(
+                "this Loader is in the middle of an epoch in another thread: a Loader feeds one "
+                "training loop at a time (its workers and staging slots belong to the running "
+                "epoch), unlike a DataLoader that each thread may iterate; give each thread its "
+                "own Loader")
+        if self._running:  # an unfinished epoch's iterator in this thread is superseded
             self._abort()
         self._generation += 1
         epoch, self._epoch = self._epoch, self._epoch + 1
@@ -291,7 +299,7 @@ class Loader:
         order = self.plan.epoch_ids(epoch)
         self._log.reset()
         producer = self._local if self.workers == 0 else self._workers
-        self._running = True
+        self._running, self._epoch_thread = True, threading.get_ident()
         finished = False
         try:
             for prepared in producer.batches(order, epoch):

@@ -27,6 +27,7 @@ from gnnrepro.config import EVAL_METHODS
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.store import FeatureStore
 from gnnrepro.graph import CSCGraph
+from gnnrepro.interop import model_logits
 from gnnrepro.progress import Progress
 from gnnrepro.sampling.block import MiniBatch
 from gnnrepro.training.layerwise import (layerwise_cost, layerwise_predict, sampled_cost,
@@ -69,12 +70,14 @@ def choose_eval_method(method: str, model: nn.Module, sampler: Any, num_ids: int
 def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
                   device: torch.device, batch_size: int, rank: int = 0, world_size: int = 1,
                   heartbeat: Callable[[], None] | None = None,
-                  method: str = "sampled", store: FeatureStore | None = None) -> torch.Tensor:
+                  method: str = "sampled", store: FeatureStore | None = None,
+                  layout: str = "blocks") -> torch.Tensor:
     """Correct predictions (int64 scalar on `device`) on this rank's share of `ids`, in eval
     mode (no dropout, no grad). "sampled": the evaluation batches b with b % world_size ==
     rank, on blocks sampled by `sampler` (on its own device; blocks and features are moved to
     `device`). "layerwise": this rank's share of every layer over `sampler.graph`, all
-    neighbours (each id counted once). Rows come from `store` (None: dataset.features)."""
+    neighbours (each id counted once). Rows come from `store` (None: dataset.features); the
+    model takes its batches in `layout` (gnnrepro.interop.LAYOUTS)."""
     if method == "layerwise":
         nodes, logits = layerwise_predict(model, sampler.graph,
                                           dataset.features if store is None else store, ids,
@@ -100,26 +103,28 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
             yield mb
             del mb  # before the next batch's rows: one batch's at a time
 
-    return correct_in(model, batches(), len(steps), device, heartbeat)[0]
+    return correct_in(model, batches(), len(steps), device, heartbeat, layout)[0]
 
 
 @torch.no_grad()
 def correct_in(model: nn.Module, batches: Iterable[MiniBatch], total: int,
                device: torch.device,
-               heartbeat: Callable[[], None] | None = None) -> torch.Tensor:
+               heartbeat: Callable[[], None] | None = None,
+               layout: str = "blocks") -> torch.Tensor:
     """[correct predictions, seeds] (int64 [2] on `device`) over `total` `batches` (each
-    with its rows `x` and labels `y`, moved to `device` here), in eval mode (no dropout, no
-    grad): the one way every split of every stack is counted."""
+    with its rows `x` and labels `y`, moved to `device` here, and given to the model in
+    `layout`), in eval mode (no dropout, no grad): the one way every split of every stack is
+    counted."""
     was_training = model.training
     model.eval()
     counts = torch.zeros(2, dtype=torch.int64, device=device)
     with Progress("evaluate (sampled)", total, "batches") as bar:
         for mb in batches:
-            blocks = [blk.to(device) for blk in mb.blocks]
-            pred = model(blocks, mb.x.to(device)).argmax(dim=1)
-            counts[0] += (pred == mb.y.to(device)).sum()
-            counts[1] += mb.y.numel()
-            del mb, blocks, pred  # before the next batch's rows: one batch's at a time
+            placed = mb.to(device)
+            pred = model_logits(model, placed, layout).argmax(dim=1)
+            counts[0] += (pred == placed.y).sum()
+            counts[1] += placed.y.numel()
+            del mb, placed, pred  # before the next batch's rows: one batch's at a time
             bar.update()
             if heartbeat is not None:
                 heartbeat()
@@ -130,17 +135,17 @@ def correct_in(model: nn.Module, batches: Iterable[MiniBatch], total: int,
 def accuracy(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.Tensor,
              device: torch.device, batch_size: int,
              heartbeat: Callable[[], None] | None = None, method: str = "auto",
-             store: FeatureStore | None = None) -> float:
+             store: FeatureStore | None = None, layout: str = "blocks") -> float:
     """Accuracy (a fraction in [0, 1]) on node ids `ids` by `method` (EVAL_METHODS), NaN for
     no ids; the whole group's under a torch.distributed process group (every rank must call
     it). An id given k times counts k times by either method. Rows are read through `store`
-    (None: dataset.features)."""
+    (None: dataset.features); the model takes its batches in `layout`."""
     if ids.numel() == 0:
         return float("nan")
     rank, world_size = rank_and_world()
     method = choose_eval_method(method, model, sampler, ids.numel())
     correct = count_correct(model, dataset, sampler, ids, device, batch_size, rank, world_size,
-                            heartbeat, method, store)
+                            heartbeat, method, store, layout)
     if world_size > 1:
         dist.all_reduce(correct)
     return correct.item() / ids.numel()

@@ -25,6 +25,7 @@ from gnnrepro.checks import check_int
 from gnnrepro.config import SETTINGS, validate
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.env import environment
+from gnnrepro.interop import check_layout, model_logits
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.pipeline.spans import Span
@@ -157,11 +158,13 @@ def data_parallel(model: nn.Module, seed: int, device: torch.device) -> nn.Modul
 def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: BatchSource,
                 timer: StageTimer, device: torch.device, epoch: int,
                 timeline_batches: int = 0,
-                heartbeat: Callable[[], None] | None = None) -> EpochStats:
+                heartbeat: Callable[[], None] | None = None,
+                layout: str = "blocks") -> EpochStats:
     """One epoch over `loader`'s batches (cross-entropy, one optimizer step per batch), timed
     stage by stage by `timer`; returns its EpochStats (val_acc unset). `model` may be wrapped
-    (e.g. in DistributedDataParallel): it is only called and trained. `heartbeat` is called
-    after every step (a supervised child's proof of progress)."""
+    (e.g. in DistributedDataParallel): it is only called and trained, on its batches in
+    `layout` (gnnrepro.interop.LAYOUTS). `heartbeat` is called after every step (a supervised
+    child's proof of progress)."""
     model.train()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -176,7 +179,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: Batc
             except StopIteration:
                 break
             with timer.stage("forward"):
-                loss = nn.functional.cross_entropy(model(mb.blocks, mb.x), mb.y)
+                loss = nn.functional.cross_entropy(model_logits(model, mb, layout), mb.y)
             with timer.stage("backward"):
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -213,10 +216,18 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
           eval_batch_size: int = SETTINGS["eval_batch_size"].default,
           eval_method: str = SETTINGS["eval_method"].default, timeline_batches: int = 0,
           heartbeat: Callable[[], None] | None = None,
-          architecture: str = "graphsage") -> TrainResult:
+          architecture: str = "graphsage", model: nn.Module | None = None,
+          layout: str = "blocks") -> TrainResult:
     """Train GraphSAGE (mean aggregator, one layer per fanout of `evaluator`; ours, or with
     architecture="dgl-sage" DGL's) with Adam and cross-entropy on the batches of `loader`, on
     the loader's device; return a TrainResult.
+
+    `model`: train this nn.Module instead (moved to the loader's device; hidden, dropout and
+    architecture then do not apply), called on each batch in `layout`: "blocks" (our
+    Blocks), "dgl" (DGL blocks: a model of dgl.nn layers) or "pyg" (x, edge_index: a model of
+    torch_geometric.nn layers); gnnrepro.interop. Such a model is evaluated by sampled
+    mini-batches (layer-wise inference needs our GraphSAGE's layers), which
+    params["eval_methods"] records.
 
     `evaluator` (FusedSampler API: sample, fanouts) samples the blocks of the mini-batch
     evaluation: every `eval_every` epochs on the val ids, and at the end on the val and test
@@ -247,8 +258,19 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
     check_int("timeline_batches", timeline_batches, 0)
     device = loader.device
     world_size = rank_and_world()[1]
-
-    model = build_model(dataset, len(fanouts), hidden, dropout, seed, device, architecture)
+    layout = check_layout(layout)
+    if model is None:
+        model = build_model(dataset, len(fanouts), hidden, dropout, seed, device, architecture)
+        model_name = MODELS[architecture][1]
+    elif not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    elif architecture != "graphsage":
+        raise ValueError(f"give either model or architecture, not both (architecture="
+                         f"{architecture!r})")
+    else:
+        torch.manual_seed(seed)  # the dropout stream, as for the models train() builds
+        model = model.to(device)
+        model_name = f"{type(model).__name__} (the caller's, layout {layout!r})"
     trained = data_parallel(model, seed, device)
     optimizer = torch.optim.Adam(trained.parameters(), lr=lr)
     timer = StageTimer(device, in_process=loader.in_process)
@@ -262,7 +284,8 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
               "prefetch": getattr(loader, "prefetch", None), "seed": seed,
               "eval_every": eval_every, "eval_batch_size": eval_batch_size,
               "eval_method": eval_method, "eval_methods": {},
-              "optimizer": "Adam", "loss": "cross_entropy", "model": MODELS[architecture][1],
+              "optimizer": "Adam", "loss": "cross_entropy", "model": model_name,
+              "layout": layout,
               "num_layers": len(fanouts), "timeline_batches": timeline_batches,
               "world_size": world_size}
 
@@ -271,12 +294,12 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
         method = choose_eval_method(eval_method, model, evaluator, ids.numel())
         params["eval_methods"][split] = method
         return accuracy(model, dataset, evaluator, ids, device, eval_batch_size, heartbeat,
-                        method, getattr(loader, "store", None))
+                        method, getattr(loader, "store", None), layout)
 
     history: list[EpochStats] = []
     for epoch in range(epochs):
         stats = train_epoch(trained, optimizer, loader, timer, device, epoch, timeline_batches,
-                            heartbeat)
+                            heartbeat, layout)
         if eval_every is not None and (epoch + 1) % eval_every == 0:
             stats.val_acc = score("val")
         history.append(stats)

@@ -1,0 +1,89 @@
+"""A DGL graph or a PyG Data object as a gnnrepro Dataset, so a peer's user keeps their data.
+
+Both keep the graph's edges as they are (direction, multi-edges, self loops): a node's
+neighbours are its in-neighbours (the sources of the edges into it), as DGL's and PyG's
+samplers read them. Features become float32 and labels int64 (a [N, 1] label column, as OGB's,
+is flattened); the splits are the given ids, or the `train_mask` / `val_mask` / `test_mask` the
+object carries. Nothing is copied that is already in the right dtype and layout, except the
+graph's CSC, which is built once.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.graph import CSCGraph
+
+__all__ = ["from_dgl", "from_pyg"]
+
+SPLITS = ("train", "val", "test")
+
+
+def _split(name: str, given: Any, masks: dict[str, Any], num_nodes: int) -> torch.Tensor:
+    """Split `name`'s ids: `given` (ids or a bool mask), else its mask, else none."""
+    value = masks.get(name) if given is None else given
+    if value is None:
+        if name == "train":
+            raise ValueError("train_idx: give the training ids (or a train_mask on the graph)")
+        return torch.empty(0, dtype=torch.int64)
+    value = torch.as_tensor(value)
+    if value.dtype == torch.bool:
+        if value.shape != (num_nodes,):
+            raise ValueError(f"{name} mask has shape {tuple(value.shape)}, not ({num_nodes},)")
+        value = torch.nonzero(value).flatten()
+    if value.dtype not in (torch.int32, torch.int64) or value.dim() != 1:
+        raise TypeError(f"{name}_idx must be 1-D integer node ids or a bool mask, got "
+                        f"{value.dtype} {tuple(value.shape)}")
+    return value.to(torch.int64).cpu()
+
+
+def _dataset(graph: CSCGraph, features: Any, labels: Any, splits: dict[str, torch.Tensor],
+             num_classes: int | None, name: str) -> Dataset:
+    if features is None or labels is None:
+        raise ValueError("the graph must carry node features and labels (or pass them)")
+    features = torch.as_tensor(features).cpu().to(torch.float32).contiguous()
+    labels = torch.as_tensor(labels).cpu()
+    if labels.dim() == 2 and labels.shape[1] == 1:
+        labels = labels.flatten()
+    labels = labels.to(torch.int64)
+    if num_classes is None:
+        num_classes = int(labels.max()) + 1 if labels.numel() else 0
+    return Dataset(graph=graph, features=features, labels=labels,
+                   train_idx=splits["train"], val_idx=splits["val"], test_idx=splits["test"],
+                   num_classes=num_classes, name=name, params={"source": name})
+
+
+def from_dgl(g: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,
+             feat: str = "feat", label: str = "label",
+             num_classes: int | None = None) -> Dataset:
+    """A homogeneous DGLGraph with `g.ndata[feat]` and `g.ndata[label]` as a Dataset (its CSC
+    over destinations: DGL's in-edges)."""
+    if not (hasattr(g, "adj_tensors") and hasattr(g, "ndata")):
+        raise TypeError(f"g must be a DGLGraph, got {type(g).__name__}")
+    indptr, indices, _ = g.adj_tensors("csc")
+    graph = CSCGraph(indptr.cpu().to(torch.int64), indices.cpu())
+    masks = {s: g.ndata.get(f"{s}_mask") for s in SPLITS}
+    splits = {s: _split(s, given, masks, graph.num_nodes)
+              for s, given in zip(SPLITS, (train_idx, val_idx, test_idx))}
+    return _dataset(graph, g.ndata.get(feat), g.ndata.get(label), splits, num_classes,
+                    "dgl-graph")
+
+
+def from_pyg(data: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,
+             num_classes: int | None = None) -> Dataset:
+    """A PyG Data object (edge_index [2, E] source -> target, x, y) as a Dataset."""
+    edge_index = getattr(data, "edge_index", None)
+    if not isinstance(edge_index, torch.Tensor) or edge_index.dim() != 2 or \
+            edge_index.shape[0] != 2:
+        raise TypeError(f"data must be a PyG Data with edge_index [2, E], got "
+                        f"{type(data).__name__}")
+    num_nodes = int(data.num_nodes)
+    graph = CSCGraph.from_edges(edge_index[0].cpu(), edge_index[1].cpu(), num_nodes,
+                                index_dtype=torch.int32 if num_nodes < 2**31 else torch.int64)
+    masks = {s: getattr(data, f"{s}_mask", None) for s in SPLITS}
+    splits = {s: _split(s, given, masks, num_nodes)
+              for s, given in zip(SPLITS, (train_idx, val_idx, test_idx))}
+    return _dataset(graph, getattr(data, "x", None), getattr(data, "y", None), splits,
+                    num_classes, "pyg-data")

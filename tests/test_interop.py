@@ -1,0 +1,233 @@
+"""Our batches in DGL's and PyG's layouts (gnnrepro.interop): the PyG view is NeighborLoader's
+subgraph (hop order, each node's edges once, every edge a graph edge), the DGL view runs dgl.nn
+layers, train() takes a caller's model in any layout, and the errors a peer's user meets speak
+their terms."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from torch import nn
+
+from helpers import require_dgl
+from gnnrepro.interop import model_logits, pyg_edge_index, to_dgl, to_pyg
+from gnnrepro.models import GraphSAGE
+from gnnrepro.pipeline.loader import Loader
+from gnnrepro.sampling import FusedSampler
+from gnnrepro.training.loop import train
+
+FANOUTS = [5, 4, 3]
+
+
+@pytest.fixture(scope="module")
+def batch(dataset):
+    with Loader(dataset, FusedSampler(dataset.graph, FANOUTS, seed=3), "cpu", 64) as loader:
+        return next(iter(loader))
+
+
+def test_pyg_view_is_neighbor_loaders_subgraph(dataset, batch) -> None:
+    view = to_pyg(batch)
+    n_id, edge_index, bs = view.n_id, view.edge_index, view.batch_size
+    assert bs == 64 and torch.equal(n_id[:bs], batch.seeds)
+    assert torch.equal(view.x, dataset.features[n_id]) and len(torch.unique(n_id)) == len(n_id)
+    assert edge_index.dtype == torch.int64 and edge_index.shape[0] == 2
+    g = dataset.graph
+    for s, d in edge_index.t().tolist():  # every edge a graph edge (source -> target)
+        assert bool((g.indices[g.indptr[n_id[d]]:g.indptr[n_id[d] + 1]] == n_id[s]).any())
+    # each node's edges once, from the hop that first reached it: the seeds' fanout is the last
+    # (PyG's num_neighbors[0]), each later hop's the one before; the last hop has none.
+    targets = torch.bincount(edge_index[1], minlength=len(n_id))
+    reached = [0] + [b.num_dst for b in reversed(batch.blocks)]
+    for hop, fanout in enumerate(reversed(FANOUTS)):
+        nodes = n_id[reached[hop]:reached[hop + 1]]
+        want = torch.clamp(g.in_degrees()[nodes], max=fanout)
+        assert torch.equal(targets[reached[hop]:reached[hop + 1]], want)
+    assert int(targets[reached[-1]:].sum()) == 0
+
+
+def test_pyg_edge_index_of_seeds_without_neighbours() -> None:
+    from gnnrepro.sampling.block import Block
+    lonely = Block(torch.zeros(3, dtype=torch.int64), torch.empty(0, dtype=torch.int64),
+                   torch.tensor([4, 7]), 2)
+    assert pyg_edge_index([lonely]).shape == (2, 0)
+    with pytest.raises(ValueError, match="blocks must not be empty"):
+        pyg_edge_index([])
+    with pytest.raises(TypeError, match="MiniBatch"):
+        to_pyg("not a batch")
+
+
+def test_pyg_layers_run_on_the_view(batch) -> None:
+    pyg_nn = pytest.importorskip("torch_geometric.nn")
+
+    class PyGSage(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.convs = nn.ModuleList([pyg_nn.SAGEConv(100, 16), pyg_nn.SAGEConv(16, 16),
+                                        pyg_nn.GATConv(16, 47)])
+
+        def forward(self, x, edge_index):
+            for conv in self.convs:
+                x = conv(x, edge_index)
+            return x
+    assert model_logits(PyGSage(), batch, "pyg").shape == (64, 47)
+
+
+def test_dgl_view_runs_dgl_nn_layers(batch) -> None:
+    require_dgl()
+    from gnnrepro.baselines.dgl_import import import_dgl
+    dgl = import_dgl()
+    from dgl.nn.pytorch import GATConv, GraphConv, SAGEConv
+    input_nodes, output_nodes, blocks = to_dgl(batch)
+    assert torch.equal(input_nodes, batch.input_nodes) and torch.equal(output_nodes, batch.seeds)
+    assert torch.equal(blocks[0].srcdata["feat"], batch.x)
+    assert torch.equal(blocks[-1].dstdata["label"], batch.y)
+    assert torch.equal(blocks[-1].dstdata[dgl.NID], batch.seeds)
+    for ours, theirs in zip(batch.blocks, blocks):
+        assert (theirs.num_src_nodes(), theirs.num_dst_nodes(), theirs.num_edges()) == \
+            (ours.num_src, ours.num_dst, ours.num_edges)
+
+    class DGLModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([SAGEConv(100, 16, "mean"),
+                                         GATConv(16, 8, num_heads=2, allow_zero_in_degree=True),
+                                         GraphConv(16, 47, allow_zero_in_degree=True)])
+
+        def forward(self, blocks, x):
+            h = self.layers[0](blocks[0], x)
+            h = self.layers[1](blocks[1], h).flatten(1)
+            return self.layers[2](blocks[2], h)
+    assert model_logits(DGLModel(), batch, "dgl").shape == (64, 47)
+
+
+def test_a_model_in_the_wrong_layout_is_told_which_to_use(batch) -> None:
+    sage = GraphSAGE(100, 16, 47, len(FANOUTS), 0.0)
+    with pytest.raises(TypeError, match=r"model\(x, edge_index\).*for gnnrepro Blocks layout='blocks'"):
+        model_logits(sage, batch, "pyg")
+    with pytest.raises(ValueError, match="layout must be one of blocks, dgl, pyg"):
+        model_logits(sage, batch, "dgl-blocks")
+
+    class PerNode(nn.Module):  # a PyG-style model returns a row per node
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(100, 47)
+
+        def forward(self, blocks, x):
+            return self.lin(x)
+    with pytest.raises(ValueError, match=r"not one row of logits per seed \(64\)"):
+        model_logits(PerNode(), batch, "blocks")
+
+
+def test_features_on_another_device_than_the_model(batch) -> None:
+    model = GraphSAGE(100, 16, 47, len(FANOUTS), 0.0).to("meta")
+    with pytest.raises(ValueError, match=r"features are on cpu but the model's weights are on "
+                                         r"meta: move the model with model.to\(loader.device\)"):
+        model_logits(model, batch, "blocks")
+
+
+def test_a_loader_in_the_middle_of_an_epoch_refuses_a_second_thread(dataset) -> None:
+    loader = Loader(dataset, FusedSampler(dataset.graph, FANOUTS, seed=0), "cpu", 64)
+    epoch = iter(loader)
+    next(epoch)
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            iter(loader)
+        except RuntimeError as exc:
+            errors.append(exc)
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and "another thread" in str(errors[0])
+    assert sum(1 for _ in epoch) == len(loader) - 1  # the first thread's epoch goes on
+    loader.close()
+
+
+@pytest.mark.parametrize("layout", ["blocks", "pyg", "dgl"])
+def test_train_takes_the_callers_model(dataset, layout: str) -> None:
+    if layout == "dgl":
+        require_dgl()
+    evaluator = FusedSampler(dataset.graph, FANOUTS, seed=0)
+    if layout == "blocks":
+        make = lambda: GraphSAGE(100, 32, 47, 3, 0.2)  # noqa: E731
+    elif layout == "pyg":
+        pyg_nn = pytest.importorskip("torch_geometric.nn")
+
+        class PyGSage(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.convs = nn.ModuleList([pyg_nn.SAGEConv(100, 32), pyg_nn.SAGEConv(32, 32),
+                                            pyg_nn.SAGEConv(32, 47)])
+
+            def forward(self, x, edge_index):
+                for i, conv in enumerate(self.convs):
+                    x = conv(x, edge_index)
+                    x = x.relu() if i < 2 else x
+                return x
+        make = PyGSage
+    else:
+        from gnnrepro.baselines.dgl_model import DGLGraphSAGE
+        make = lambda: DGLGraphSAGE(100, 32, 47, 3, 0.2)  # noqa: E731
+    results = []
+    for _ in range(2):  # the same weights and batches give the same run
+        torch.manual_seed(0)
+        model = make()
+        with Loader(dataset, FusedSampler(dataset.graph, FANOUTS, seed=0), "cpu", 64) as ld:
+            results.append(train(dataset, ld, evaluator, epochs=2, model=model, layout=layout,
+                                 lr=0.01))
+    first, again = results
+    assert first.losses == again.losses and first.losses[1] < first.losses[0]
+    assert first.test_acc > 1.5 / dataset.num_classes  # learns something
+    assert first.params["layout"] == layout and "(the caller's" in first.params["model"]
+    assert set(first.params["eval_methods"].values()) <= {"sampled", "layerwise"}
+    if layout != "blocks":
+        assert set(first.params["eval_methods"].values()) == {"sampled"}
+
+
+def test_train_refuses_a_model_beside_an_architecture(dataset) -> None:
+    evaluator = FusedSampler(dataset.graph, FANOUTS, seed=0)
+    with Loader(dataset, FusedSampler(dataset.graph, FANOUTS, seed=0), "cpu", 64) as ld:
+        with pytest.raises(ValueError, match="either model or architecture"):
+            train(dataset, ld, evaluator, model=GraphSAGE(100, 8, 47, 3, 0.0),
+                  architecture="dgl-sage")
+        with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+            train(dataset, ld, evaluator, model="graphsage")
+
+
+def test_from_pyg_and_from_dgl_keep_the_graph(dataset) -> None:
+    from gnnrepro.interop import from_dgl, from_pyg
+    g = dataset.graph
+    dst = torch.repeat_interleave(torch.arange(g.num_nodes), g.in_degrees())
+    src = g.indices.to(torch.int64)
+    train_mask = torch.zeros(g.num_nodes, dtype=torch.bool)
+    train_mask[dataset.train_idx] = True
+
+    def same(converted) -> None:
+        assert torch.equal(converted.graph.indptr, g.indptr)
+        assert torch.equal(converted.graph.indices.to(torch.int64), src)
+        assert torch.equal(converted.features, dataset.features)
+        assert torch.equal(converted.labels, dataset.labels)
+        assert torch.equal(converted.train_idx, dataset.train_idx)
+        assert converted.num_classes == int(dataset.labels.max()) + 1
+
+    pyg_data = pytest.importorskip("torch_geometric.data")
+    data = pyg_data.Data(x=dataset.features, edge_index=torch.stack([src, dst]),
+                         y=dataset.labels.unsqueeze(1), train_mask=train_mask)
+    same(from_pyg(data))
+    same(from_pyg(data, train_idx=dataset.train_idx))
+    with pytest.raises(TypeError, match="edge_index"):
+        from_pyg(object())
+    with pytest.raises(ValueError, match="train mask has shape"):
+        from_pyg(data, train_idx=torch.ones(3, dtype=torch.bool))
+    require_dgl()
+    from gnnrepro.baselines.dgl_import import import_dgl
+    dgl = import_dgl()
+    dg = dgl.graph((src, dst), num_nodes=g.num_nodes)
+    dg.ndata["feat"], dg.ndata["label"] = dataset.features, dataset.labels
+    same(from_dgl(dg, dataset.train_idx))
+    with pytest.raises(ValueError, match="train_idx: give the training ids"):
+        from_dgl(dg)
+    with pytest.raises(TypeError, match="DGLGraph"):
+        from_dgl(data)
