@@ -25,6 +25,7 @@ from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
                              STORAGE_DEFAULTS, TrainConfig, add_options, list_of,
                              resolve_threads)
 from gnnrepro.datasets import load_scaled
+from gnnrepro.training.loop import MODELS
 from gnnrepro.partition import partition_dataset
 
 #: The TrainConfig fields, as options.
@@ -183,6 +184,10 @@ def _add_end_to_end(kinds: Subparsers) -> argparse.ArgumentParser:
     t.add_argument("--timeline-batches", type=_arg_type(_count(0), "timeline_batches"),
                    default=0,
                    help="keep the timeline of this many batches of the second epoch")
+    t.add_argument("--model", choices=tuple(MODELS), default=None,
+                   help="the model every pipeline trains (dgl-sage: DGL's example model, on "
+                        "DGL's loader and on ours; pyg-sage: PyG's, on ours, beside the pyg "
+                        "peer's); default: each pipeline's own")
     t.add_argument("--target-acc", type=_arg_type(_fraction, "target_acc"), default=None,
                    help="evaluate every epoch and report the epochs each pipeline needs to "
                         "reach this validation accuracy (in (0, 1])")
@@ -460,7 +465,8 @@ def _end_to_end(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any
     result = end_to_end.measure(_config(args), **data, pipelines=args.pipelines,
                                 repeats=args.repeats,
                                 timeline_batches=args.timeline_batches,
-                                target_acc=args.target_acc, peers=args.peers)
+                                target_acc=args.target_acc, peers=args.peers,
+                                model=args.model)
     print(end_to_end.format_table(result))
     return result
 

@@ -69,6 +69,34 @@ def test_bench_end_to_end_compares_dgls_whole_stack_and_counts_epochs_to_a_targe
     assert "vs native" in table and "to 0.05" in table
 
 
+def test_a_dgl_users_model_on_dgls_loader_and_on_ours(tmp_path):
+    """--model dgl-sage: DGL's example model on both loaders, from the same initial weights;
+    the model starts the same, so the first epoch's loss differs only through the batches."""
+    require_dgl()
+    out = tmp_path / "train.json"
+    assert main(ARGS + ["--pipelines", "dgl-native,fused+pinned", "--model", "dgl-sage",
+                        "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["params"]["model"] == {"dgl-native": "DGL SAGEConv-mean",
+                                         "fused+pinned": "DGL SAGEConv-mean"}
+    assert result["params"]["model_option"] == "dgl-sage"
+    assert set(result["speedup_vs_dgl_native"]) == {"dgl-native", "fused+pinned"}
+    with pytest.raises(ValueError, match="model must be one of"):
+        from gnnrepro.bench.end_to_end import measure
+        from gnnrepro.config import TrainConfig
+        measure(TrainConfig(), model="gat")
+
+
+def test_a_pyg_users_model_on_ours(tmp_path):
+    pytest.importorskip("torch_geometric")
+    out = tmp_path / "train.json"
+    assert main(ARGS + ["--pipelines", "fused+pinned", "--model", "pyg-sage",
+                        "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["params"]["model"] == {"fused+pinned": "PyG SAGEConv-mean"}
+    assert 0 <= result["pipelines"]["fused+pinned"]["test_acc"] <= 1
+
+
 def test_epochs_to_reach_counts_the_first_epoch_at_or_above_the_target():
     assert epochs_to_reach([0.2, 0.5, 0.4, 0.7], 0.5) == 2
     assert epochs_to_reach([0.2, None, 0.6], 0.6) == 3

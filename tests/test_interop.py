@@ -231,3 +231,36 @@ def test_from_pyg_and_from_dgl_keep_the_graph(dataset) -> None:
         from_dgl(dg)
     with pytest.raises(TypeError, match="DGLGraph"):
         from_dgl(data)
+
+
+def test_drop_in_loaders_take_the_peers_arguments(dataset) -> None:
+    from gnnrepro.drop_in import DataLoader, NeighborLoader
+    g = dataset.graph
+    dst = torch.repeat_interleave(torch.arange(g.num_nodes), g.in_degrees())
+    src = g.indices.to(torch.int64)
+    pyg_data = pytest.importorskip("torch_geometric.data")
+    data = pyg_data.Data(x=dataset.features, edge_index=torch.stack([src, dst]),
+                         y=dataset.labels)
+    with NeighborLoader(data, num_neighbors=[3, 4, 5], batch_size=64,
+                        input_nodes=dataset.train_idx, threads=1) as loader:
+        batches = list(loader)
+        assert len(batches) == len(loader) == -(-dataset.train_idx.numel() // 64)
+        first = batches[0]
+        assert first.batch_size == 64 and first.x.shape[0] == first.n_id.numel()
+        assert list(loader)[0].n_id.numel() != 0  # iterable epoch after epoch
+    # The same batch as our loader's with fanouts input layer first (PyG's reversed).
+    with Loader(dataset, FusedSampler(dataset.graph, [5, 4, 3], seed=0), "cpu", 64) as ours:
+        mb = next(iter(ours))
+    assert torch.equal(first.n_id, mb.input_nodes)
+    assert torch.equal(first.edge_index, to_pyg(mb).edge_index)
+    with pytest.raises(TypeError, match="shuffle: not settings of gnnrepro's loader"):
+        NeighborLoader(data, num_neighbors=[3], input_nodes=dataset.train_idx, shuffle=True)
+    require_dgl()
+    from gnnrepro.baselines.dgl_import import import_dgl
+    dgl = import_dgl()
+    dg = dgl.graph((src, dst), num_nodes=g.num_nodes)
+    dg.ndata["feat"], dg.ndata["label"] = dataset.features, dataset.labels
+    with DataLoader(dg, dataset.train_idx, [5, 4, 3], batch_size=64, threads=1) as loader:
+        input_nodes, output_nodes, blocks = next(iter(loader))
+    assert torch.equal(input_nodes, mb.input_nodes) and torch.equal(output_nodes, mb.seeds)
+    assert torch.equal(blocks[0].srcdata["feat"], dataset.features[input_nodes])

@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
     {"interop"},
     {"models"},
     {"training"},
+    {"drop_in"},
     {"partition"},
     {"distributed"},
     {"bench"},

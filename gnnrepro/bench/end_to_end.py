@@ -46,19 +46,21 @@ from gnnrepro.peers import PEERS, PeerFailed, PeerProcess, check_peers, open_pee
 from gnnrepro.pipeline.spans import STAGES
 from gnnrepro.supervisor import ChildFailed, Heartbeat, Supervisor, run_reporting
 from gnnrepro.training import reduce_stages, run_training
+from gnnrepro.training.loop import MODELS
 from gnnrepro.training.profiler import WAIT_ABOVE_WORK
 
 __all__ = ["format_table", "measure"]
 
 def _train_one(name: str, config: TrainConfig, data_args: dict[str, Any],
-               timeline_batches: int, eval_every: int | None, inbox: Any,
-               outbox: Any) -> None:
+               timeline_batches: int, eval_every: int | None, architecture: str | None,
+               inbox: Any, outbox: Any) -> None:
     """Child process: train pipeline `name`, beating while it trains; send ("ok", summary)
     or ("error", traceback)."""
     def body() -> dict[str, Any]:
         data = load_scaled(**data_args)
         result = run_training(data, config.replace(pipeline=name), eval_every=eval_every,
-                              timeline_batches=timeline_batches, heartbeat=Heartbeat(outbox))
+                              timeline_batches=timeline_batches, heartbeat=Heartbeat(outbox),
+                              architecture=architecture)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
         epochs = result.epochs
         return {
@@ -73,13 +75,15 @@ def _train_one(name: str, config: TrainConfig, data_args: dict[str, Any],
 
 
 def _run_child(name: str, config: TrainConfig, data_args: dict[str, Any],
-               timeline_batches: int, eval_every: int | None) -> dict[str, Any]:
+               timeline_batches: int, eval_every: int | None,
+               architecture: str | None = None) -> dict[str, Any]:
     """Run `_train_one` in a fresh spawned process, supervised (a child that dies, raises or
     sends nothing for config.timeout_s raises RuntimeError naming the pipeline)."""
     supervisor = Supervisor("spawn")
     try:
         supervisor.start(f"pipeline {name!r}", _train_one,
-                         (name, config, data_args, timeline_batches, eval_every))
+                         (name, config, data_args, timeline_batches, eval_every,
+                          architecture))
         while True:
             for _, (_, payload) in supervisor.receive(1.0):
                 return payload
@@ -159,17 +163,22 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
             scale: float = SETTINGS["scale"].default, root: str | None = None,
             pipelines: Sequence[str] = ("dgl", "fused", "fused+pinned"), repeats: int = 1,
             timeline_batches: int = 0, target_acc: float | None = None,
-            peers: Sequence[str] = ()) -> dict[str, Any]:
+            peers: Sequence[str] = (), model: str | None = None) -> dict[str, Any]:
     """Train each pipeline with `config`'s settings (a fresh process each, `repeats` rounds);
     return the JSON-ready result: params, dataset, pipelines {name: summary},
     speedup_vs_dgl (and speedup_vs_dgl_native), env. With `target_acc` (in (0, 1]) every
-    epoch is evaluated on the validation ids (after its timing ends)."""
+    epoch is evaluated on the validation ids (after its timing ends). `model` (a MODELS key)
+    is the model every pipeline trains, e.g. "dgl-sage": DGL's example model on DGL's loader
+    ("dgl-native") and on ours, what a DGL user gains by changing the loader alone; None:
+    each pipeline's own."""
     pipelines = check_pipelines(pipelines, PIPELINES)
     check_int("repeats", repeats, 1)
     check_int("timeline_batches", timeline_batches, 0)
     if target_acc is not None:
         check_fraction("target_acc", target_acc)
     check_peers(peers)
+    if model is not None and model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     eval_every = None if target_acc is None else 1
     data_args = {"name": validate("dataset", dataset), "root": root,
                  "scale": validate("scale", scale)}
@@ -186,7 +195,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                 print(f"bench end-to-end: round {r + 1}/{len(orders)}, {name}",
                       file=sys.stderr, flush=True)
                 rounds[name].append(_run_child(name, config, data_args, timeline_batches,
-                                               eval_every))
+                                               eval_every, model))
             for name, peer in list(running.items()):
                 print(f"bench end-to-end: round {r + 1}/{len(orders)}, peer {name}",
                       file=sys.stderr, flush=True)
@@ -213,6 +222,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                    "pipelines": pipelines, "repeats": repeats, "round_orders": orders,
                    "timeline_batches": timeline_batches, "target_acc": target_acc,
                    "model": {name: rounds[name][0]["params"]["model"] for name in pipelines},
+                   "model_option": model,
                    "optimizer": "Adam",
                    "evaluation": "eval_method (config): layer-wise full-neighbour inference "
                                  "or sampled mini-batches with the fused sampler (same fanouts); "

@@ -16,22 +16,23 @@ import torch
 from gnnrepro.baselines.dgl_import import import_dgl
 from gnnrepro.baselines.dgl_model import as_dgl_block
 from gnnrepro.interop.view import BatchView
-from gnnrepro.sampling.block import MiniBatch
+from gnnrepro.sampling.block import Block, MiniBatch
 
 __all__ = ["dgl_batches", "to_dgl"]
 
 
 def to_dgl(mb: MiniBatch) -> tuple[torch.Tensor, torch.Tensor, list[Any]]:
     """(input_nodes, output_nodes, blocks) of `mb`, blocks input layer first, as DGL's
-    DataLoader yields them."""
+    DataLoader yields them (a batch of DGL's own blocks keeps them)."""
     if not isinstance(mb, MiniBatch):
         raise TypeError(f"mb must be a gnnrepro MiniBatch (what a Loader yields), got "
                         f"{type(mb).__name__}")
     dgl = import_dgl()
     blocks = [as_dgl_block(dgl, block) for block in mb.blocks]
     for dgl_block, block in zip(blocks, mb.blocks):
-        dgl_block.srcdata[dgl.NID] = block.src_nodes
-        dgl_block.dstdata[dgl.NID] = block.dst_nodes
+        if isinstance(block, Block):  # DGL's own blocks (DGL's loader) carry their ids
+            dgl_block.srcdata[dgl.NID] = block.src_nodes
+            dgl_block.dstdata[dgl.NID] = block.dst_nodes
     if mb.x is not None:
         blocks[0].srcdata["feat"] = mb.x
     if mb.y is not None:

@@ -15,26 +15,9 @@ import torch
 from torch import nn
 
 from gnnrepro.peers.adapter import PeerAdapter
+from gnnrepro.peers.pyg_model import PyGSAGE
 
 __all__ = ["Adapter"]
-
-
-class _SAGE(nn.Module):
-    """PyG's example GraphSAGE: SAGEConv (mean) layers, ReLU and dropout between them."""
-
-    def __init__(self, dims: list[int], dropout: float):
-        super().__init__()
-        from torch_geometric.nn import SAGEConv
-        self.layers = nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims, dims[1:]))
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor, adj_t: Any) -> torch.Tensor:
-        h = x
-        for i, layer in enumerate(self.layers):
-            h = layer(h, adj_t)
-            if i < len(self.layers) - 1:
-                h = self.dropout(torch.relu(h))
-        return h
 
 
 class Adapter(PeerAdapter):
@@ -76,9 +59,8 @@ class Adapter(PeerAdapter):
             yield batch, batch.y[:batch.batch_size]
 
     def make_model(self, hidden: int, dropout: float) -> nn.Module:
-        dims = ([self.data.num_features] + [hidden] * (len(self.fanouts) - 1)
-                + [self.data.num_classes])
-        return _SAGE(dims, dropout)
+        return PyGSAGE(self.data.num_features, hidden, self.data.num_classes,
+                       len(self.fanouts), dropout)
 
     def logits(self, model: nn.Module, batch: Any) -> torch.Tensor:
         # A graph given as adj_t comes back as the batch's adj_t (a SparseTensor), which

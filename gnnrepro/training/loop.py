@@ -27,6 +27,7 @@ from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.env import environment
 from gnnrepro.interop import check_layout, model_logits
 from gnnrepro.models.graphsage import GraphSAGE
+from gnnrepro.peers.pyg_model import PyGSAGE
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.pipeline.spans import Span
 from gnnrepro.progress import Progress
@@ -112,11 +113,13 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
-#: The models train() builds, by name: ours (every pipeline but one) and DGL's example model
-#: (the "dgl-native" pipeline, DGL's whole stack), with the name results record.
-MODELS: dict[str, tuple[type[nn.Module], str]] = {
-    "graphsage": (GraphSAGE, "GraphSAGE-mean"),
-    "dgl-sage": (DGLGraphSAGE, "DGL SAGEConv-mean"),
+#: The models train() builds, by name: (class, the name results record, the layout it takes):
+#: ours (every pipeline but one), DGL's example model (the "dgl-native" pipeline, DGL's whole
+#: stack) and PyG's (what a PyG user brings).
+MODELS: dict[str, tuple[type[nn.Module], str, str]] = {
+    "graphsage": (GraphSAGE, "GraphSAGE-mean", "blocks"),
+    "dgl-sage": (DGLGraphSAGE, "DGL SAGEConv-mean", "dgl"),
+    "pyg-sage": (PyGSAGE, "PyG SAGEConv-mean", "pyg"),
 }
 
 
@@ -138,7 +141,7 @@ def build_model(dataset: ModelShape, num_layers: int, hidden: int, dropout: floa
         raise ValueError(f"architecture must be one of {', '.join(MODELS)}, "
                          f"got {architecture!r}")
     torch.manual_seed(seed)
-    model_class, _ = MODELS[architecture]
+    model_class, _, _ = MODELS[architecture]
     return model_class(dataset.num_features, hidden, dataset.num_classes, num_layers,
                        dropout).to(device)
 
@@ -261,7 +264,9 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
     layout = check_layout(layout)
     if model is None:
         model = build_model(dataset, len(fanouts), hidden, dropout, seed, device, architecture)
-        model_name = MODELS[architecture][1]
+        _, model_name, built_layout = MODELS[architecture]
+        if layout == "blocks":  # the default: the built model's own
+            layout = built_layout
     elif not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     elif architecture != "graphsage":

@@ -127,10 +127,12 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
 def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_size: int = 1,
                  eval_every: int | None = None, timeline_batches: int = 0,
                  heartbeat: Callable[[], None] | None = None,
-                 before_close: Callable[[BatchSource], dict[str, Any]] | None = None
-                 ) -> TrainResult:
+                 before_close: Callable[[BatchSource], dict[str, Any]] | None = None,
+                 architecture: str | None = None) -> TrainResult:
     """Train `config` on `dataset` (this rank's share when world_size > 1): set the torch
     threads (resolve_threads), build the loader and the evaluator, train, close the loader.
+    `architecture` (gnnrepro.training.loop.MODELS) is the model; None: the pipeline's own
+    (ours, or DGL's for "dgl-native").
 
     `before_close(loader)` runs after training while the loader's workers still run (where
     memory is measured); what it returns is kept in result.params["before_close"].
@@ -151,7 +153,8 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
                        eval_every=eval_every, eval_batch_size=config.eval_batch_size,
                        eval_method=config.eval_method,
                        timeline_batches=timeline_batches, heartbeat=heartbeat,
-                       architecture=ARCHITECTURES.get(config.pipeline, "graphsage"))
+                       architecture=architecture or ARCHITECTURES.get(config.pipeline,
+                                                                      "graphsage"))
         if before_close is not None:
             result.params["before_close"] = before_close(loader)
     result.params.update(pipeline=config.pipeline, config=config.to_dict(), threads=threads,
