@@ -179,3 +179,29 @@ def test_a_real_peer_samples_loads_and_trains_when_set_up(name, tmp_path):
         assert len(trained["val_acc"]) == 2 and all(0 <= a <= 1 for a in trained["val_acc"])
 
 
+
+
+def test_a_reply_read_together_with_a_beat_is_not_waited_for() -> None:
+    """A beat and the reply arriving in one read: the reply is taken from what was read, not
+    waited for on the pipe (which stays quiet: the peer has said everything)."""
+    import subprocess
+    import sys
+    import time
+
+    from gnnrepro.peers.process import PeerProcess
+    peer = object.__new__(PeerProcess)
+    peer.name, peer.timeout_s, peer._pending = "stand-in", 5.0, b""
+    peer._proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; sys.stdin.readline(); "
+         "sys.stdout.write('{\"beat\": true}\\n{\"result\": {\"ok\": 1}}\\n'); "
+         "sys.stdout.flush(); time.sleep(30)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        start = time.monotonic()
+        assert peer.request("sample") == {"ok": 1}
+        assert time.monotonic() - start < 4.0
+    finally:
+        peer._proc.kill()
+        peer._proc.wait()
+        peer._proc.stdout.close()
+        peer._proc.stdin.close()

@@ -2,6 +2,9 @@
 
 The child is `<peer python> -m gnnrepro.peers.serve <adapter>` with this checkout on its
 PYTHONPATH; its stderr (progress, warnings) passes through, its stdout carries only replies.
+Replies are read from the pipe's file descriptor into our own line buffer: a buffered file
+object would read a beat and the reply after it in one go and leave the reply in its buffer,
+where waiting for the descriptor to become readable never sees it.
 """
 from __future__ import annotations
 
@@ -37,8 +40,8 @@ class PeerProcess:
             p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         self._proc = subprocess.Popen(
             [str(peer_python(name)), "-m", "gnnrepro.peers.serve", PEERS[name].adapter],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-            cwd=str(REPO_ROOT))
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=str(REPO_ROOT))
+        self._pending = b""  # bytes read from the peer's stdout after the last whole line
 
     def request(self, op: str, **args: Any) -> dict[str, Any]:
         """Send one request and wait for its reply: at most timeout_s without a line from the
@@ -48,29 +51,40 @@ class PeerProcess:
             raise PeerFailed(f"peer {self.name!r} exited with status {proc.returncode}")
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(json.dumps({"op": op, "args": args}) + "\n")
+            proc.stdin.write((json.dumps({"op": op, "args": args}) + "\n").encode())
             proc.stdin.flush()
         except BrokenPipeError:
             raise PeerFailed(f"peer {self.name!r} exited before {op!r}") from None
         while True:
-            with selectors.DefaultSelector() as selector:
-                selector.register(proc.stdout, selectors.EVENT_READ)
-                if not selector.select(self.timeout_s):
-                    proc.kill()
-                    self.close()
-                    raise PeerFailed(f"peer {self.name!r} sent nothing for "
-                                     f"{self.timeout_s:g} s during {op!r}; stopped")
-            line = proc.stdout.readline()
-            if not line:
-                status = proc.wait()
-                raise PeerFailed(f"peer {self.name!r} exited with status {status} during "
-                                 f"{op!r}")
-            reply = json.loads(line)
+            reply = json.loads(self._next_line(op))
             if "beat" not in reply:
                 break
         if "error" in reply:
             raise PeerFailed(f"peer {self.name!r} failed in {op!r}:\n{reply['error']}")
         return reply["result"]
+
+    def _next_line(self, op: str) -> bytes:
+        """The peer's next line: from what was read already, else read from the descriptor,
+        waiting at most timeout_s for each chunk."""
+        proc = self._proc
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        while b"\n" not in self._pending:
+            with selectors.DefaultSelector() as selector:
+                selector.register(fd, selectors.EVENT_READ)
+                if not selector.select(self.timeout_s):
+                    proc.kill()
+                    self.close()
+                    raise PeerFailed(f"peer {self.name!r} sent nothing for "
+                                     f"{self.timeout_s:g} s during {op!r}; stopped")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                status = proc.wait()
+                raise PeerFailed(f"peer {self.name!r} exited with status {status} during "
+                                 f"{op!r}")
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
 
     def close(self) -> None:
         """Ask the child to stop; kill it if it does not within 10 s."""
