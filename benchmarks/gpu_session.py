@@ -210,18 +210,22 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
-def log_tail(session: Session, lines: int = 400) -> str:
-    return "\n".join(session.log.read_text(errors="replace").splitlines()[-lines:])
+def log_since(session: Session, mark: int) -> str:
+    """What session.log gained after byte `mark`."""
+    return session.log.read_bytes()[mark:].decode(errors="replace")
 
 
 def pytest_counts(text: str) -> dict[str, int]:
-    """{'passed': n, 'failed': n, ...} from pytest's last summary line in `text`."""
+    """{'passed': n, 'failed': n, ...} from pytest's last summary line in `text` (the one
+    that ends in its time, so a sanitizer's "ERROR SUMMARY: 0 errors" is not taken for it)."""
     summaries = [line for line in text.splitlines()
-                 if re.search(r"\d+ (passed|failed|error|skipped)", line)]
+                 if re.search(r"\d+ (passed|failed|errors?|skipped|deselected)", line)
+                 and re.search(r" in [\d.]+s( \([\d:]+\))?\W*$", line)]
     if not summaries:
         return {}
     return {kind: int(n) for n, kind in
-            re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)", summaries[-1])}
+            re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)",
+                       summaries[-1])}
 
 
 def sanitizer_findings(text: str, tool: str) -> int | None:
@@ -373,7 +377,7 @@ def step_tests(s: Session, cuda: bool) -> None:
         cmd = [*cmd[:-1], "tests/gpu/test_sample_fused.py", "-k", "blocks_are_right"]
     mark = s.log.stat().st_size
     step = s.run("tests-gpu", cmd, timeout_s=150, env=env)
-    text = s.log.read_text(errors="replace")[mark:]
+    text = log_since(s, mark)
     step["counts"] = pytest_counts(text)
     step["failures"] = [line for line in text.splitlines()
                         if line.startswith(("FAILED", "ERROR"))][:40]
@@ -409,7 +413,7 @@ def step_sanitizers(s: Session, cuda: bool) -> None:
         step = s.run(name, [tool, "--tool", name, "--error-exitcode", "97", "--print-limit",
                             "50", *pytest_cmd, "-k", selection], timeout_s=timeout_s,
                      reserve_s=150, env=env)
-        text = s.log.read_text(errors="replace")[mark:]
+        text = log_since(s, mark)
         step["findings"] = sanitizer_findings(text, name)
         step["tests"] = pytest_counts(text)
         s.report["figures"][name] = step["findings"]

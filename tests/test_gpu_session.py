@@ -126,6 +126,11 @@ def test_parsers_read_pytest_and_the_sanitizer() -> None:
     assert session.pytest_counts(log) == {"failed": 1, "passed": 222, "skipped": 60,
                                           "errors": 2}
     assert session.pytest_counts("no summary") == {}
+    # Under the sanitizer its own summary follows pytest's (as on the H100): pytest's counts.
+    sanitized = ("....  [100%]\n124 passed, 149 deselected in 9.60s\n"
+                 "========= ERROR SUMMARY: 0 errors\n")
+    assert session.pytest_counts(sanitized) == {"passed": 124, "deselected": 149}
+    assert session.pytest_counts("==== 3 passed in 1.20s (0:00:01) ====") == {"passed": 3}
     assert session.sanitizer_findings("========= ERROR SUMMARY: 3 errors\n", "memcheck") == 3
     assert session.sanitizer_findings("========= RACECHECK SUMMARY: 0 hazards displayed "
                                       "(0 errors, 0 warnings)", "racecheck") == 0
