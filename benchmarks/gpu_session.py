@@ -464,16 +464,17 @@ def step_measure(s: Session, name: str, args: list[str], timeout_s: float,
     return s.keep(name, produced) if keep else json.loads(produced.read_text())
 
 
-def merge_rungs(ladder: dict | None, result: dict) -> dict:
-    """One end-to-end result holding every rung run so far (each rung's own params stay in
-    its `rungs` entry)."""
-    name = result["params"]["pipelines"][0]
+def merge_rungs(ladder: dict | None, result: dict, label: str | None = None) -> dict:
+    """One end-to-end result holding every rung run so far, each under `label` (default its
+    pipeline's name; each rung's own params stay in its `rungs` entry)."""
+    pipeline = result["params"]["pipelines"][0]
+    label = label or pipeline
     if ladder is None:
-        ladder = {**result, "rungs": {}}
-    else:
-        ladder["pipelines"][name] = result["pipelines"][name]
-        ladder["params"]["pipelines"].append(name)
-    ladder["rungs"][name] = {"params": result["params"], "env": result["env"]}
+        ladder = {**result, "pipelines": {}, "rungs": {}}
+        ladder["params"] = {**result["params"], "pipelines": []}
+    ladder["pipelines"][label] = result["pipelines"][pipeline]
+    ladder["params"]["pipelines"].append(label)
+    ladder["rungs"][label] = {"params": result["params"], "env": result["env"]}
     return ladder
 
 
@@ -595,21 +596,28 @@ def measurements(s: Session, cuda: bool, built: bool, scale: float, dataset: sub
                                                "--rounds", "4"], 60, reserve_s=100)
     # The ladder, one pipeline per step (each a fresh process, as bench end-to-end runs them),
     # so that a step cut short loses only its own rung: baseline, the full method, then fused.
-    rungs = ["reference", "fused+pinned", "fused"]
+    # The last rung: the fused sampler on the GPU with the features in GPU memory (what the
+    # H100's first runs pointed to: the host-side workers were the pipeline's bottleneck).
+    rungs = [("reference", "reference", []), ("fused+pinned", "fused+pinned", []),
+             ("fused", "fused", [])]
+    if cuda:
+        rungs.append(("fused@gpu", "fused", ["--sampler-device", "cuda",
+                                              "--feature-source", "device"]))
     if has_module("dgl"):
-        rungs.insert(0, "dgl")
+        rungs.insert(0, ("dgl", "dgl", []))
     else:
         s.report["dgl"] = "not run: DGL is not installed on this machine"
     ladder: dict | None = None
-    for rung in rungs:
-        result = step_measure(s, f"end-to-end-{rung}",
+    for label, rung, extra in rungs:
+        result = step_measure(s, f"end-to-end-{label}",
                               ["end-to-end", *data, "--pipelines", rung, "--epochs", "2",
-                               "--timeline-batches", "8", "--device", "cuda" if cuda else "cpu"],
+                               "--timeline-batches", "8", "--device", "cuda" if cuda else "cpu",
+                               *extra],
                               150, reserve_s=15, keep=False)
         if result is not None:
-            ladder = merge_rungs(ladder, result)
+            ladder = merge_rungs(ladder, result, label)
             (WORK / "end-to-end.json").write_text(json.dumps(ladder, indent=2) + "\n")
-            s.keep(f"end-to-end-{rung}", WORK / "end-to-end.json")
+            s.keep(f"end-to-end-{label}", WORK / "end-to-end.json")
     return placements, overlap, ladder
 
 

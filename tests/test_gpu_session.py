@@ -153,6 +153,9 @@ def test_merged_ladder_keeps_every_rung() -> None:
     assert {n: p["epoch_s"] for n, p in ladder["pipelines"].items()} == \
         {"reference": 20.0, "fused+pinned": 4.0}
     assert set(ladder["rungs"]) == {"reference", "fused+pinned"}
+    ladder = session.merge_rungs(ladder, rung("fused", 3.0), "fused@gpu")
+    assert ladder["pipelines"]["fused@gpu"] == {"epoch_s": 3.0}
+    assert ladder["params"]["pipelines"][-1] == "fused@gpu"
 
 
 def test_gpu_rows_name_their_machine_or_say_not_measured(tmp_path: Path) -> None:

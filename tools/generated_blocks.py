@@ -16,12 +16,54 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import json  # noqa: E402
+
 from gnnrepro.experiments import gpu_results  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def model_share(pipeline: dict) -> float:
+    """Forward and backward work over the epoch: what no loader can take away."""
+    stages = pipeline["stages"]
+    return (stages["forward"]["work_s"] + stages["backward"]["work_s"]) / pipeline["epoch_s"]
+
+
+def loader_work(pipeline: dict) -> float:
+    """Seconds of sampling and extraction work per epoch, wherever they ran."""
+    stages = pipeline["stages"]
+    return stages["sample"]["work_s"] + stages["extract"]["work_s"]
+
+
+def own_model_block() -> str:
+    """docs/own-loop.md's measurements: a peer's own model on the peer's loader and on ours."""
+    lines = ["| what (2-core CPU VM) | their loader | ours | ours faster | the model's share of "
+             "their epoch (the most a loader can gain) | their / our loader's work per epoch | "
+             "accuracy (test), theirs / ours | result |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name in ("own-model-dgl-cpu", "own-model-dgl-cpu-products"):
+        path = RESULTS / f"{name}.json"
+        if not path.exists():
+            continue
+        r = json.loads(path.read_text())
+        theirs, ours = r["pipelines"]["dgl-native"], r["pipelines"]["fused+pinned"]
+        lines.append(
+            f"| DGL's example model (SAGEConv), products-sim {r['params']['scale']}, "
+            f"{len(ours['epochs_s']) // r['params']['repeats']} epochs x "
+            f"{r['params']['repeats']} rounds | DGL's DataLoader {theirs['epoch_s']:.3g} s "
+            f"| {ours['epoch_s']:.3g} s | **{theirs['epoch_s'] / ours['epoch_s']:.3g}x** | "
+            f"{model_share(theirs):.0%} ({1 / model_share(theirs):.3g}x) | "
+            f"{loader_work(theirs):.3g} s / {loader_work(ours):.3g} s | "
+            f"{theirs['test_acc']:.3f} / {ours['test_acc']:.3f} | "
+            f"[{name}](../benchmarks/results/{name}.json) |")
+    return "\n".join(lines)
+
 
 #: Block name -> (page, generator of its text).
 BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "gpu-results": (ROOT / "README.md",
                     lambda: gpu_results.readme_block(gpu_results.stored_gpu_sessions())),
+    "own-model": (ROOT / "docs" / "own-loop.md", own_model_block),
 }
 
 
