@@ -372,9 +372,12 @@ def keep_extension(s: Session, so: Path) -> None:
 
 def step_tests(s: Session, cuda: bool) -> None:
     env = dict(s.env, GNNREPRO_REQUIRE_CUDA="1" if cuda else "0")
-    cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "tests/gpu"]
+    # tests/gpu, then the library in a user's own loop on cuda: docs/own-loop.md's examples
+    # (they pick the GPU where there is one) and the interop tests.
+    cmd = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "tests/gpu",
+           "tests/test_interop.py", "tests/test_readme.py", "-k", "not test_readme or own-loop"]
     if not cuda:  # the rehearsal: the CPU cases of one test file (make test runs them all)
-        cmd = [*cmd[:-1], "tests/gpu/test_sample_fused.py", "-k", "blocks_are_right"]
+        cmd = [*cmd[:7], "tests/gpu/test_sample_fused.py", "-k", "blocks_are_right"]
     mark = s.log.stat().st_size
     step = s.run("tests-gpu", cmd, timeout_s=150, env=env)
     text = log_since(s, mark)
