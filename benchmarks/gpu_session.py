@@ -37,6 +37,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from gnnrepro.atomic import (write_json_atomic,  # noqa: E402  (stdlib only: runs before
+                             write_text_atomic)   # the modules are installed)
+
 WORK = ROOT / "build" / "gpu-session"
 SITE = ROOT / "build" / "gpu-site"
 PY = sys.executable
@@ -146,9 +150,8 @@ class Session:
 
     def save(self) -> None:
         self.report["elapsed_s"] = round(time.monotonic() - self.start, 1)
-        tmp = self.out / ".session.json.tmp"
-        tmp.write_text(json.dumps(self.report, indent=2) + "\n")
-        os.replace(tmp, self.out / "session.json")
+        # Not sorted: the steps stay in the order they ran.
+        write_text_atomic(self.out / "session.json", json.dumps(self.report, indent=2) + "\n")
 
     def skip(self, name: str, why: str) -> None:
         self.report["steps"][name] = {"status": why, "ok": True, "seconds": 0.0}
@@ -436,8 +439,7 @@ def step_dataset(s: Session, scale: float) -> subprocess.Popen:
 
 
 def wait_dataset(s: Session, proc: subprocess.Popen, began: float) -> bool:
-    if "dataset" in s.report["steps"] and s.report["steps"]["dataset"]["status"] != "running":
-        return s.report["steps"]["dataset"]["ok"]
+    """Wait for the background dataset build (at most until a minute before the deadline)."""
     try:
         output, _ = proc.communicate(timeout=max(1.0, s.left() - 60))
         ok = proc.returncode == 0
@@ -485,7 +487,7 @@ def step_h2d(s: Session, cuda: bool) -> None:
     produced = WORK / "h2d.json"
     produced.unlink(missing_ok=True)
     if not cuda:
-        produced.write_text(json.dumps({"benchmark": "h2d", "skipped": "no CUDA device"}) + "\n")
+        write_json_atomic(produced, {"benchmark": "h2d", "skipped": "no CUDA device"})
         s.skip("h2d", "skipped: no CUDA device")
         s.keep("h2d", produced)
         return
@@ -497,27 +499,15 @@ def step_h2d(s: Session, cuda: bool) -> None:
                                            for k in ("pinned", "pageable") if k in result}
 
 
-def headline(s: Session, placements: dict | None, overlap: dict | None,
-             ladder: dict | None) -> None:
-    """The figures the issue asks for, from the measurements' JSONs."""
-    fig = s.report["figures"]
-    if placements:
-        fig["sampling_ms"] = {n: round(r["ms_per_batch"], 3)
-                              for n, r in placements["samplers"].items()}
-        fig["sampling_speedups"] = {k: round(v, 2) for k, v in placements["speedups"].items()}
-        fig["blocks_equal_cpu"] = placements["blocks_equal_cpu"]
-    if overlap:
-        fig["copy"] = {m: {"gbps": round(r["copy_gbps"], 2),
-                           "hidden_share": round(r["hidden_share"], 3)}
-                       for m, r in overlap["modes"].items()}
-    if ladder:
-        epochs = {n: r["epoch_s"] for n, r in ladder["pipelines"].items()}
-        base = next((b for b in ("dgl", "reference") if b in epochs), None)
-        fig["end_to_end_epoch_s"] = {n: round(v, 3) for n, v in epochs.items()}
-        if base:
-            fig[f"end_to_end_speedup_vs_{base}"] = {n: round(epochs[base] / v, 2)
-                                                    for n, v in epochs.items()}
-        fig["test_acc"] = {n: r.get("test_acc") for n, r in ladder["pipelines"].items()}
+def headline(s: Session) -> None:
+    """The figures the issue asks for, read from the measurements in OUT the way the notebooks
+    and the README read a stored session (gnnrepro.experiments.gpu_results)."""
+    from gnnrepro.experiments import gpu_results
+    session = gpu_results.GpuSession(s.out, s.report)
+    for name, rows in (("sampling", gpu_results.gpu_sampling([session])),
+                       ("end_to_end", gpu_results.gpu_end_to_end([session])),
+                       ("copy", gpu_results.gpu_copy([session]))):
+        s.report["figures"][name] = rows.to_dict("records")
     s.save()
 
 
@@ -567,9 +557,9 @@ def main(argv: list[str] | None = None) -> int:
         if built:
             step_tests(s, cuda)
             step_sanitizers(s, cuda)
-        results = measurements(s, cuda, built, scale, dataset, began)
+        measurements(s, cuda, built, scale, dataset, began)
         step_h2d(s, cuda)
-        headline(s, *results)
+        headline(s)
     finally:
         if dataset.poll() is None:
             _stop(dataset)
@@ -580,23 +570,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def measurements(s: Session, cuda: bool, built: bool, scale: float, dataset: subprocess.Popen,
-                 began: float) -> tuple[dict | None, dict | None, dict | None]:
+                 began: float) -> None:
     """Per-batch sampling, the copy overlap and the end-to-end ladder, at `scale`."""
     if not built:
         for name in MEASUREMENTS:
             s.skip(name, "skipped: the build failed")
-        return None, None, None
+        return
     if not wait_dataset(s, dataset, began):
         for name in MEASUREMENTS:
             s.skip(name, "skipped: the dataset was not built")
-        return None, None, None
+        return
     # The rehearsal's tiny graph has a few hundred training ids: smaller batches.
     data = ["--dataset", "products-sim", "--scale", str(scale), "--batch-size",
             "1024" if cuda else "64"]
-    placements = step_measure(s, "placements", ["placements", *data, "--batches", "40",
-                                                "--repeats", "3"], 90, reserve_s=120)
-    overlap = step_measure(s, "copy-overlap", ["copy-overlap", *data, "--batches", "16",
-                                               "--rounds", "4"], 60, reserve_s=100)
+    step_measure(s, "placements", ["placements", *data, "--batches", "40", "--repeats", "3"],
+                 90, reserve_s=120)
+    step_measure(s, "copy-overlap", ["copy-overlap", *data, "--batches", "16", "--rounds", "4"],
+                 60, reserve_s=100)
     # The ladder, one pipeline per step (each a fresh process, as bench end-to-end runs them),
     # so that a step cut short loses only its own rung: baseline, the full method, then fused.
     # The last rung: the fused sampler on the GPU with the features in GPU memory (what the
@@ -619,9 +609,8 @@ def measurements(s: Session, cuda: bool, built: bool, scale: float, dataset: sub
                               150, reserve_s=15, keep=False)
         if result is not None:
             ladder = merge_rungs(ladder, result, label)
-            (WORK / "end-to-end.json").write_text(json.dumps(ladder, indent=2) + "\n")
+            write_json_atomic(WORK / "end-to-end.json", ladder)
             s.keep(f"end-to-end-{label}", WORK / "end-to-end.json")
-    return placements, overlap, ladder
 
 
 if __name__ == "__main__":

@@ -50,26 +50,32 @@ def seed_batches(train_idx: torch.Tensor, batch_size: int, batches: int,
 def make_sampler(name: str, graph: CSCGraph, fanouts: list[int], seed: int,
                  sampler_device: str = "cpu") -> Callable:
     """A callable (seeds, batch_id) -> sample for the named contender (DGL's returns its
-    native output). `sampler_device` places the fused sampler (gnnrepro.config); seeds are
+    native output). `sampler_device` places the fused sampler (gnnrepro.config) and the
+    reference (cpu or cuda: the unfused two-step sampler in plain torch on the GPU); seeds are
     moved to its device, and it is synchronized so its time is the GPU's too."""
-    if name == "fused":
-        check_placement("cuda" if sampler_device != "cpu" else "cpu", sampler_device, "pinned")
-        if sampler_device == "cpu":
-            return FusedSampler(graph, fanouts, seed=seed).sample
+    if name in ("fused", "reference") and sampler_device != "cpu":
+        if name == "reference" and sampler_device != "cuda":
+            raise ValueError(f"sampler_device={sampler_device!r}: the reference sampler runs "
+                             f"on 'cpu' or 'cuda' (it reads no pinned graph over UVA)")
+        check_placement("cuda", sampler_device, "pinned")
         if sampler_device == "uva":
             graph.pin_memory_()
-            sampler = FusedSampler(graph, fanouts, seed=seed, device="cuda")
+            sampler: Any = FusedSampler(graph, fanouts, seed=seed, device="cuda")
         else:
-            sampler = FusedSampler(graph.to("cuda"), fanouts, seed=seed)
+            cls = FusedSampler if name == "fused" else ReferenceSampler
+            sampler = cls(graph.to("cuda"), fanouts, seed=seed)
 
         def sample_on_gpu(seeds: torch.Tensor, batch_id: int) -> MiniBatch:
-            mb = sampler.sample(seeds.to(sampler.device), batch_id)
-            torch.cuda.synchronize(sampler.device)
+            mb = sampler.sample(seeds.to("cuda"), batch_id)
+            torch.cuda.synchronize()
             return mb
         return sample_on_gpu
     if sampler_device != "cpu":
-        raise ValueError(f"sampler_device={sampler_device!r} places the fused sampler only; "
-                         f"{name!r} samples on the CPU (leave it out with --samplers fused)")
+        raise ValueError(f"sampler_device={sampler_device!r} places the fused and reference "
+                         f"samplers only; {name!r} samples on the CPU (leave it out with "
+                         f"--samplers fused)")
+    if name == "fused":
+        return FusedSampler(graph, fanouts, seed=seed).sample
     if name == "reference":
         return ReferenceSampler(graph, fanouts, seed=seed).sample
     if name in ("dgl-fused", "dgl-unfused"):
