@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 import json  # noqa: E402
 
 from gnnrepro.experiments import gpu_results  # noqa: E402
+from headline import headline_table  # noqa: E402  (tools/, beside this file)
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -61,6 +62,7 @@ def own_model_block() -> str:
 
 #: Block name -> (page, generator of its text).
 BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
+    "headline": (ROOT / "README.md", headline_table),
     "gpu-results": (ROOT / "README.md",
                     lambda: gpu_results.readme_block(gpu_results.stored_gpu_sessions())),
     "own-model": (ROOT / "docs" / "own-loop.md", own_model_block),
