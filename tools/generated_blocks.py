@@ -13,13 +13,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+TOOLS = Path(__file__).resolve().parent
+ROOT = TOOLS.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(TOOLS))  # headline.py beside this file, also when a test loads it by path
 
 import json  # noqa: E402
 
 from gnnrepro.experiments import gpu_results  # noqa: E402
-from headline import headline_table  # noqa: E402  (tools/, beside this file)
+from headline import headline_table  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
