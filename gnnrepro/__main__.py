@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,15 +24,13 @@ from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
                              STORAGE_DEFAULTS, TrainConfig, add_options, list_of,
                              resolve_threads)
 from gnnrepro.datasets import load_scaled
+from gnnrepro.errors import DEBUG_ENV, report_error
 from gnnrepro.training.loop import MODELS
 from gnnrepro.partition import partition_dataset
 
 #: The TrainConfig fields, as options.
 TRAIN_OPTIONS = [f.name for f in dataclasses.fields(TrainConfig)]
 DATA_OPTIONS = ["dataset", "scale", "root"]
-DEBUG_ENV = "GNNREPRO_DEBUG"
-# Errors that mean the command was asked for something it cannot do: exit 2, like argparse's.
-USAGE_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError)
 
 
 def _names(choices: tuple[str, ...]):
@@ -370,35 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # every error a user can meet: one line, unless asked
-        if args.debug or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
-            raise
-        message, usage = error_message(exc)
-        print(f"{parser.prog}: error: {message}\n"
-              f"(--debug or {DEBUG_ENV}=1 shows the traceback)", file=sys.stderr)
-        return 2 if usage else 1
-
-
-def error_message(exc: BaseException) -> tuple[str, bool]:
-    """(one line saying what went wrong, whether it is a usage error).
-
-    ValueError and TypeError messages name the argument, so they are shown alone; other
-    types are named. A child process's failure (a benchmark run in a fresh process) carries
-    the child's traceback in its text: the line is the text before it plus the child's
-    exception line, and the child's exception type decides whether it is a usage error.
-    """
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    usage = isinstance(exc, USAGE_ERRORS)
-    head, marker, rest = text.partition("Traceback (most recent call last):")
-    if marker:
-        last = [line.strip() for line in rest.splitlines() if line.strip()][-1:]
-        child = last[0] if last else ""
-        kind = child.split(":", 1)[0]
-        usage = kind in {e.__name__ for e in USAGE_ERRORS}
-        text = f"{head.strip()} {child}".strip()
-    text = " ".join(text.split())  # one line
-    if isinstance(exc, (ValueError, TypeError)) and text:
-        return text, usage
-    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__), usage
+        return report_error(parser.prog, exc, args.debug)
 
 
 def partition_table(manifest: dict[str, Any], out: Path) -> str:

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from gnnrepro import __main__ as cli
+from gnnrepro.errors import error_message
 
 
 def test_a_missing_dataset_is_one_line_and_exit_2(tmp_path, capsys):
@@ -31,21 +32,21 @@ def test_an_unexpected_error_names_its_type_and_exits_1(monkeypatch, capsys):
 
 
 def test_error_messages_keep_the_text_and_add_the_type_where_needed():
-    assert cli.error_message(ValueError("batch_size must be >= 1")) == \
+    assert error_message(ValueError("batch_size must be >= 1")) == \
         ("batch_size must be >= 1", True)
-    assert cli.error_message(KeyError("products")) == ("KeyError: products", False)
-    assert cli.error_message(OSError("disk full")) == ("OSError: disk full", False)
-    assert cli.error_message(RuntimeError()) == ("RuntimeError", False)
+    assert error_message(KeyError("products")) == ("KeyError: products", False)
+    assert error_message(OSError("disk full")) == ("OSError: disk full", False)
+    assert error_message(RuntimeError()) == ("RuntimeError", False)
 
 
 def test_a_child_process_error_keeps_its_first_and_last_lines():
     child = ("bench end-to-end failed: pipeline 'fused' raised: Traceback (most recent call "
              "last):\n  File \"x.py\", line 3, in f\n    g()\nValueError: workers must be >= 0\n")
-    assert cli.error_message(RuntimeError(child)) == (
+    assert error_message(RuntimeError(child)) == (
         "RuntimeError: bench end-to-end failed: pipeline 'fused' raised: ValueError: workers "
         "must be >= 0", True)
     crashed = child.replace("ValueError: workers must be >= 0", "MemoryError")
-    assert cli.error_message(RuntimeError(crashed))[1] is False
+    assert error_message(RuntimeError(crashed))[1] is False
 
 
 def test_help_shows_every_default():

@@ -126,3 +126,28 @@ def test_killed_machine_is_named_and_nothing_is_left(data: tuple[Dataset, Path])
     time.sleep(1)
     assert [p for p in pids if psutil.pid_exists(p)
             and psutil.Process(p).status() != psutil.STATUS_ZOMBIE] == []
+
+
+def test_a_killed_machine_resumes_from_its_checkpoint_to_the_identical_result(
+        data: tuple[Dataset, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Machine 1's rank killed at its 5th step: the run fails; run again with --resume, it
+    ends with the uninterrupted run's weights, losses and accuracies, bit for bit."""
+    _, partition = data
+    runs = {}
+    for name in ("whole", "cut"):
+        runs[name] = _args(partition, "--epochs", "2", "--batch-size", "128",
+                           "--checkpoint-dir", str(tmp_path / name), "--checkpoint-every", "3",
+                           "--out", str(tmp_path / f"{name}.json"),
+                           "--weights", str(tmp_path / f"{name}.pt"))
+    run_local_machines(2, runs["whole"], timeout_s=240)
+    monkeypatch.setenv("GNNREPRO_FAULT", "step:5@1")
+    with pytest.raises(RuntimeError, match="machine 1"):
+        run_local_machines(2, runs["cut"], timeout_s=240)
+    monkeypatch.delenv("GNNREPRO_FAULT")
+    run_local_machines(2, [*runs["cut"], "--resume"], timeout_s=240)
+    whole, cut = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("whole", "cut"))
+    assert cut["checkpoint"]["resumed_at_step"] == 3
+    assert [e["loss"] for e in whole["epochs"]] == [e["loss"] for e in cut["epochs"]]
+    assert (whole["val_acc"], whole["test_acc"]) == (cut["val_acc"], cut["test_acc"])
+    a, b = (torch.load(tmp_path / f"{n}.pt", weights_only=True) for n in ("whole", "cut"))
+    assert all(torch.equal(a[k], b[k]) for k in a)

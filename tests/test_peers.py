@@ -72,7 +72,7 @@ def test_bench_sampling_lists_a_missing_peer_as_not_run(tmp_path, monkeypatch, c
 
 
 def test_the_peer_process_serves_requests_and_reports_failures(standin, tmp_path,
-                                                               monkeypatch):
+                                                               monkeypatch, capfd):
     with PeerProcess(standin) as peer:
         opened = peer.request("open", **SETUP)
         assert opened["threads"] == 1 and opened["versions"]["torch"] == torch.__version__
@@ -95,6 +95,7 @@ def test_the_peer_process_serves_requests_and_reports_failures(standin, tmp_path
         peer.timeout_s = 0.5
         with pytest.raises(PeerFailed, match="sent nothing for 0.5 s during 'sample'"):
             peer.request("sample", seeds_file=seeds_file(tmp_path))
+    assert "waiting for peer 'stand-in' in 'sample': silent for 0.25 s" in capfd.readouterr().err
 
 
 def test_a_long_op_stays_alive_through_beats(standin, tmp_path, monkeypatch):

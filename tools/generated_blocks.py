@@ -21,7 +21,9 @@ sys.path.insert(0, str(TOOLS))  # headline.py beside this file, also when a test
 import json  # noqa: E402
 
 from gnnrepro.experiments import gpu_results  # noqa: E402
+from checkpoint_tables import cost_table, fault_table  # noqa: E402
 from headline import headline_table  # noqa: E402
+from results_page import results_table  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -68,6 +70,9 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "gpu-results": (ROOT / "README.md",
                     lambda: gpu_results.readme_block(gpu_results.stored_gpu_sessions())),
     "own-model": (ROOT / "docs" / "own-loop.md", own_model_block),
+    "results": (ROOT / "docs" / "results.md", results_table),
+    "checkpoint-faults": (ROOT / "docs" / "checkpoints.md", fault_table),
+    "checkpoint-cost": (ROOT / "docs" / "checkpoints.md", cost_table),
 }
 
 

@@ -189,7 +189,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
     setup = {"dataset": data_args["name"], "root": root, "scale": data_args["scale"],
              "fanouts": list(config.fanouts), "batch_size": config.batch_size,
              "threads": resolve_threads(config.threads), "seed": config.seed}
-    with open_peers(list(peers), setup, config.timeout_s) as (running, peers_not_run):
+    with open_peers(list(peers), setup) as (running, peers_not_run):
         for r, order in enumerate(orders):
             for name in order:
                 print(f"bench end-to-end: round {r + 1}/{len(orders)}, {name}",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -25,9 +26,9 @@ import torch.distributed as dist
 from gnnrepro.config import TrainConfig, resolve_device
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.memory import data_copies, release_free_heap
-from gnnrepro.training import reduce_stages, run_training
+from gnnrepro.training import Checkpointing, reduce_stages, run_training
 
-__all__ = ["init_process_group", "rank_device", "train_rank"]
+__all__ = ["exit_rank", "init_process_group", "rank_device", "train_rank"]
 
 
 def rank_device(config: TrainConfig, local_rank: int) -> torch.device:
@@ -35,6 +36,19 @@ def rank_device(config: TrainConfig, local_rank: int) -> torch.device:
     if resolve_device(config.device).startswith("cuda"):
         return torch.device("cuda", local_rank)
     return torch.device("cpu")
+
+
+def _restarted_group_store(world_size: int, timeout: timedelta) -> dist.Store | None:
+    """Under torchrun after an elastic restart (--max-restarts), the store of this attempt:
+    torchrun's agent keeps one store across attempts, where the dead attempt's gloo addresses
+    are still found (the restarted group then fails to connect), so each attempt's keys go
+    under a prefix of their own. None otherwise (env:// as usual)."""
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    if attempt == "0" or os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    agent = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                          world_size, is_master=False, timeout=timeout)
+    return dist.PrefixStore(f"gnnrepro/attempt-{attempt}", agent)
 
 
 def init_process_group(config: TrainConfig, rank: int, world_size: int, local_rank: int,
@@ -49,6 +63,8 @@ def init_process_group(config: TrainConfig, rank: int, world_size: int, local_ra
         # Let a failed or timed-out NCCL collective abort the process instead of hanging it.
         os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     timeout = timedelta(seconds=config.timeout_s)
+    if store is None:
+        store = _restarted_group_store(world_size, timeout)
     if store is None:
         dist.init_process_group(backend, init_method="env://", rank=rank,
                                 world_size=world_size, timeout=timeout)
@@ -67,10 +83,14 @@ def _data_tensors(dataset: Dataset, loader: Any) -> dict[str, torch.Tensor]:
 
 def train_rank(config: TrainConfig, dataset: Dataset,
                at_end: Callable[[], dict | None],
-               heartbeat: Callable[[], None] | None = None) -> dict[str, Any]:
+               heartbeat: Callable[[], None] | None = None,
+               checkpointing: Checkpointing | None = None) -> dict[str, Any]:
     """Train this rank's share with gnnrepro.training's one loop (the process group must
     exist) and return the run's all-reduced summary - identical on every rank - plus this
     rank's own parameters ("state").
+
+    `checkpointing`: the run's checkpoints and resume (gnnrepro.training.resume), the same
+    settings on every rank.
 
     `at_end()` is called on every rank when training is over and the loader's workers are
     still running (the moment memory is measured); what it returns is kept as "memory".
@@ -88,7 +108,8 @@ def train_rank(config: TrainConfig, dataset: Dataset,
                 "loader": repr(loader), "loader_workers": getattr(loader, "workers", 0)}
 
     result = run_training(dataset, config, rank=rank, world_size=world_size,
-                          heartbeat=heartbeat, before_close=before_close)
+                          heartbeat=heartbeat, before_close=before_close,
+                          checkpointing=checkpointing)
     device = torch.device(result.params["device"])
     history = result.epochs
     end = result.params.pop("before_close")
@@ -122,6 +143,17 @@ def train_rank(config: TrainConfig, dataset: Dataset,
         # handle that the receiver can only open while the sender is still alive
         "state": {k: v.numpy() for k, v in result.state.items()},
     }
+
+
+def exit_rank(status: int) -> None:
+    """End a torchrun rank's process with `status`, without the interpreter's finalization
+    (as multiprocessing's children end): torch's C++ threads of the process group (destroyed,
+    not all joined) make a finalizing rank abort now and then ("terminate called without an
+    active exception": 1 run in 3 to 14 here), failing a run whose results were all written.
+    Call it once everything is closed and written; stdout and stderr are flushed first."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _gather(value: Any, world_size: int) -> list[Any]:

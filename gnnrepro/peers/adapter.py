@@ -34,9 +34,11 @@ class PeerAdapter:
         """Load the dataset and build the peer's objects; returns the peer's versions."""
         torch.set_num_threads(threads)
         self.data = load_scaled(dataset, root, scale)
+        self.beat()  # each stage well within the silence limit (gnnrepro.peers.process)
         self.fanouts, self.batch_size, self.seed = list(fanouts), batch_size, seed
         self.threads = threads
         self.build()
+        self.beat()
         return {"versions": self.versions(), "threads": torch.get_num_threads(),
                 "num_edges": self.data.graph.num_edges}
 

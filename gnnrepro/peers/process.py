@@ -12,13 +12,20 @@ import json
 import os
 import selectors
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from gnnrepro.peers.environments import PEERS, REPO_ROOT, peer_python, unavailable
 
-__all__ = ["PeerFailed", "PeerProcess", "open_peers"]
+__all__ = ["PeerFailed", "PeerProcess", "SILENCE_LIMIT_S", "open_peers"]
+
+#: How long a peer may go without a line (a reply, or the beat its ops send at most once a
+#: second, at every batch and between the stages of "open") before it is stopped and named.
+SILENCE_LIMIT_S = 60.0
+#: After this much silence (or half the limit, if less) one line says whom we are waiting for.
+_NOTICE_S = 10.0
 
 
 class PeerFailed(RuntimeError):
@@ -29,7 +36,7 @@ class PeerProcess:
     """One peer's serving process. `request(op, **args)` returns the reply's result dict;
     a failure raises PeerFailed with the peer's traceback. Close it (or use `with`)."""
 
-    def __init__(self, name: str, timeout_s: float = 1800.0):
+    def __init__(self, name: str, timeout_s: float = SILENCE_LIMIT_S):
         reason = unavailable(name)
         if reason is not None:
             raise PeerFailed(f"peer {name!r} {reason}")
@@ -65,18 +72,23 @@ class PeerProcess:
 
     def _next_line(self, op: str) -> bytes:
         """The peer's next line: from what was read already, else read from the descriptor,
-        waiting at most timeout_s for each chunk."""
+        waiting at most timeout_s for each chunk (saying so once the wait gets long)."""
         proc = self._proc
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
+        notice_s = min(_NOTICE_S, self.timeout_s / 2)
         while b"\n" not in self._pending:
             with selectors.DefaultSelector() as selector:
                 selector.register(fd, selectors.EVENT_READ)
-                if not selector.select(self.timeout_s):
-                    proc.kill()
-                    self.close()
-                    raise PeerFailed(f"peer {self.name!r} sent nothing for "
-                                     f"{self.timeout_s:g} s during {op!r}; stopped")
+                if not selector.select(notice_s):
+                    print(f"waiting for peer {self.name!r} in {op!r}: silent for "
+                          f"{notice_s:g} s (stopped after {self.timeout_s:g} s without a word)",
+                          file=sys.stderr, flush=True)
+                    if not selector.select(self.timeout_s - notice_s):
+                        proc.kill()
+                        self.close()
+                        raise PeerFailed(f"peer {self.name!r} sent nothing for "
+                                         f"{self.timeout_s:g} s during {op!r}; stopped")
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 status = proc.wait()
@@ -109,7 +121,7 @@ class PeerProcess:
 
 @contextmanager
 def open_peers(names: Sequence[str], setup: dict[str, Any],
-               timeout_s: float = 1800.0) -> Iterator[tuple[dict[str, PeerProcess],
+               timeout_s: float = SILENCE_LIMIT_S) -> Iterator[tuple[dict[str, PeerProcess],
                                                              dict[str, str]]]:
     """Start each named peer and send it `setup` ("open"); yields ({name: process} of the
     peers that started, {name: why not run} of the rest). All are closed on exit."""

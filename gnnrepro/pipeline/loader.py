@@ -187,6 +187,7 @@ class Loader:
                                        self.prefetch, self.worker_threads, self.timeout_s,
                                        self.read_ahead)
         self._epoch = 0
+        self._first_step = 0  # the next epoch's first batch (start_at)
         self._generation = 0  # bumped by each iter() and close(): older iterators stop
         self._running = False
         self._epoch_thread: int | None = None  # the thread iterating the running epoch
@@ -277,7 +278,20 @@ class Loader:
             self._abort()
         self._generation += 1
         epoch, self._epoch = self._epoch, self._epoch + 1
-        return self._run_epoch(epoch, self._generation)
+        first, self._first_step = self._first_step, 0
+        return self._run_epoch(epoch, self._generation, first)
+
+    def start_at(self, epoch: int, step: int = 0) -> None:
+        """Make the next iter() epoch `epoch` from its batch `step` on (a resumed run: the
+        same batches as that epoch's, those before `step` left out); the ones after it follow
+        from epoch + 1, whole."""
+        check_int("epoch", epoch, 0)
+        check_int("step", step, 0)
+        if step > len(self):
+            raise ValueError(f"step must be at most the epoch's {len(self)} batches, got {step}")
+        if self._running:
+            raise RuntimeError("start_at: this Loader is in the middle of an epoch")
+        self._epoch, self._first_step = epoch, step
 
     def close(self) -> None:
         """Stop the workers (processes: terminate + join; threads: stop + join, see
@@ -293,7 +307,7 @@ class Loader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run_epoch(self, epoch: int, generation: int) -> Iterator[MiniBatch]:
+    def _run_epoch(self, epoch: int, generation: int, first: int) -> Iterator[MiniBatch]:
         if generation != self._generation:
             raise RuntimeError(_SUPERSEDED)
         order = self.plan.epoch_ids(epoch)
@@ -302,7 +316,7 @@ class Loader:
         self._running, self._epoch_thread = True, threading.get_ident()
         finished = False
         try:
-            for prepared in producer.batches(order, epoch):
+            for prepared in producer.batches(order, epoch, first):
                 mb = self._handover(*prepared)
                 del prepared
                 yield mb

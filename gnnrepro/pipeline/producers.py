@@ -41,15 +41,16 @@ class LocalProducer:
         self.handover, self.log, self.prefetch = handover, log, prefetch
         self.read_ahead = read_ahead and store.reads_ahead
 
-    def batches(self, order: torch.Tensor, epoch: int) -> Iterator[Prepared]:
-        """Epoch `epoch`'s batches, cut from `order` (the epoch's ids), one per request."""
+    def batches(self, order: torch.Tensor, epoch: int, first: int = 0) -> Iterator[Prepared]:
+        """Epoch `epoch`'s batches from batch `first` on, cut from `order` (the epoch's ids),
+        one per request."""
         where = getattr(self.sampler, "device", torch.device("cpu"))
         if where.type == "cuda":  # a GPU sampler takes its seeds on the GPU
             order = order.to(where)
         if self.read_ahead:
-            yield from self._ahead(order, epoch)
+            yield from self._ahead(order, epoch, first)
             return
-        for b in range(len(self.plan)):
+        for b in range(first, len(self.plan)):
             yield self._prepare(b, order, epoch)  # held here, the batch would keep its slot
 
     def _prepare(self, b: int, order: torch.Tensor, epoch: int) -> Prepared:
@@ -76,14 +77,14 @@ class LocalProducer:
             self.log.record(b, "extract", "disk", begin, end, counts=False)  # the device's part
         return self.handover.transfer(mb, x, slot, b)
 
-    def _ahead(self, order: torch.Tensor, epoch: int) -> Iterator[Prepared]:
+    def _ahead(self, order: torch.Tensor, epoch: int, first: int) -> Iterator[Prepared]:
         """Batches sampled `prefetch` ahead of the one gathered, their input nodes announced
         to the store, so its reads for the next batches overlap this batch's gather and
         training step."""
         self.store.discard_prefetched()
         ahead: deque[tuple[int, MiniBatch]] = deque()
-        nxt = 0
-        for b in range(len(self.plan)):
+        nxt = first
+        for b in range(first, len(self.plan)):
             while nxt < len(self.plan) and nxt <= b + self.prefetch:
                 ahead.append((nxt, self._sample(nxt, self.plan.seeds(order, nxt), epoch)))
                 start = time.perf_counter()
@@ -122,15 +123,16 @@ class WorkerProducer:
             self.live.append(self.pool)
         return self.pool
 
-    def batches(self, order: torch.Tensor, epoch: int) -> Iterator[Prepared]:
-        """Dispatch batch b to worker b % W, at most `prefetch` ahead; yield in order."""
+    def batches(self, order: torch.Tensor, epoch: int, first: int = 0) -> Iterator[Prepared]:
+        """Dispatch batch b (from `first` on) to worker b % W, at most `prefetch` ahead;
+        yield in order."""
         pool, plan = self._start(), self.plan
         num_batches = len(plan)
         needs_ids = [True] * self.workers
         ids_np = order.numpy()
         ready: dict[int, Prepared] = {}
-        sent = 0
-        for b in range(num_batches):
+        sent = first
+        for b in range(first, num_batches):
             while sent < num_batches and sent - b < self.prefetch:
                 slot = self.ring.acquire() if self.ring is not None else None
                 if slot is not None:

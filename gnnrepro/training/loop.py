@@ -10,11 +10,12 @@ own dropout stream, and the accuracies are summed over the ranks.
 """
 from __future__ import annotations
 
+import contextlib
 import resource
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import torch
 from torch import nn
@@ -34,9 +35,10 @@ from gnnrepro.progress import Progress
 from gnnrepro.sampling.args import stream_seed
 from gnnrepro.training.evaluate import accuracy, choose_eval_method, rank_and_world
 from gnnrepro.training.profiler import WAIT_ABOVE_WORK, StageTimer
+from gnnrepro.training.resume import Checkpointing, Position, RunCheckpoints
 
-__all__ = ["EpochStats", "ModelShape", "TrainResult", "build_model", "data_parallel", "train",
-           "train_epoch"]
+__all__ = ["EpochStats", "EpochStart", "ModelShape", "TrainResult", "build_model",
+           "data_parallel", "train", "train_epoch", "train_epochs"]
 
 
 @dataclass
@@ -158,21 +160,42 @@ def data_parallel(model: nn.Module, seed: int, device: torch.device) -> nn.Modul
                                    device_ids=[device] if device.type == "cuda" else None)
 
 
+class EpochStart(NamedTuple):
+    """Where an epoch begins: its first step, and the loss sum and seed count of the steps
+    before it (a resumed epoch's; zeros for a whole one)."""
+
+    step: int
+    loss_sum: torch.Tensor
+    num_seeds: int
+
+
+#: Called after each optimizer step with the next step's index, whether the epoch's last step
+#: was done, and the epoch's loss sum and seed count so far (train()'s checkpoints).
+AfterStep = Callable[[int, bool, torch.Tensor, int], None]
+
+
 def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: BatchSource,
                 timer: StageTimer, device: torch.device, epoch: int,
                 timeline_batches: int = 0,
                 heartbeat: Callable[[], None] | None = None,
-                layout: str = "blocks") -> EpochStats:
+                layout: str = "blocks", epoch_start: EpochStart | None = None,
+                after_step: AfterStep | None = None) -> EpochStats:
     """One epoch over `loader`'s batches (cross-entropy, one optimizer step per batch), timed
     stage by stage by `timer`; returns its EpochStats (val_acc unset). `model` may be wrapped
     (e.g. in DistributedDataParallel): it is only called and trained, on its batches in
     `layout` (gnnrepro.interop.LAYOUTS). `heartbeat` is called after every step (a supervised
-    child's proof of progress)."""
+    child's proof of progress), then `after_step`. `epoch_start`: a resumed epoch's first step
+    and what came before it (the loader must already be set to begin there)."""
     model.train()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    loss_sum = torch.zeros((), device=device)  # summed on device: no sync per step
-    num_seeds = 0
+    step = 0 if epoch_start is None else epoch_start.step
+    # summed on device: no sync per step
+    loss_sum = (torch.zeros((), device=device) if epoch_start is None
+                else epoch_start.loss_sum.to(device).clone())
+    seeds_before = 0 if epoch_start is None else epoch_start.num_seeds
+    num_seeds = seeds_before
+    num_steps = len(loader)
     start = time.perf_counter()
     batches = iter(loader)
     with Progress(f"epoch {epoch}", len(loader), "batches") as bar:
@@ -191,12 +214,16 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: Batc
             num_seeds += mb.y.numel()
             del mb  # frees the batch's staging slot before the next one is prepared
             bar.update()
+            step += 1
             if heartbeat is not None:
                 heartbeat()
+            if after_step is not None:
+                after_step(step, step == num_steps, loss_sum, num_seeds)
     stages = timer.finish_epoch(loader.work_seconds())  # on CUDA: resolves the epoch's events
     epoch_s = time.perf_counter() - start
     return EpochStats(
-        epoch=epoch, epoch_s=epoch_s, seeds_per_s=num_seeds / epoch_s,
+        epoch=epoch, epoch_s=epoch_s,
+        seeds_per_s=(num_seeds - seeds_before) / epoch_s,
         loss=loss_sum.item() / max(num_seeds, 1), peak_rss_mb=_peak_rss_mb(),
         peak_gpu_mb=(torch.cuda.max_memory_allocated(device) / 2**20
                      if device.type == "cuda" else None),
@@ -211,6 +238,71 @@ def _timeline(spans: list[Span], start: float, batches: int) -> list[dict]:
     return [s._replace(start=s.start - start, end=s.end - start)._asdict() for s in kept]
 
 
+#: What a checkpoint must share with the run that resumes from it (train()'s params).
+_IDENTITY = ("dataset", "dataset_params", "model", "layout", "num_layers", "hidden", "dropout",
+             "fanouts", "batch_size", "lr", "seed", "world_size", "optimizer", "loss")
+
+
+def _start_loader_at(loader: BatchSource, epoch: int, step: int) -> None:
+    """Set `loader` to yield epoch `epoch` from batch `step` next (a resumed run)."""
+    start_at = getattr(loader, "start_at", None)
+    if start_at is None:
+        raise TypeError(f"resuming needs a loader that can begin at a step (start_at(epoch, "
+                        f"step), as gnnrepro's Loader has); {type(loader).__name__} has none")
+    start_at(epoch, step)
+
+
+def train_epochs(trained: nn.Module, model: nn.Module, optimizer: torch.optim.Optimizer,
+                 loader: BatchSource, timer: StageTimer, device: torch.device, epochs: int, *,
+                 identity: dict[str, Any], checkpointing: Checkpointing | None = None,
+                 timeline_batches: int = 0, heartbeat: Callable[[], None] | None = None,
+                 layout: str = "blocks",
+                 after_epoch: Callable[[EpochStats], None] | None = None
+                 ) -> tuple[list[EpochStats], dict[str, Any] | None]:
+    """Epochs 0 .. epochs - 1 of train_epoch, `after_epoch` after each; with `checkpointing`,
+    checkpoints of `model` (unwrapped; `trained` is what trains it) that belong to `identity`,
+    and with its resume the run goes on from the newest valid one (gnnrepro.training.resume).
+    Returns the epochs' statistics and, with checkpointing, what the checkpoints did and cost."""
+    if checkpointing is not None and not isinstance(checkpointing, Checkpointing):
+        raise TypeError(f"checkpointing must be a gnnrepro.training.Checkpointing, got "
+                        f"{type(checkpointing).__name__}")
+    history: list[EpochStats] = []
+    checkpoints, restored = None, None
+    first_epoch, start, global_step = 0, None, 0
+    if checkpointing is not None:
+        rank, world_size = rank_and_world()
+        checkpoints = RunCheckpoints(checkpointing, identity, model, optimizer, device, rank,
+                                     world_size)
+        restored = checkpoints.restore()
+    if restored is not None:
+        history = [EpochStats(**e) for e in restored.history]
+        first_epoch, global_step = restored.position.epoch, restored.position.global_step
+        start = EpochStart(restored.position.step, restored.loss_sum, restored.num_seeds)
+        _start_loader_at(loader, first_epoch, start.step)
+    with checkpoints if checkpoints is not None else contextlib.nullcontext():
+        for epoch in range(first_epoch, epochs):
+            after_step = None
+            if checkpoints is not None:
+                def after_step(step: int, last: bool, loss_sum: torch.Tensor, num_seeds: int,
+                               epoch: int = epoch) -> None:
+                    nonlocal global_step
+                    global_step += 1
+                    checkpoints.after_step(Position(epoch, step, global_step), last, loss_sum,
+                                           num_seeds, history)
+            history.append(train_epoch(trained, optimizer, loader, timer, device, epoch,
+                                       timeline_batches, heartbeat, layout, start, after_step))
+            start = None
+            if after_epoch is not None:
+                after_epoch(history[-1])
+    if checkpoints is None:
+        return history, None
+    return history, {"directory": str(checkpointing.directory), "every": checkpointing.every,
+                     "keep": checkpointing.keep,
+                     "resumed_from": None if restored is None else str(restored.path),
+                     "resumed_at_step": 0 if restored is None else restored.position.global_step,
+                     **checkpoints.report()}
+
+
 def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
           epochs: int = SETTINGS["epochs"].default, lr: float = SETTINGS["lr"].default,
           hidden: int = SETTINGS["hidden"].default,
@@ -220,7 +312,7 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
           eval_method: str = SETTINGS["eval_method"].default, timeline_batches: int = 0,
           heartbeat: Callable[[], None] | None = None,
           architecture: str = "graphsage", model: nn.Module | None = None,
-          layout: str = "blocks") -> TrainResult:
+          layout: str = "blocks", checkpointing: Checkpointing | None = None) -> TrainResult:
     """Train GraphSAGE (mean aggregator, one layer per fanout of `evaluator`; ours, or with
     architecture="dgl-sage" DGL's) with Adam and cross-entropy on the batches of `loader`, on
     the loader's device; return a TrainResult.
@@ -239,8 +331,13 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
     each split used). Each epoch keeps the timeline of its first
     `timeline_batches` batches. The loader is not closed (its owner closes it). Under a
     torch.distributed process group of several ranks this is one rank's part of data-parallel
-    training (see the module doc); the accuracies are then the whole group's. Bad arguments
-    raise TypeError or ValueError naming the argument.
+    training (see the module doc); the accuracies are then the whole group's.
+
+    `checkpointing` (gnnrepro.training.resume.Checkpointing): write checkpoints as it says
+    and, with its `resume`, go on from the newest valid one, to the same final weights,
+    losses and accuracies as an uninterrupted run; SIGINT / SIGTERM then stop after the
+    current step with a checkpoint written (TrainingStopped). Bad arguments raise TypeError or
+    ValueError naming the argument.
     """
     if not isinstance(dataset, Dataset):
         raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
@@ -301,13 +398,17 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
         return accuracy(model, dataset, evaluator, ids, device, eval_batch_size, heartbeat,
                         method, getattr(loader, "store", None), layout)
 
-    history: list[EpochStats] = []
-    for epoch in range(epochs):
-        stats = train_epoch(trained, optimizer, loader, timer, device, epoch, timeline_batches,
-                            heartbeat, layout)
-        if eval_every is not None and (epoch + 1) % eval_every == 0:
+    def after_epoch(stats: EpochStats) -> None:
+        if eval_every is not None and (stats.epoch + 1) % eval_every == 0:
             stats.val_acc = score("val")
-        history.append(stats)
+
+    history, report = train_epochs(
+        trained, model, optimizer, loader, timer, device, epochs,
+        identity={key: params[key] for key in _IDENTITY}, checkpointing=checkpointing,
+        timeline_batches=timeline_batches, heartbeat=heartbeat, layout=layout,
+        after_epoch=after_epoch)
+    if report is not None:
+        params["checkpoint"] = report
     val_acc = history[-1].val_acc  # set if eval_every divides epochs: same model, same batches
     if val_acc is None:
         val_acc = score("val")

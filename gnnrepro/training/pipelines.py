@@ -36,6 +36,7 @@ from gnnrepro.pipeline.loader import Loader
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.sampling import FusedSampler, ReferenceSampler
 from gnnrepro.training.loop import TrainResult, train
+from gnnrepro.training.resume import Checkpointing
 
 __all__ = ["ARCHITECTURES", "make_evaluator", "make_loader", "run_training", "train_pipeline",
            "worker_threads"]
@@ -128,11 +129,12 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
                  eval_every: int | None = None, timeline_batches: int = 0,
                  heartbeat: Callable[[], None] | None = None,
                  before_close: Callable[[BatchSource], dict[str, Any]] | None = None,
-                 architecture: str | None = None) -> TrainResult:
+                 architecture: str | None = None,
+                 checkpointing: Checkpointing | None = None) -> TrainResult:
     """Train `config` on `dataset` (this rank's share when world_size > 1): set the torch
     threads (resolve_threads), build the loader and the evaluator, train, close the loader.
     `architecture` (gnnrepro.training.loop.MODELS) is the model; None: the pipeline's own
-    (ours, or DGL's for "dgl-native").
+    (ours, or DGL's for "dgl-native"). `checkpointing`: train()'s checkpoints and resume.
 
     `before_close(loader)` runs after training while the loader's workers still run (where
     memory is measured); what it returns is kept in result.params["before_close"].
@@ -154,7 +156,8 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
                        eval_method=config.eval_method,
                        timeline_batches=timeline_batches, heartbeat=heartbeat,
                        architecture=architecture or ARCHITECTURES.get(config.pipeline,
-                                                                      "graphsage"))
+                                                                      "graphsage"),
+                       checkpointing=checkpointing)
         if before_close is not None:
             result.params["before_close"] = before_close(loader)
     result.params.update(pipeline=config.pipeline, config=config.to_dict(), threads=threads,
@@ -165,10 +168,11 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
 
 def train_pipeline(name: str, dataset: Dataset, fanouts: Sequence[int], *,
                    eval_every: int | None = None, timeline_batches: int = 0,
+                   checkpointing: Checkpointing | None = None,
                    **settings: Any) -> TrainResult:
     """Train the named pipeline (see the module doc) with `fanouts` and any other TrainConfig
     settings (epochs, batch_size, workers, device, sampler_device, ...); each is checked by
-    its setting (gnnrepro.config)."""
+    its setting (gnnrepro.config). `checkpointing`: train()'s checkpoints and resume."""
     config = TrainConfig(pipeline=name, fanouts=tuple(fanouts), **settings)
     return run_training(dataset, config, eval_every=eval_every,
-                        timeline_batches=timeline_batches)
+                        timeline_batches=timeline_batches, checkpointing=checkpointing)

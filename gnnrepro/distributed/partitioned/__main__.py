@@ -7,7 +7,8 @@ manifest (files, shapes, checksums; the expected --dataset and --scale; one part
 and the ranks exchange the verdicts: a mismatch anywhere stops every rank with the same error
 naming the machine. Ranks die with their torchrun agent (PR_SET_PDEATHSIG), and a rank that
 raises leaves its traceback with torchrun (torch.distributed.elastic's @record). Rank 0 prints
-the result and writes it as JSON to --out.
+the result and writes it as JSON to --out. --checkpoint-dir and --resume: checkpoints as for
+gnnrepro.training (docs/checkpoints.md).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import signal
 import sys
 from pathlib import Path
 
+import torch
 import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
@@ -27,9 +29,11 @@ from gnnrepro.config import TrainConfig, add_options
 from gnnrepro.distributed.machine_share import machine_id
 from gnnrepro.distributed.partitioned.liveness import Liveness
 from gnnrepro.distributed.partitioned.train import train_partitioned
-from gnnrepro.distributed.rank import init_process_group
+from gnnrepro.distributed.rank import exit_rank, init_process_group
 from gnnrepro.env import environment
 from gnnrepro.partition.manifest import PartitionError, load_partition
+from gnnrepro.training.resume import (TrainingStopped, add_checkpoint_options,
+                                      checkpointing_from_args)
 
 TRAIN_OPTIONS = [f.name for f in dataclasses.fields(TrainConfig)]
 _PR_SET_PDEATHSIG = 1
@@ -44,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="partition directory (python -m gnnrepro partition) with M parts")
     p.add_argument("--digest-batches", type=int, default=0,
                    help="record block digests of each rank's first N batches")
+    add_checkpoint_options(p)
     p.add_argument("--out", type=Path, default=None, help="JSON file rank 0 writes")
+    p.add_argument("--weights", type=Path, default=None,
+                   help="the final weights rank 0 writes (torch.save of the state dict)")
     return p
 
 
@@ -67,8 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     config = TrainConfig(**{name: getattr(args, name) for name in TRAIN_OPTIONS})
+    try:
+        checkpointing = checkpointing_from_args(args)
+    except ValueError as exc:
+        parser.error(str(exc))
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank, local_world = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
     machine, machines = int(os.environ["GROUP_RANK"]), world_size // local_world
@@ -85,11 +97,19 @@ def main(argv: list[str] | None = None) -> int:
         partition = load_partition(args.partition)  # checked above, by its machine
         result = liveness.guard(lambda: train_partitioned(
             partition, config, machine=machine, local_rank=local_rank,
-            local_world_size=local_world, digest_batches=args.digest_batches))
+            local_world_size=local_world, digest_batches=args.digest_batches,
+            checkpointing=checkpointing))
+    except TrainingStopped as stopped:
+        if rank == 0:
+            print(stopped, file=sys.stderr)
+        return 128 + int(getattr(signal.Signals, stopped.signal_name, signal.SIGTERM))
     finally:
         liveness.stop()
         dist.destroy_process_group()
     if rank == 0:
+        if args.weights is not None:
+            torch.save({k: torch.from_numpy(v) for k, v in result["state"].items()},
+                       args.weights)
         del result["state"]
         result.update(params={**config.to_dict(), "machines": machines,
                               "ranks_per_machine": local_world, "world_size": world_size,
@@ -109,4 +129,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_rank(main())

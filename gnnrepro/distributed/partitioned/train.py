@@ -25,7 +25,8 @@ from gnnrepro.distributed.partitioned.sampler import PartitionedSampler
 from gnnrepro.partition.manifest import Partition
 from gnnrepro.pipeline.loader import Loader
 from gnnrepro.sampling.block import MiniBatch
-from gnnrepro.training import StageTimer, build_model, correct_in, data_parallel, train_epoch
+from gnnrepro.training import (Checkpointing, StageTimer, build_model, correct_in,
+                               data_parallel, train_epochs)
 
 __all__ = ["block_digest", "train_partitioned"]
 
@@ -48,14 +49,16 @@ def _gather(value: Any) -> list[Any]:
 
 def train_partitioned(partition: Partition, config: TrainConfig, *, machine: int,
                       local_rank: int, local_world_size: int, digest_batches: int = 0,
-                      heartbeat: Callable[[], None] | None = None) -> dict[str, Any]:
+                      heartbeat: Callable[[], None] | None = None,
+                      checkpointing: Checkpointing | None = None) -> dict[str, Any]:
     """Train `config` on `partition` as this rank (the default process group must exist;
     machine p holds part p and ranks p * local_world_size .. + local_world_size - 1). Returns
     the summary, identical on every rank: epochs (epoch_s of the slowest rank, loss over all
     seeds, per rank the loader's sample and extract work and the time training waited for
     it), val/test accuracy, exchanged bytes per training batch and remote fractions (summed
     over ranks), and the digests of each rank's first `digest_batches` training batches of
-    epoch 0 (block_digest, with their seeds and batch ids) to check against one machine."""
+    epoch 0 (block_digest, with their seeds and batch ids) to check against one machine.
+    `checkpointing`: checkpoints and resume, as for train() (the same on every rank)."""
     if resolve_device(config.device) != "cpu":
         raise ValueError(f"device={config.device!r}: partitioned training runs on CPU ranks "
                          "(gloo) only; use device='cpu'")
@@ -81,7 +84,7 @@ def train_partitioned(partition: Partition, config: TrainConfig, *, machine: int
         sampler.stats = {k: 0 for k in sampler.stats}  # before the loader's thread copies it
         exchange.bytes_sent.clear()
         return _train(partition, config, train_loader, loader, heartbeat, digests,
-                      (sampler, features, exchange))
+                      (sampler, features, exchange), checkpointing)
 
 
 def _digests(sampler: PartitionedSampler, plan: PartitionedPlan,
@@ -107,8 +110,8 @@ def _evaluate(model: torch.nn.Module, loader: Loader,
 def _train(partition: Partition, config: TrainConfig, train_loader: Loader,
            loader: Callable[[torch.Tensor, int, bool], Loader],
            heartbeat: Callable[[], None] | None, digests: list[dict[str, Any]],
-           counted: tuple[PartitionedSampler, PartitionedFeatures, GlooExchange]
-           ) -> dict[str, Any]:
+           counted: tuple[PartitionedSampler, PartitionedFeatures, GlooExchange],
+           checkpointing: Checkpointing | None) -> dict[str, Any]:
     """Train and evaluate; the summary of train_partitioned, gathered from every rank
     (`counted`: what counts the traffic)."""
     world_size = dist.get_world_size()
@@ -119,10 +122,13 @@ def _train(partition: Partition, config: TrainConfig, train_loader: Loader,
     trained = data_parallel(model, config.seed, cpu)
     optimizer = torch.optim.Adam(trained.parameters(), lr=config.lr)
     timer = StageTimer(cpu, in_process=False)
-    history = [train_epoch(trained, optimizer, train_loader, timer, cpu, e,
-                           heartbeat=heartbeat) for e in range(config.epochs)]
-    batches = config.epochs * len(train_loader)
-    traffic = {"bytes_per_batch": {k: v / batches for k, v in exchange.bytes_sent.items()},
+    history, checkpoints = train_epochs(
+        trained, model, optimizer, train_loader, timer, cpu, config.epochs,
+        identity=_identity(partition, config, world_size), checkpointing=checkpointing,
+        heartbeat=heartbeat)
+    # the batches this process ran (a resumed run ran fewer)
+    batches = config.epochs * len(train_loader) - (checkpoints or {}).get("resumed_at_step", 0)
+    traffic = {"bytes_per_batch": {k: v / max(batches, 1) for k, v in exchange.bytes_sent.items()},
                **sampler.stats, **features.stats}
 
     val = _evaluate(model, loader(partition.val_idx, config.eval_batch_size, False), heartbeat)
@@ -159,5 +165,17 @@ def _train(partition: Partition, config: TrainConfig, train_loader: Loader,
         "remote_row_fraction": total["remote_rows"] / max(total["rows"], 1),
         "traffic_ranks": ranks_traffic,
         "digests_ranks": ranks_digests,
+        "checkpoint": checkpoints,
         "state": {k: v.detach().numpy().copy() for k, v in model.state_dict().items()},
     }
+
+
+def _identity(partition: Partition, config: TrainConfig, world_size: int) -> dict[str, Any]:
+    """What a checkpoint of this run must share with the run that resumes from it."""
+    return {"dataset": partition.manifest["dataset"],
+            "dataset_params": partition.manifest["dataset_params"],
+            "num_parts": partition.num_parts, "model": "GraphSAGE-mean",
+            "num_layers": len(config.fanouts), "hidden": config.hidden,
+            "dropout": config.dropout, "fanouts": list(config.fanouts),
+            "batch_size": config.batch_size, "lr": config.lr, "seed": config.seed,
+            "world_size": world_size, "optimizer": "Adam", "loss": "cross_entropy"}

@@ -1,0 +1,166 @@
+"""docs/results.md's table: every stored result, the commit it was measured at (read from it),
+its command, where its numbers are shown, and for a result measured by older code than the
+current (its `env.source_hash` is not today's) that it was, and where known why it was not
+measured again.
+
+Numbers are not repeated here: the README's headline table and the docs pages named in each row
+are written from the same JSONs. A result without an entry in RESULTS is an error
+(tools/generated_blocks.py --check, which a test runs), so a new result cannot go unlisted;
+whether today's code measured it is read from the result itself, never typed, so a code change
+shows at once as "no" on every result it outdates.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT))
+
+from gnnrepro.env import source_hash  # noqa: E402
+
+__all__ = ["results_table"]
+
+PEERS = "[the peers](peers.md#measured)"
+#: Result (a JSON, or a GPU session's folder) -> (command, where its numbers are shown).
+RESULTS: dict[str, tuple[str, str]] = {
+    "sampling-cpu.json": ("`make bench-sampling`", "README, headline table"),
+    "sampling-cpu-products.json": (
+        "`bench sampling --scale 1.0 --fanouts 15,10,5 --batch-size 1024 --batches 50 "
+        "--threads 2`", "README, headline table"),
+    "loader-cpu.json": ("`bench loader --scale 0.05 --threads 2`", "README, headline table"),
+    "loader-cpu-products.json": ("`bench loader --scale 1.0 --threads 2`",
+                                 "README, headline table"),
+    "train-cpu.json": ("`make bench-end-to-end`", "README, headline table; figures 01, 03"),
+    "train-cpu-products.json": (
+        "`bench end-to-end --scale 1.0 --pipelines dgl,fused+pinned --epochs 2 --repeats 2 "
+        "--threads 2`", "[figures](figures.md)"),
+    "scaling-cpu.json": ("the `bench scaling` command in [data-parallel](data-parallel.md)",
+                         "README, headline table"),
+    "scaling-cpu-products.json": (
+        "`bench scaling --scale 1.0 --ranks 1,2 --pipelines dgl,fused+pinned --epochs 2`",
+        "README, headline table"),
+    "partitioned-cpu-10ep.json": ("the `bench partitioned` command in "
+                                  "[partitioned](partitioned.md)", "README, headline table"),
+    "partitioned-cpu-products.json": (
+        "`bench partitioned --scale 1.0 --machines 1,2 --epochs 2 --batch-size 1024 "
+        "--threads 1`", "[partitioned](partitioned.md)"),
+    "peers-sampling-cpu.json": (f"command [1] of {PEERS} at 0.25", "README, headline table"),
+    "peers-sampling-cpu-products.json": (f"command [1] of {PEERS} at 1.0",
+                                         "README, headline table"),
+    "peers-loader-cpu.json": (f"command [2] of {PEERS} at the default scale", PEERS),
+    "peers-loader-cpu-products.json": (f"command [2] of {PEERS} at 1.0", PEERS),
+    "peers-train-cpu.json": (f"command [3] of {PEERS} at the default scale",
+                             "README, headline table"),
+    "peers-train-cpu-products.json": (f"command [3] of {PEERS} at 1.0",
+                                      "README, headline table"),
+    "locality-order-cpu.json": ("`benchmarks/locality_order.py --scale 1.0`",
+                                "benchmarks/NOTES.md, issue 22 part 2"),
+    "locality-order-sbm-cpu.json": ("`benchmarks/locality_order.py --graph sbm --orders rcm`",
+                                    "benchmarks/NOTES.md, issue 22 part 2"),
+    "storage-cpu.json": ("the `bench storage` command in [storage](storage.md)",
+                         "README, headline table"),
+    "disk-training-cpu-igb.json": ("`bench disk-training` (after igb-sim 1.0 is built: "
+                                   "42 GB of disk)", "README, headline table"),
+    "disk-same-as-memory-cpu.json": ("`bench disk-training --scale 0.01 --same-as-memory 3 "
+                                     "--threads 2`", "[storage](storage.md)"),
+    "eval-methods-cpu.json": ("`benchmarks/eval_methods.py --scale 1.0`",
+                              "[library](library.md), evaluation"),
+    "own-model-dgl-cpu.json": (
+        "`bench end-to-end --scale 0.05 --pipelines dgl-native,fused+pinned --model dgl-sage "
+        "--epochs 3 --repeats 2 --threads 2 --target-acc 0.6`", "[own-loop](own-loop.md)"),
+    "own-model-dgl-cpu-products.json": (
+        "`bench end-to-end --scale 1.0 --pipelines dgl-native,fused+pinned --model dgl-sage "
+        "--epochs 2 --threads 2`", "[own-loop](own-loop.md)"),
+    "checkpoint-faults-cpu.json": ("`benchmarks/checkpoint_faults.py`",
+                                   "[checkpoints](checkpoints.md#faults-survived)"),
+    "checkpoint-cost-cpu.json": ("`benchmarks/checkpoint_cost.py`",
+                                 "[checkpoints](checkpoints.md#what-they-cost)"),
+    "gpu-h100": ("`python3 benchmarks/gpu_session.py --out $OUT --commit <sha> --deadline-s "
+                 "440` on a lent H100 (`run1-20ceee2/`: the first run, before its mends)",
+                 "README, On a GPU; notebooks 02 and 03"),
+}
+
+#: Why a result measured by older code was not measured again: what changed on its path.
+CHECKPOINTS = ("after d19ddec came checkpoints (issue 34): without them the epochs run the "
+               "same train_epoch with one more `if` a step, and a Loader not told to start_at "
+               "yields every batch as before")
+LOOP_CHANGES = ("since, the training loop calls the model through interop.model_logits (the "
+                "same call for our model), the CPU gather raises after its parallel region "
+                "instead of inside it, shared memory goes through share_memory_in_place "
+                f"(the same share_memory_() where nothing is pinned), and {CHECKPOINTS}")
+#: Why results measured at a commit were not measured again since (a commit's 7 digits).
+COMMIT_REASONS: dict[str, str] = {
+    "d19ddec": ("measured again at d19ddec (a slower VM than the morning's: the A/B against "
+                f"aeb22f7 in benchmarks/NOTES.md); {CHECKPOINTS}"),
+}
+STALE_REASONS: dict[str, str] = {
+    "partitioned-cpu-products.json": (
+        "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
+        "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
+        f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}"),
+    "storage-cpu.json": (
+        "re-run at a21bc04 the disk store measured what it had, but mmap read at memory speed: "
+        "the VM's memory cgroup no longer charges mmap's page cache, so a new run would "
+        f"misstate the ratio (benchmarks/NOTES.md); {LOOP_CHANGES}"),
+    "disk-training-cpu-igb.json": (
+        "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
+        "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "
+        f"bit-identical weights; {LOOP_CHANGES}"),
+    "own-model-dgl-cpu.json": (
+        "nothing on its path changed from 422b10c to d19ddec (the GPU session, gpu_results, "
+        f"bench placements and make_sampler's GPU branch came in); {CHECKPOINTS}"),
+    "own-model-dgl-cpu-products.json": "the same as the row above; 29 minutes",
+    "gpu-h100": "it needs a GPU; the next lent one runs the session again (docs/gpu.md)",
+}
+PEERS_REASON = ("the peers' environments (`make peers`: about 5 GB and an 11-minute build) are "
+                f"not set up on this VM now; our side of it was measured again in the "
+                f"matching rows above; {LOOP_CHANGES}, and replies are read from the peer's "
+                "pipe into our own line buffer")
+
+
+def _measured_at(name: str) -> tuple[str, bool]:
+    """(the commit the result names, whether today's code measured it)."""
+    path = RESULTS_DIR / name
+    if path.is_dir():
+        session = json.loads((path / "session.json").read_text())
+        env = json.loads((path / "placements.json").read_text())["env"]
+        return str(session.get("commit") or "?"), env.get("source_hash") == source_hash()
+    env = json.loads(path.read_text())["env"]
+    commit = env.get("git_commit") or "?"
+    dirty = env.get("git_dirty_files") or []
+    code = [f for f in dirty if f.startswith(("gnnrepro/", "csrc/"))]
+    short = commit[:7] + (f" + {len(code)} uncommitted code files (its source hash says whose)"
+                          if code else "")
+    return short, env.get("source_hash") == source_hash()
+
+
+def stored() -> list[str]:
+    """Every stored result: the JSONs, and the GPU sessions' folders."""
+    return sorted([p.name for p in RESULTS_DIR.glob("*.json")]
+                  + [p.parent.name for p in RESULTS_DIR.glob("*/session.json")])
+
+
+def results_table() -> str:
+    """The table, one row per entry of RESULTS; ValueError if a stored result has none."""
+    unlisted = [name for name in stored() if name not in RESULTS]
+    if unlisted:
+        raise ValueError(f"results without an entry in tools/results_page.py: {unlisted}")
+    lines = ["| result | measured at | by today's code | command | its numbers |",
+             "| --- | --- | --- | --- | --- |"]
+    for name, (command, shown) in RESULTS.items():
+        commit, current = _measured_at(name)
+        if current:
+            why = "yes"
+        elif name in STALE_REASONS:
+            why = "no: " + STALE_REASONS[name]
+        elif name.startswith("peers-"):
+            why = "no: " + PEERS_REASON
+        elif commit[:7] in COMMIT_REASONS:
+            why = "no: " + COMMIT_REASONS[commit[:7]]
+        else:
+            why = "no: not measured again since (what changed: benchmarks/NOTES.md)"
+        lines.append(f"| `{name}` | {commit} | {why} | {command} | {shown} |")
+    return "\n".join(lines)
