@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -129,6 +130,34 @@ def test_a_full_disk_names_the_path_and_bytes_and_keeps_the_previous(tmp_path) -
     assert "bytes needed" in out.stdout and "bytes free" in out.stdout
     assert [p.name for p in tmp_path.iterdir()] == ["step-0000000001.ckpt"]
     read_checkpoint(tmp_path / "step-0000000001.ckpt")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 2 MiB tmpfs (needs the right to mount: root, as on this project's machines)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_disk_that_fills_keeps_the_previous_checkpoint_and_says_how_much(small_disk) -> None:
+    store = Checkpointer(small_disk / "ckpt")
+    store.save({"identity": {}, "w": torch.zeros(100_000)}, 1)  # 0.4 MB
+    with pytest.raises(OSError, match="No space left on device") as info:
+        store.save({"identity": {}, "w": torch.zeros(1_000_000)}, 2)  # 4 MB: does not fit
+    message = str(info.value)
+    assert "step-0000000002.ckpt" in message
+    needed, free = (int(n) for n in re.findall(r"(\d+) bytes (?:needed|free)", message))
+    assert needed > 4_000_000 and free < 2 * 2**20
+    assert [p.name for p in (small_disk / "ckpt").iterdir()] == ["step-0000000001.ckpt"]
+    assert torch.equal(read_checkpoint(store.paths()[0])["w"], torch.zeros(100_000))
 
 
 def test_bad_checkpoint_settings_name_the_argument(tmp_path) -> None:

@@ -305,6 +305,37 @@ def test_interrupted_compute_leaves_no_result(tmp_path):
     assert meta["reused"] is False and data["x"].tolist() == [1]
 
 
+def test_a_sweep_cut_midway_and_run_again_measures_only_what_had_not_finished(tmp_path,
+                                                                             monkeypatch):
+    """`make figures` stopped in the middle of a notebook's sweep (Ctrl-C in its third run),
+    then run again (a new run id, as each `make figures` has): the two finished runs are
+    reused as stored, only the rest is measured, and the sweep's results are those of the
+    finished runs plus the new ones."""
+    measured = []
+
+    def sweep(cut_at: int | None) -> list[dict]:
+        out = []
+        for point in range(4):
+            def run(point: int = point) -> dict:
+                if point == cut_at:
+                    raise KeyboardInterrupt
+                measured.append(point)
+                return {"point": point, "seconds": len(measured) * 0.5}
+            out.append(Store(tmp_path).memo("bench", {"point": point}, run))
+        return out
+
+    monkeypatch.setenv("GNNREPRO_FIGURES_RUN", "figures-1")
+    with pytest.raises(KeyboardInterrupt):
+        sweep(cut_at=2)
+    assert measured == [0, 1]
+    monkeypatch.setenv("GNNREPRO_FIGURES_RUN", "figures-2")
+    again = sweep(cut_at=None)
+    assert measured == [0, 1, 2, 3]  # the finished two were not measured again
+    assert again == [{"point": 0, "seconds": 0.5}, {"point": 1, "seconds": 1.0},
+                     {"point": 2, "seconds": 1.5}, {"point": 3, "seconds": 2.0}]
+    assert not leftovers(tmp_path)
+
+
 def test_atomic_write_keeps_the_old_file_when_interrupted(tmp_path):
     path = write_text_atomic(tmp_path / "a.txt", "old")
 
