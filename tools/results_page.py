@@ -78,6 +78,10 @@ RESULTS: dict[str, tuple[str, str]] = {
                                    "[checkpoints](checkpoints.md#faults-survived)"),
     "checkpoint-cost-cpu.json": ("`benchmarks/checkpoint_cost.py`",
                                  "[checkpoints](checkpoints.md#what-they-cost)"),
+    "own-model-pyg-cpu.json": (
+        "`bench end-to-end --scale 0.05 --pipelines fused+pinned --model pyg-sage --peers pyg "
+        "--epochs 3 --repeats 2 --threads 2 --target-acc 0.6` (after `make peers`)",
+        "[own-loop](own-loop.md)"),
     "gpu-h100": ("`python3 benchmarks/gpu_session.py --out $OUT --commit <sha> --deadline-s "
                  "440` on a lent H100 (`run1-20ceee2/`: the first run, before its mends)",
                  "README, On a GPU; notebooks 02 and 03"),
