@@ -95,11 +95,6 @@ LOOP_CHANGES = ("since, the training loop calls the model through interop.model_
                 "same call for our model), the CPU gather raises after its parallel region "
                 "instead of inside it, shared memory goes through share_memory_in_place "
                 f"(the same share_memory_() where nothing is pinned), and {CHECKPOINTS}")
-#: Why results measured at a commit were not measured again since (a commit's 7 digits).
-COMMIT_REASONS: dict[str, str] = {
-    "d19ddec": ("measured again at d19ddec (a slower VM than the morning's: the A/B against "
-                f"aeb22f7 in benchmarks/NOTES.md); {CHECKPOINTS}"),
-}
 STALE_REASONS: dict[str, str] = {
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
@@ -113,10 +108,21 @@ STALE_REASONS: dict[str, str] = {
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "
         f"bit-identical weights; {LOOP_CHANGES}"),
-    "own-model-dgl-cpu.json": (
-        "nothing on its path changed from 422b10c to d19ddec (the GPU session, gpu_results, "
-        f"bench placements and make_sampler's GPU branch came in); {CHECKPOINTS}"),
-    "own-model-dgl-cpu-products.json": "the same as the row above; 29 minutes",
+    "own-model-dgl-cpu-products.json": (
+        "29 minutes; nothing on its path changed from 422b10c to d19ddec (the GPU session, "
+        f"gpu_results, bench placements and make_sampler's GPU branch came in); {CHECKPOINTS}"),
+    "train-cpu-products.json": (
+        "11 minutes at products size; since 3f6af50 its path changed by refactors whose losses "
+        "are bit-identical and by layer-wise evaluation writing into one preallocated tensor "
+        f"(same accuracies); {CHECKPOINTS}: `train-cpu.json`, measured again, has the same "
+        "losses as before them, to the last bit"),
+    "scaling-cpu-products.json": (
+        "10 minutes at products size; `scaling-cpu.json` (the same command at 0.05) was "
+        f"measured again; {LOOP_CHANGES}"),
+    "eval-methods-cpu.json": (
+        "8 minutes at products size; layer-wise evaluation is untouched since it was measured "
+        f"and sampled evaluation counts through `correct_in` with the same batches; "
+        f"{LOOP_CHANGES}"),
     "gpu-h100": "it needs a GPU; the next lent one runs the session again (docs/gpu.md)",
 }
 PEERS_REASON = ("the peers' environments (`make peers`: about 5 GB and an 11-minute build) are "
@@ -156,14 +162,15 @@ def results_table() -> str:
              "| --- | --- | --- | --- | --- |"]
     for name, (command, shown) in RESULTS.items():
         commit, current = _measured_at(name)
-        if current:
+        if current and "uncommitted code" in commit:
+            why = ("yes: the same code (its source hash is today's), measured before that code "
+                   "was committed")
+        elif current:
             why = "yes"
         elif name in STALE_REASONS:
             why = "no: " + STALE_REASONS[name]
         elif name.startswith("peers-"):
             why = "no: " + PEERS_REASON
-        elif commit[:7] in COMMIT_REASONS:
-            why = "no: " + COMMIT_REASONS[commit[:7]]
         else:
             why = "no: not measured again since (what changed: benchmarks/NOTES.md)"
         lines.append(f"| `{name}` | {commit} | {why} | {command} | {shown} |")
