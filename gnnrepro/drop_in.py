@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from gnnrepro.config import TrainConfig
-from gnnrepro.interop import BatchView, from_dgl, from_pyg, to_dgl, to_pyg
+from gnnrepro.interop import BatchView, from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
 from gnnrepro.training.pipelines import make_loader
 
 __all__ = ["DataLoader", "NeighborLoader"]
@@ -66,8 +66,11 @@ def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int =
                    input_nodes: Any = None, device: Any = "cpu", **settings: Any) -> _DropIn:
     """PyG's `NeighborLoader(data, num_neighbors, batch_size=..., input_nodes=...)` on our
     loader (sampled on our side, every batch on `device`): yields Data batches with `x`,
-    `edge_index`, `y`, `batch_size` and `n_id`. `num_neighbors` counts from the seeds, as in
+    `edge_index`, `y`, `batch_size` and `n_id` (`adj_t` in place of `edge_index` where `data`'s
+    graph is an adj_t, as PyG's NeighborLoader does). `num_neighbors` counts from the seeds, as in
     PyG; `input_nodes` is the training ids or mask (default: data.train_mask)."""
     dataset = from_pyg(data, train_idx=input_nodes)
     fanouts = list(reversed(list(num_neighbors)))  # ours count from the input layer
-    return _DropIn(make_loader(dataset, _config(fanouts, device, batch_size, settings)), to_pyg)
+    sparse = getattr(data, "edge_index", None) is None and getattr(data, "adj_t", None) is not None
+    return _DropIn(make_loader(dataset, _config(fanouts, device, batch_size, settings)),
+                   to_pyg_sparse if sparse else to_pyg)

@@ -16,8 +16,8 @@ import pytest
 import torch
 import yaml
 
+import gnnrepro
 from gnnrepro import experiments, plots
-from gnnrepro import config as config_module
 from gnnrepro.experiments import paper
 from gnnrepro.atomic import write_atomic, write_text_atomic
 from gnnrepro.env import source_hash
@@ -85,7 +85,7 @@ def test_values_are_normalised():
     p = Params.from_mapping({"fanouts": "15,10,-1", "scale": 1, "out_dir": "some/where",
                              "root": "~/ogb"})
     assert p.fanouts == [15, 10, -1] and p.scale == 1.0 and isinstance(p.scale, float)
-    assert p.out_dir == str(Path(config_module.__file__).resolve().parents[1] / "some/where")
+    assert p.out_dir == str(Path(gnnrepro.__file__).resolve().parents[1] / "some/where")
     assert p.root == str(Path.home() / "ogb")
     assert p.figures_dir.parent == Path(p.out_dir) / "figures"  # changed parameters
 

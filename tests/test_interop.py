@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from helpers import require_dgl
-from gnnrepro.interop import model_logits, pyg_edge_index, to_dgl, to_pyg
+from gnnrepro.interop import model_logits, pyg_adj_t, pyg_edge_index, to_dgl, to_pyg
 from gnnrepro.models import GraphSAGE
 from gnnrepro.pipeline.loader import Loader
 from gnnrepro.sampling import FusedSampler
@@ -55,6 +55,45 @@ def test_pyg_edge_index_of_seeds_without_neighbours() -> None:
         pyg_edge_index([])
     with pytest.raises(TypeError, match="MiniBatch"):
         to_pyg("not a batch")
+
+
+def test_pyg_adj_t_holds_the_edge_index_edges(batch) -> None:
+    view, sparse = to_pyg(batch), to_pyg(batch, sparse=True)
+    assert not hasattr(sparse, "edge_index") or getattr(sparse, "edge_index", None) is None
+    adj_t, n = sparse.adj_t, batch.input_nodes.numel()
+    assert adj_t.layout == torch.sparse_csr and adj_t.shape == (n, n)
+    coo = adj_t.to_sparse_coo().coalesce()
+    pairs = sorted(zip(view.edge_index[1].tolist(), view.edge_index[0].tolist()))
+    assert sorted(map(tuple, coo.indices().t().tolist())) == pairs  # (target, source)
+    assert bool((coo.values() == 1).all()) and coo.values().dtype == batch.x.dtype
+    # targets in order, each node's edges one contiguous row (no sort was needed)
+    assert torch.equal(adj_t.crow_indices()[1:] - adj_t.crow_indices()[:-1],
+                       torch.bincount(view.edge_index[1], minlength=n))
+    with pytest.raises(TypeError, match="sparse must be a bool"):
+        to_pyg(batch, sparse="yes")
+    with pytest.raises(ValueError, match="num_nodes"):
+        pyg_adj_t(batch.blocks, batch.seeds.numel() - 1)
+
+
+def test_pyg_layers_give_the_same_rows_on_adj_t(batch) -> None:
+    pyg_nn = pytest.importorskip("torch_geometric.nn")
+    torch.manual_seed(0)
+    conv = pyg_nn.SAGEConv(100, 16)
+    view, sparse = to_pyg(batch), to_pyg(batch, sparse=True)
+    assert torch.allclose(conv(view.x, view.edge_index), conv(sparse.x, sparse.adj_t),
+                          atol=1e-5)
+    assert model_logits(_PyGPair(conv), batch, "pyg-sparse").shape == (64, 16)
+
+
+class _PyGPair(nn.Module):
+    """One PyG layer called as model(x, edges)."""
+
+    def __init__(self, conv: nn.Module) -> None:
+        super().__init__()
+        self.conv = conv
+
+    def forward(self, x: torch.Tensor, edges) -> torch.Tensor:
+        return self.conv(x, edges)
 
 
 def test_pyg_layers_run_on_the_view(batch) -> None:
@@ -145,14 +184,14 @@ def test_a_loader_in_the_middle_of_an_epoch_refuses_a_second_thread(dataset) -> 
     loader.close()
 
 
-@pytest.mark.parametrize("layout", ["blocks", "pyg", "dgl"])
+@pytest.mark.parametrize("layout", ["blocks", "pyg", "pyg-sparse", "dgl"])
 def test_train_takes_the_callers_model(dataset, layout: str) -> None:
     if layout == "dgl":
         require_dgl()
     evaluator = FusedSampler(dataset.graph, FANOUTS, seed=0)
     if layout == "blocks":
         make = lambda: GraphSAGE(100, 32, 47, 3, 0.2)  # noqa: E731
-    elif layout == "pyg":
+    elif layout.startswith("pyg"):
         pyg_nn = pytest.importorskip("torch_geometric.nn")
 
         class PyGSage(nn.Module):
@@ -217,6 +256,17 @@ def test_from_pyg_and_from_dgl_keep_the_graph(dataset) -> None:
                          y=dataset.labels.unsqueeze(1), train_mask=train_mask)
     same(from_pyg(data))
     same(from_pyg(data, train_idx=dataset.train_idx))
+    adj_t = torch.sparse_coo_tensor(torch.stack([dst, src]), torch.ones(src.numel()),
+                                    (g.num_nodes, g.num_nodes))
+    for given in (adj_t, adj_t.to_sparse_csr()):  # T.ToSparseTensor's graph, torch.sparse
+        sparse = pyg_data.Data(x=dataset.features, adj_t=given, y=dataset.labels.unsqueeze(1),
+                               train_mask=train_mask)
+        converted = from_pyg(sparse)
+        assert torch.equal(converted.graph.indptr, g.indptr)
+        # coalescing orders each row's sources; the edges are the same
+        for v in range(0, g.num_nodes, 97):
+            lo, hi = int(g.indptr[v]), int(g.indptr[v + 1])
+            assert sorted(converted.graph.indices[lo:hi].tolist()) == sorted(src[lo:hi].tolist())
     with pytest.raises(TypeError, match="edge_index"):
         from_pyg(object())
     with pytest.raises(ValueError, match="train mask has shape"):
@@ -253,6 +303,15 @@ def test_drop_in_loaders_take_the_peers_arguments(dataset) -> None:
         mb = next(iter(ours))
     assert torch.equal(first.n_id, mb.input_nodes)
     assert torch.equal(first.edge_index, to_pyg(mb).edge_index)
+    sparse_data = pyg_data.Data(x=dataset.features, y=dataset.labels,
+                                adj_t=torch.sparse_coo_tensor(
+                                    torch.stack([dst, src]), torch.ones(src.numel()),
+                                    (g.num_nodes, g.num_nodes)).to_sparse_csr())
+    with NeighborLoader(sparse_data, num_neighbors=[3, 4, 5], batch_size=64,
+                        input_nodes=dataset.train_idx, threads=1) as loader:
+        sparse_first = next(iter(loader))  # PyG's: a graph given as adj_t comes as adj_t
+    assert sparse_first.adj_t.layout == torch.sparse_csr
+    assert torch.equal(sparse_first.n_id, first.n_id)
     with pytest.raises(TypeError, match="shuffle: not settings of gnnrepro's loader"):
         NeighborLoader(data, num_neighbors=[3], input_nodes=dataset.train_idx, shuffle=True)
     require_dgl()

@@ -222,7 +222,7 @@ def test_unknown_pipeline_and_placement() -> None:
 def test_workers_and_prefetch_are_chosen_from_the_machine(monkeypatch) -> None:
     """None resolves by device, sampler placement and cores; an explicit count is kept."""
     from gnnrepro import config
-    monkeypatch.setattr(config, "resolve_threads", lambda threads, ranks=1: 8 // ranks)
+    monkeypatch.setattr(config.machine, "resolve_threads", lambda threads, ranks=1: 8 // ranks)
     assert config.resolve_workers(None, "cpu") == 1
     assert config.resolve_workers(None, "cpu", ranks_per_machine=4) == 0  # 2 cores a rank
     assert config.resolve_workers(None, "cuda") == 4  # 7 free cores, capped

@@ -34,7 +34,7 @@ LAYERS: list[set[str]] = [
     {"bench"},
     {"experiments"},
     {"plots"},
-    {"__main__", "__init__"},
+    {"__main__", "__init__", "cli_parser"},
 ]
 
 

@@ -95,40 +95,47 @@ LOOP_CHANGES = ("since, the training loop calls the model through interop.model_
                 "same call for our model), the CPU gather raises after its parallel region "
                 "instead of inside it, shared memory goes through share_memory_in_place "
                 f"(the same share_memory_() where nothing is pinned), and {CHECKPOINTS}")
+#: This evening's code changes, on every result not measured again after them.
+HOUSE = ("after 3c31191 the code was split into smaller modules without changing behaviour "
+         "(issue 36: config, plots, the command line, the storage benches; every moved function "
+         "byte-identical, `--help` identical), igb-sim's build moved into a module shared with "
+         "papers-sim (bit-identical arrays, tested), and PyG's `adj_t` layout came in (only "
+         "`--model pyg-sage` uses it)")
 STALE_REASONS: dict[str, str] = {
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
         "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
-        f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}"),
+        f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}"),
     "storage-cpu.json": (
         "re-run at a21bc04 the disk store measured what it had, but mmap read at memory speed: "
         "the VM's memory cgroup no longer charges mmap's page cache, so a new run would "
-        f"misstate the ratio (benchmarks/NOTES.md); {LOOP_CHANGES}"),
+        f"misstate the ratio (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}"),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "
-        f"bit-identical weights; {LOOP_CHANGES}"),
+        f"bit-identical weights; {LOOP_CHANGES}; {HOUSE}"),
     "own-model-dgl-cpu-products.json": (
         "29 minutes; nothing on its path changed from 422b10c to d19ddec (the GPU session, "
-        f"gpu_results, bench placements and make_sampler's GPU branch came in); {CHECKPOINTS}"),
+        f"gpu_results, bench placements and make_sampler's GPU branch came in); {CHECKPOINTS}; "
+        f"{HOUSE}"),
     "train-cpu-products.json": (
         "11 minutes at products size; since 3f6af50 its path changed by refactors whose losses "
         "are bit-identical and by layer-wise evaluation writing into one preallocated tensor "
         f"(same accuracies); {CHECKPOINTS}: `train-cpu.json`, measured again, has the same "
-        "losses as before them, to the last bit"),
+        f"losses as before them, to the last bit; {HOUSE}"),
     "scaling-cpu-products.json": (
         "10 minutes at products size; `scaling-cpu.json` (the same command at 0.05) was "
-        f"measured again; {LOOP_CHANGES}"),
+        f"measured again; {LOOP_CHANGES}; {HOUSE}"),
     "eval-methods-cpu.json": (
         "8 minutes at products size; layer-wise evaluation is untouched since it was measured "
         f"and sampled evaluation counts through `correct_in` with the same batches; "
-        f"{LOOP_CHANGES}"),
+        f"{LOOP_CHANGES}; {HOUSE}"),
     "gpu-h100": "it needs a GPU; the next lent one runs the session again (docs/gpu.md)",
 }
-PEERS_REASON = ("the peers' environments (`make peers`: about 5 GB and an 11-minute build) are "
-                f"not set up on this VM now; our side of it was measured again in the "
-                f"matching rows above; {LOOP_CHANGES}, and replies are read from the peer's "
-                "pipe into our own line buffer")
+PEERS_REASON = ("GraphBolt's environment (`make peers`: about 5 GB) is not set up on this VM "
+                f"now; our side of it was measured again in the matching rows above; "
+                f"{LOOP_CHANGES}, and replies are read from the peer's pipe into our own line "
+                f"buffer; {HOUSE}")
 
 
 def _measured_at(name: str) -> tuple[str, bool]:

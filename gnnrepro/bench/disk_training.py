@@ -26,28 +26,27 @@ gnnrepro.config.DISK_TRAINING_DEFAULTS. Per store:
   own table), so no second copy is needed;
 * memory: the peak RSS of each phase (the kernel's high-water mark, reset between phases).
 
-`same_as_memory` trains at a scale that fits in memory with the in-memory and the disk store
-and checks that they train bit-identical models (`bench disk-training --same-as-memory`).
+`bench disk-training --same-as-memory` trains at a scale that fits in memory with the
+in-memory and the disk store and checks that they train bit-identical models
+(gnnrepro.bench.disk_same_as_memory).
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import resource
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from gnnrepro.bench.storage import drop_page_cache, fio_random_read
+from gnnrepro.bench.child_process import child_main, drop_page_cache, run_child
+from gnnrepro.bench.device_ceiling import fio_random_read, read_ahead_kb
 from gnnrepro.config import DISK_TRAINING_DEFAULTS, SETTINGS
 
-__all__ = ["STORES", "format_same_as_memory", "format_table", "measure", "same_as_memory"]
+__all__ = ["STORES", "format_table", "measure"]
 
 STORES = ("disk", "mmap", "mmap-random", "lmdb")
 #: Store kind and options behind each name.
@@ -261,23 +260,6 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _run_child(settings: dict[str, Any], timeout: float) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "gnnrepro.bench.disk_training", json.dumps(settings)]
-    print(f"bench disk-training: {settings['store']} ...", file=sys.stderr, flush=True)
-    # As bench storage's children: a fixed malloc mmap threshold, so large buffers freed go
-    # back to the system at once (glibc's adaptive threshold keeps them in the heap).
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
-    try:
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, timeout=timeout,
-                              check=False, env=env)
-    except subprocess.TimeoutExpired:
-        return {"store": settings["store"], "error": f"timed out after {timeout:.0f} s"}
-    if done.returncode != 0:  # its traceback went to our stderr
-        return {"store": settings["store"], "error": f"child exited with {done.returncode}"
-                                                      " (-9: killed, e.g. out of memory)"}
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def lmdb_bytes(num_nodes: int, row_bytes: int) -> int:
     """What an LMDB of one row per value takes at least: a value above half a page goes to
     overflow pages of its own (a 4 KiB row and its header: two pages)."""
@@ -338,7 +320,8 @@ def measure(*, dataset: str = _D.dataset, scale: float = _D.scale, root: str | N
                 results[kind] = {"store": kind, "error": error}
                 continue
         drop_page_cache(file)
-        results[kind] = _run_child(child_settings, timeout_s)
+        results[kind] = run_child("gnnrepro.bench.disk_training", "disk-training",
+                                  child_settings, timeout_s)
     ceiling = _device_ceiling(file, results.get("disk", {}), queue_depth, ceiling_seconds)
     _summarise(results, ceiling)
     return {"benchmark": "disk-training", "env": environment(), "params": settings,
@@ -376,19 +359,6 @@ def _device_ceiling(file: Path, disk: dict[str, Any], depth: int,
         ceiling[f"{size}B_qd{depth}"] = fio_random_read(file, size, depth, seconds)
         disk["gather"]["fio_key"] = f"{size}B_qd{depth}"
     return ceiling
-
-
-def read_ahead_kb(path: Path) -> int | None:
-    """The read-ahead of the device holding `path` (what an mmap fault reads around the
-    page), from sysfs; None where it cannot be found."""
-    dev = os.stat(path).st_dev
-    base = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
-    for candidate in (base / "queue" / "read_ahead_kb", base / ".." / "queue" / "read_ahead_kb"):
-        try:
-            return int(candidate.read_text())
-        except (OSError, ValueError):
-            continue
-    return None
 
 
 def _batch_s(r: dict[str, Any]) -> float:
@@ -443,65 +413,5 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def same_as_memory(*, dataset: str = _D.dataset, scale: float = 0.01, root: str | None = None,
-                   fanouts: list[int] | None = None,
-                   batch_size: int = SETTINGS["batch_size"].default, epochs: int = 3,
-                   target_acc: float = 0.7, budget_fraction: float = _D.budget_fraction,
-                   threads: int = 2, hidden: int = SETTINGS["hidden"].default,
-                   seed: int = SETTINGS["seed"].default) -> dict[str, Any]:
-    """Train the same GraphSAGE with the features in memory and from the disk store (at a
-    scale that fits in memory), in this process: the final weights must be equal bit for bit
-    (same batches, same rows, same steps), and so the accuracies; val accuracy after every
-    epoch and the epochs each needed to reach `target_acc`."""
-    from gnnrepro.datasets import load_scaled
-    from gnnrepro.env import environment
-    from gnnrepro.features import open_feature_store
-    from gnnrepro.pipeline import Loader
-    from gnnrepro.sampling import FusedSampler
-    from gnnrepro.training import train
-    fanouts = fanouts or list(_D.fanouts)
-    torch.set_num_threads(threads)
-    data = load_scaled(dataset, root, scale)
-    budget = int(data.features.numel() * data.features.element_size() * budget_fraction)
-    runs: dict[str, Any] = {}
-    states = {}
-    for kind in ("memory", "disk"):
-        options = ({"hot_bytes": budget // 2, "cache_bytes": budget - budget // 2}
-                   if kind == "disk" else {})
-        store = open_feature_store(kind, data, share=False, **options)
-        sampler = FusedSampler(data.graph, fanouts, seed=seed)
-        with Loader(data, sampler, "cpu", batch_size, seed=seed, feature_store=store) as loader:
-            result = train(data, loader, FusedSampler(data.graph, fanouts, seed=seed),
-                           epochs=epochs, hidden=hidden, seed=seed, eval_every=1)
-        val = [e.val_acc for e in result.epochs]
-        runs[kind] = {"epoch_s": [e.epoch_s for e in result.epochs], "val_acc": val,
-                      "test_acc": result.test_acc,
-                      "epochs_to_target": next((i + 1 for i, a in enumerate(val)
-                                                if a >= target_acc), None)}
-        states[kind] = result.state
-        if hasattr(store, "close"):
-            store.close()
-    identical = all(torch.equal(states["memory"][k], states["disk"][k]) for k in states["memory"])
-    return {"benchmark": "disk-same-as-memory", "env": environment(),
-            "params": {"dataset": dataset, "scale": scale, "fanouts": fanouts,
-                       "batch_size": batch_size, "epochs": epochs, "target_acc": target_acc,
-                       "budget_fraction": budget_fraction, "threads": threads,
-                       "hidden": hidden, "seed": seed},
-            "dataset": data.summary(), "weights_identical": identical, "runs": runs}
-
-
-def format_same_as_memory(result: dict[str, Any]) -> str:
-    """One line per store."""
-    lines = [f"weights bit-identical after {result['params']['epochs']} epochs: "
-             f"{result['weights_identical']}",
-             f"{'store':7} {'epoch s':>8} {'val acc per epoch':>30} {'test acc':>8} "
-             f"epochs to {result['params']['target_acc']}"]
-    for name, r in result["runs"].items():
-        val = " ".join(f"{a:.4f}" for a in r["val_acc"])
-        lines.append(f"{name:7} {sum(r['epoch_s']) / len(r['epoch_s']):8.1f} {val:>30} "
-                     f"{r['test_acc']:8.4f} {r['epochs_to_target']}")
-    return "\n".join(lines)
-
-
 if __name__ == "__main__":  # a child: settings as JSON in argv[1], result as JSON on stdout
-    print(json.dumps(child(json.loads(sys.argv[1]))))
+    child_main(child)

@@ -14,6 +14,8 @@ from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.datasets.igb_sim import NAME as IGB_SIM
 from gnnrepro.datasets.igb_sim import load_igb_sim
 from gnnrepro.datasets.ogb_loader import OGB_DATASETS, load_ogb
+from gnnrepro.datasets.papers_sim import NAME as PAPERS_SIM
+from gnnrepro.datasets.papers_sim import load_papers_sim
 from gnnrepro.datasets.products_sim import NAME as PRODUCTS_SIM
 from gnnrepro.datasets.products_sim import load_products_sim
 
@@ -22,6 +24,7 @@ __all__ = ["Dataset", "KNOWN_DATASETS", "load", "load_scaled"]
 _LOADERS: dict[str, Callable[..., Dataset]] = {
     PRODUCTS_SIM: load_products_sim,
     IGB_SIM: load_igb_sim,
+    PAPERS_SIM: load_papers_sim,
     **{name: functools.partial(load_ogb, name) for name in OGB_DATASETS},
 }
 KNOWN_DATASETS: tuple[str, ...] = tuple(_LOADERS)
@@ -32,8 +35,9 @@ def load(name: str, root: str | Path | None = None, **kwargs: Any) -> Dataset:
 
     `root` is the cache directory for the synthetic datasets (default `$GNNREPRO_DATA`) and
     the OGB data directory for ogbn-* (default `$GNNREPRO_OGB_ROOT` or `~/data/ogb`).
-    products-sim and igb-sim (features larger than memory at scale 1.0: 41 GB) take `scale`
-    (float > 0, default 1.0) and `seed` (int >= 0, default 0); ogbn-* take no options.
+    products-sim, igb-sim (features larger than memory at scale 1.0: 41 GB) and papers-sim
+    (ogbn-papers100M's size at 1.0: 65 GB of disk) take `scale` (float > 0, default 1.0) and
+    `seed` (int >= 0, default 0); ogbn-* take no options.
     """
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(KNOWN_DATASETS)}")

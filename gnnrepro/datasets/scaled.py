@@ -1,5 +1,6 @@
-"""The parameters of the synthetic datasets (products-sim, igb-sim): a scale of the full size
-and a seed, checked once for both, in the canonical form that names their cache entries."""
+"""The parameters of the synthetic datasets (products-sim, igb-sim, papers-sim): a scale of
+the full size and a seed, checked once for all, in the canonical form that names their cache
+entries."""
 from __future__ import annotations
 
 import math

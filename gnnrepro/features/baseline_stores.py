@@ -23,7 +23,7 @@ import torch
 from gnnrepro import _ops
 from gnnrepro.checks import check_int
 from gnnrepro.feature_file import read_header
-from gnnrepro.features.feature_file import FileFeatureStore
+from gnnrepro.features.file_store import FileFeatureStore
 from gnnrepro.features.store import FeatureStore
 from gnnrepro.progress import Progress
 

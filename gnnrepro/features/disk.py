@@ -30,7 +30,7 @@ import torch
 from gnnrepro import _ops
 from gnnrepro.checks import check_int, check_node_ids
 from gnnrepro.feature_file import block_size_of, read_header
-from gnnrepro.features.feature_file import FileFeatureStore
+from gnnrepro.features.file_store import FileFeatureStore
 from gnnrepro.features.row_cache import ClockCache
 from gnnrepro.pinning import pin_in_place
 

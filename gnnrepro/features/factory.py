@@ -3,7 +3,7 @@
 `feature_store` = memory | disk | mmap | lmdb is a setting accepted everywhere features are
 chosen (the pipelines, the CLI, the notebooks); this turns the name plus a dataset (or a
 feature file) into the store, which the Loader then takes. The disk-backed kinds read the dataset cache's feature file (converted from its
-features.npy once, see feature_file), so all three read the same bytes.
+features.npy once, see features.file_store), so all three read the same bytes.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.features.baseline_stores import LmdbFeatureStore, MmapFeatureStore, write_lmdb
 from gnnrepro.features.disk import DiskFeatureStore
 from gnnrepro.feature_file import block_size_of, read_header, write_feature_file
-from gnnrepro.features.feature_file import ensure_feature_file
+from gnnrepro.features.file_store import ensure_feature_file
 from gnnrepro.features.hot import hot_nodes
 from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
 

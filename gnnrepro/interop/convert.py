@@ -71,17 +71,39 @@ def from_dgl(g: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any =
                     "dgl-graph")
 
 
+def _pyg_graph(data: Any) -> CSCGraph:
+    """The graph of a PyG Data: its `edge_index` [2, E] (source -> target), else its `adj_t`
+    (torch_sparse's SparseTensor or a torch.sparse tensor, row = target, column = source: its
+    CSR is our CSC as it is)."""
+    edge_index, adj_t = getattr(data, "edge_index", None), getattr(data, "adj_t", None)
+    has_edges = (isinstance(edge_index, torch.Tensor) and edge_index.dim() == 2
+                 and edge_index.shape[0] == 2)
+    is_sparse = hasattr(adj_t, "csr") or (isinstance(adj_t, torch.Tensor) and adj_t.layout in
+                                          (torch.sparse_coo, torch.sparse_csr))
+    if not (has_edges or is_sparse):
+        raise TypeError(f"data must be a PyG Data with edge_index [2, E] or a sparse adj_t, got "
+                        f"{type(data).__name__} with edge_index {type(edge_index).__name__} and "
+                        f"adj_t {type(adj_t).__name__}")
+    num_nodes = int(data.num_nodes)
+    index_dtype = torch.int32 if num_nodes < 2**31 else torch.int64
+    if has_edges:
+        return CSCGraph.from_edges(edge_index[0].cpu(), edge_index[1].cpu(), num_nodes,
+                                   index_dtype=index_dtype)
+    if hasattr(adj_t, "csr"):  # torch_sparse.SparseTensor
+        indptr, indices, _ = adj_t.csr()
+    else:
+        csr = adj_t.to_sparse_csr() if adj_t.layout == torch.sparse_coo else adj_t
+        indptr, indices = csr.crow_indices(), csr.col_indices()
+    if indptr.numel() != num_nodes + 1:
+        raise ValueError(f"adj_t has {indptr.numel() - 1} rows but data has {num_nodes} nodes")
+    return CSCGraph(indptr.cpu().to(torch.int64), indices.cpu().to(index_dtype))
+
+
 def from_pyg(data: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,
              num_classes: int | None = None) -> Dataset:
-    """A PyG Data object (edge_index [2, E] source -> target, x, y) as a Dataset."""
-    edge_index = getattr(data, "edge_index", None)
-    if not isinstance(edge_index, torch.Tensor) or edge_index.dim() != 2 or \
-            edge_index.shape[0] != 2:
-        raise TypeError(f"data must be a PyG Data with edge_index [2, E], got "
-                        f"{type(data).__name__}")
-    num_nodes = int(data.num_nodes)
-    graph = CSCGraph.from_edges(edge_index[0].cpu(), edge_index[1].cpu(), num_nodes,
-                                index_dtype=torch.int32 if num_nodes < 2**31 else torch.int64)
+    """A PyG Data object (edge_index [2, E] source -> target, or adj_t; x, y) as a Dataset."""
+    graph = _pyg_graph(data)
+    num_nodes = graph.num_nodes
     masks = {s: getattr(data, f"{s}_mask", None) for s in SPLITS}
     splits = {s: _split(s, given, masks, num_nodes)
               for s, given in zip(SPLITS, (train_idx, val_idx, test_idx))}

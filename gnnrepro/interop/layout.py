@@ -1,9 +1,11 @@
 """Calling a model on a MiniBatch in the layout it takes, with errors in that stack's terms.
 
 LAYOUTS: "blocks" (`model(mb.blocks, mb.x)`, gnnrepro's GraphSAGE and any model written for
-our Blocks), "dgl" (`model(dgl_blocks, x)`, a model of `dgl.nn` layers) and "pyg"
+our Blocks), "dgl" (`model(dgl_blocks, x)`, a model of `dgl.nn` layers), "pyg"
 (`model(x, edge_index)`, a model of `torch_geometric.nn` layers, which returns a row per node:
-the seeds' are the first batch_size). Each returns the seeds' logits.
+the seeds' are the first batch_size) and "pyg-sparse" (`model(x, adj_t)`, the same model on
+PyG's sparse adjacency: SpMM where the layer has it, as after `T.ToSparseTensor()`). Each
+returns the seeds' logits.
 """
 from __future__ import annotations
 
@@ -16,16 +18,19 @@ from gnnrepro.sampling.block import MiniBatch
 
 __all__ = ["LAYOUTS", "check_layout", "model_logits"]
 
-LAYOUTS = ("blocks", "dgl", "pyg")
+LAYOUTS = ("blocks", "dgl", "pyg", "pyg-sparse")
 CALLS = {"blocks": "model(mb.blocks, mb.x) with gnnrepro Blocks",
          "dgl": "model(blocks, x) with DGL blocks",
-         "pyg": "model(x, edge_index) in PyG's NeighborLoader layout"}
+         "pyg": "model(x, edge_index) in PyG's NeighborLoader layout",
+         "pyg-sparse": "model(x, adj_t) in PyG's NeighborLoader layout with a sparse adj_t"}
 HINTS = {"blocks": "a model of dgl.nn layers takes layout='dgl', one of torch_geometric.nn "
-                   "layers layout='pyg'",
+                   "layers layout='pyg' (or 'pyg-sparse')",
          "dgl": "a model written for gnnrepro Blocks takes layout='blocks', one of "
-                "torch_geometric.nn layers layout='pyg'",
+                "torch_geometric.nn layers layout='pyg' (or 'pyg-sparse')",
          "pyg": "a model of dgl.nn layers takes layout='dgl', one written for gnnrepro Blocks "
-                "layout='blocks'"}
+                "layout='blocks'",
+         "pyg-sparse": "a layer without sparse-adjacency support takes layout='pyg' "
+                       "(edge_index); a model of dgl.nn layers layout='dgl'"}
 
 
 def check_layout(layout: object) -> str:
@@ -59,9 +64,12 @@ def model_logits(model: nn.Module, mb: MiniBatch, layout: str = "blocks") -> tor
         elif layout == "dgl":
             _, _, blocks = to_dgl(mb)
             out = model(blocks, mb.x)
-        else:
+        elif layout == "pyg":
             view = to_pyg(mb)
             out = model(view.x, view.edge_index)[: view.batch_size]
+        else:
+            view = to_pyg(mb, sparse=True)
+            out = model(view.x, view.adj_t)[: view.batch_size]
     except (TypeError, AttributeError, ValueError, IndexError) as exc:
         raise TypeError(f"the model failed when called as {CALLS[layout]} ({type(exc).__name__}:"
                         f" {exc}); {HINTS[layout]}") from exc

@@ -1,5 +1,6 @@
-"""Feature files on the store side: converting a dataset's features.npy once, and the base of
-the stores that read a feature file (its format: gnnrepro.feature_file).
+"""The store side of feature files: converting a dataset's features.npy into one, once, and
+FileFeatureStore, the base of the stores that read one (the file's format:
+gnnrepro.feature_file).
 """
 from __future__ import annotations
 

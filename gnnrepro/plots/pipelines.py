@@ -1,0 +1,181 @@
+"""Figures that compare pipelines and samplers on one machine: where an epoch's time goes
+(01_stage_breakdown), sampling speed (02_sampling_speedup), end to end, the pipeline alone and
+its timeline (03_end_to_end), and the stored GPU results beside the paper's (02, 03).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from gnnrepro.plots.style import (PIPELINE_COLORS, SAMPLER_COLORS, _grouped_bars,
+                                  _log_scale_if_wide, _mark_paper, _note, _stage_color,
+                                  _subplots)
+
+__all__ = ["end_to_end_bars", "gpu_bars", "pipeline_alone_bars", "speedup_bars", "stage_bars",
+           "timeline"]
+
+
+def stage_bars(data: pd.DataFrame) -> Figure:
+    """Stacked bars of each pipeline's per-epoch stage work (01_stage_breakdown's data), the
+    epoch time as a black tick: work above the tick ran overlapped with other work."""
+    fig, (ax,) = _subplots()
+    pipelines = list(dict.fromkeys(data["pipeline"]))
+    x = np.arange(len(pipelines))
+    bottom = np.zeros(len(pipelines))
+    for stage in dict.fromkeys(data["stage"]):
+        work = (data[data["stage"] == stage].set_index("pipeline")["work_s"]
+                .reindex(pipelines).fillna(0).to_numpy())
+        ax.bar(x, work, 0.6, bottom=bottom, label=stage, color=_stage_color(stage),
+               edgecolor="white", linewidth=0.5)
+        bottom += work
+    per_pipeline = data.groupby("pipeline").first().reindex(pipelines)
+    ax.scatter(x, per_pipeline["epoch_s"], marker="_", s=900, color="black", linewidths=2,
+               label="epoch time", zorder=4)
+    front = data[data["stage"].isin(["sample", "extract"])].groupby("pipeline")["share_of_work"]
+    for xi, pipeline in enumerate(pipelines):
+        ax.annotate(f"{100 * front.sum().get(pipeline, 0):.0f}% sample+extract",
+                    (xi, max(bottom[xi], per_pipeline["epoch_s"].iloc[xi])),
+                    xytext=(0, 4), textcoords="offset points", ha="center", fontsize=8)
+    ax.set_xticks(x, pipelines)
+    ax.set_xlabel("pipeline")
+    ax.set_ylabel("work per epoch (s)")
+    ax.set_title("Where an epoch's time goes")
+    ax.margins(y=0.15)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
+    """Left: ms per batch of every sampler per dataset. Right: the fused sampler's speedup
+    over each other sampler, with the paper's speedup over DGL marked (02_sampling_speedup)."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.6, 3.8))
+    datasets = list(dict.fromkeys(data["dataset"]))
+    samplers = list(dict.fromkeys(data["sampler"]))
+
+    def series(column: str, names: list[str]) -> dict[str, list[float]]:
+        table = data.pivot(index="dataset", columns="sampler", values=column)
+        return {s: table.loc[datasets, s].tolist() for s in names}
+
+    _grouped_bars(left, datasets, series("ms_per_batch", samplers), SAMPLER_COLORS, "%.3g")
+    left.set_ylabel("time per batch (ms, median)")
+    left.set_title("Sampling time per mini-batch")
+    left.legend(fontsize=8)
+    others = [s for s in samplers if s != "fused"]
+    _grouped_bars(right, datasets, series("fused_speedup", others), SAMPLER_COLORS, "%.2fx")
+    right.axhline(1.0, color="#777777", linewidth=0.8)
+    _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x vs DGL")
+    right.set_ylabel("fused sampler's speedup (x)")
+    right.set_title("Fused sampling vs each sampler")
+    right.legend(fontsize=8)
+    for ax in (left, right):
+        ax.set_xlabel("dataset")
+        ax.margins(y=0.15)
+    return fig
+
+
+def gpu_bars(data: pd.DataFrame, category: str, value: str, paper_value: float,
+             paper_text: str, ylabel: str, title: str, note: str) -> Figure:
+    """Stored GPU results (gnnrepro.experiments.gpu_results): `value` per `category`, bars
+    grouped by machine, the paper's value marked; where none is stored the panel says so
+    (`data`'s machine column holds NOT_MEASURED and nothing else)."""
+    fig, (ax,) = _subplots(figsize=(6.8, 3.6))
+    measured = data[data[value].notna()]
+    if measured.empty:
+        _note(ax, f"{data['machine'].iloc[0] if len(data) else 'GPU: not measured'}\n{note}")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    else:
+        machines = list(dict.fromkeys(measured["machine"]))
+        names = list(dict.fromkeys(measured[category]))
+        table = measured.pivot(index="machine", columns=category, values=value)
+        colors = {**SAMPLER_COLORS, **PIPELINE_COLORS}
+        _grouped_bars(ax, [m.split(" (")[0] for m in machines],
+                      {n: table.loc[machines, n].tolist() for n in names}, colors, "%.3gx")
+        ax.axhline(1.0, color="#777777", linewidth=0.8)
+        _mark_paper(ax, paper_value, paper_text)
+        ax.legend(fontsize=8)
+        ax.margins(y=0.15)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    return fig
+
+
+def _pipeline_pair(data: pd.DataFrame, left: tuple[str, str, str, str],
+                   right: tuple[str, str, str, str]) -> tuple[Figure, Axes, Axes]:
+    """Two bar panels over the pipelines; each side is (column, label format, y label,
+    title). The right one is a speedup: a line marks 1x."""
+    fig, axes = _subplots(ncols=2, figsize=(9.0, 3.6))
+    pipelines = data["pipeline"].tolist()
+    colors = [PIPELINE_COLORS.get(p) for p in pipelines]
+    for ax, (column, fmt, ylabel, title) in zip(axes, (left, right)):
+        bars = ax.bar(pipelines, data[column], 0.6, color=colors)
+        ax.bar_label(bars, fmt=fmt, fontsize=8, padding=1)
+        _log_scale_if_wide(ax, data[column].tolist())
+        ax.set_xlabel("pipeline")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.margins(y=0.15)
+    axes[1].axhline(1.0, color="#777777", linewidth=0.8)
+    return fig, axes[0], axes[1]
+
+
+def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
+    """Left: epoch time per pipeline. Right: speedup over DGL, the paper's marked
+    (03_end_to_end)."""
+    fig, _, right = _pipeline_pair(
+        data, ("epoch_s", "%.3g", "epoch time (s, median)", "Training epoch time"),
+        ("speedup_vs_dgl", "%.2fx", "speedup over dgl (x)", "End-to-end speedup"))
+    _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x")
+    right.legend(loc="upper left")
+    return fig
+
+
+def pipeline_alone_bars(data: pd.DataFrame, step_note: str) -> Figure:
+    """Left: batches per second each pipeline delivers with no model (or a stand-in step).
+    Right: speedup over DGL's DataLoader (03_end_to_end, "the pipeline alone")."""
+    fig, left, _ = _pipeline_pair(
+        data, ("batches_per_s", "%.1f", "batches / s delivered (median)", "The pipeline alone"),
+        ("speedup_vs_dgl", "%.2fx", "speedup over dgl's loader (x)", "Loader speedup"))
+    _note(left, step_note)
+    return fig
+
+
+def _lane_order(lanes: pd.Series) -> list[str]:
+    """Producers (loader, workers, streams) first, in order of appearance; the trainer last."""
+    seen = list(dict.fromkeys(lanes))
+    return sorted(seen, key=lambda lane: lane == "trainer")  # stable: order kept otherwise
+
+
+def timeline(spans: pd.DataFrame) -> Figure:
+    """Each pipeline's first batches as bars over time on one time axis, one row per lane
+    (loader, workers, copy streams, trainer), coloured by stage: bars on different lanes at
+    the same time ran at once (03_end_to_end's timeline)."""
+    pipelines = list(dict.fromkeys(spans["pipeline"])) or ["(none)"]
+    lanes_per = {p: _lane_order(spans.loc[spans["pipeline"] == p, "lane"]) for p in pipelines}
+    heights = [max(len(lanes), 1) for lanes in lanes_per.values()]
+    fig, axes = _subplots(nrows=len(pipelines), figsize=(9.0, 1.0 + 0.45 * sum(heights)),
+                          sharex=True, gridspec_kw={"height_ratios": heights})
+    if spans.empty:
+        _note(axes[0], "no timeline recorded (timeline_batches is 0)")
+        return fig
+    stages = list(dict.fromkeys(spans["stage"]))
+    for ax, pipeline in zip(axes, pipelines):
+        lanes = lanes_per[pipeline]
+        mine = spans[spans["pipeline"] == pipeline]
+        for y, lane in enumerate(lanes):
+            for stage, group in mine[mine["lane"] == lane].groupby("stage", sort=False):
+                ax.broken_barh(list(zip(group["start_s"], group["end_s"] - group["start_s"])),
+                               (y - 0.35, 0.7), facecolors=_stage_color(stage),
+                               edgecolor="white", linewidth=0.3)
+        ax.set_yticks(range(len(lanes)), lanes)
+        ax.set_ylim(len(lanes) - 0.5, -0.5)
+        ax.set_title(pipeline, loc="left", fontsize=10)
+        ax.grid(axis="x", alpha=0.35)
+        ax.grid(axis="y", visible=False)
+    axes[-1].set_xlabel("time since the pipeline's first span (s)")
+    handles = [Patch(color=_stage_color(s), label=s) for s in stages]
+    fig.legend(handles=handles, loc="outside upper center", ncols=len(stages))
+    return fig

@@ -1,0 +1,45 @@
+"""Writing a figure: .png and .pdf, atomically, labelled with what it shows and where it was
+measured.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from gnnrepro.atomic import write_atomic
+from gnnrepro.experiments.labels import figure_label
+from gnnrepro.experiments.params import Params
+
+__all__ = ["save", "save_figure"]
+
+_LABEL_GID = "gnnrepro-figure-label"
+
+
+def save(fig: Figure, stem: Path | str, label: str | None = None) -> list[Path]:
+    """Write `fig` to stem.png (200 dpi) and stem.pdf (vector), each atomically; no creation
+    date in the PDF, so an unchanged figure gives an unchanged file. `label` (what the figure
+    shows and where it was measured: gnnrepro.experiments.figure_label) goes in the bottom
+    right corner."""
+    stem = Path(stem)
+    if label:  # below everything (tight bounding box grows to hold it); one per figure
+        for text in [t for t in fig.texts if t.get_gid() == _LABEL_GID]:
+            text.remove()
+        fig.text(0.995, 0.0, label, ha="right", va="top", fontsize=6, color="0.35",
+                 gid=_LABEL_GID)
+    paths = []
+    for fmt, options in (("png", {"dpi": 200}), ("pdf", {"metadata": {"CreationDate": None}})):
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        write_atomic(path, lambda tmp, f=fmt, o=options: fig.savefig(
+            tmp, format=f, bbox_inches="tight", **o))
+        paths.append(path)
+    return paths
+
+
+def save_figure(fig: Figure, params: Params, record: Mapping[str, Any], stem: str,
+                scales: Sequence[float] | None = None, dataset: str | None = None) -> list[Path]:
+    """A notebook's figure: params.figures_dir/stem.{png,pdf} (beside its tables), labelled
+    by gnnrepro.experiments.figure_label(params, record, scales, dataset)."""
+    return save(fig, params.figures_dir / stem, figure_label(params, record, scales, dataset))

@@ -1,0 +1,97 @@
+"""The one style of the paper's figures: type large enough for print, colour-blind-safe
+colours (Okabe-Ito) that stay distinct in greyscale through value labels, the paper's values
+marked in black, dashed; and the drawing helpers the figures share.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+__all__ = ["LOG_SCALE_RATIO", "PAPER", "PIPELINE_COLORS", "SAMPLER_COLORS", "STAGE_COLORS",
+           "STORE_COLORS", "STYLE"]
+
+_OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442",
+              "#000000", "#999999"]
+PIPELINE_COLORS = {"dgl": "#D55E00", "dgl-native": "#CC79A7", "graphbolt": "#009E73",
+                   "pyg": "#F0E442", "reference": "#999999", "fused": "#56B4E9",
+                   "fused+pinned": "#0072B2"}
+SAMPLER_COLORS = {"dgl-unfused": "#D55E00", "dgl-fused": "#E69F00", "graphbolt": "#009E73",
+                  "pyg": "#F0E442", "reference": "#999999",
+                  "fused": "#0072B2"}
+STAGE_COLORS = {"sample": "#0072B2", "extract": "#E69F00", "copy": "#F0E442",
+                "forward": "#009E73", "backward": "#CC79A7", "wait": "#BBBBBB"}
+PAPER = {"color": "black", "linestyle": "--", "linewidth": 1.3}
+STORE_COLORS = {"memory": "#009E73", "disk": "#0072B2", "mmap": "#D55E00", "lmdb": "#CC79A7",
+                "mmap-random": "#E69F00"}
+
+STYLE = {
+    "figure.figsize": (6.4, 3.6),
+    "figure.dpi": 110,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8.5,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "axes.prop_cycle": mpl.cycler(color=_OKABE_ITO),
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.grid.axis": "y",
+    "axes.axisbelow": True,
+    "grid.alpha": 0.35,
+    "legend.frameon": False,
+    "pdf.fonttype": 42,  # TrueType in the PDF: text stays text in print and in editors
+    "ps.fonttype": 42,
+}
+
+
+def _subplots(ncols: int = 1, nrows: int = 1, **kwargs) -> tuple[Figure, np.ndarray]:
+    with mpl.rc_context(STYLE):
+        fig, axes = plt.subplots(nrows, ncols, layout="constrained", squeeze=False, **kwargs)
+    return fig, axes.ravel()
+
+
+def _stage_color(stage: str) -> str:
+    return STAGE_COLORS.get(stage, "#777777")
+
+
+def _mark_paper(ax: Axes, value: float, text: str) -> None:
+    """The paper's value as a dashed black horizontal line with its label."""
+    ax.axhline(value, **PAPER, label=text, zorder=3)
+
+
+def _note(ax: Axes, text: str) -> None:
+    """A message in the middle of an empty panel (what was not run, and why)."""
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", wrap=True,
+            fontsize=9, color="#444444")
+
+
+#: Bars whose values span more than this ratio are drawn on a log scale (a peer 100x slower
+#: would otherwise flatten every other bar).
+LOG_SCALE_RATIO = 30.0
+
+
+def _log_scale_if_wide(ax: Axes, values: Sequence[float]) -> None:
+    """A log y-axis when the positive finite `values` span more than LOG_SCALE_RATIO."""
+    positive = [v for v in values if v > 0 and np.isfinite(v)]
+    if positive and max(positive) / min(positive) > LOG_SCALE_RATIO:
+        ax.set_yscale("log")
+
+
+def _grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[float]],
+                  colors: dict[str, str], fmt: str) -> None:
+    """Bars of each series side by side within each group, each labelled with its value."""
+    width = 0.8 / max(len(series), 1)
+    x = np.arange(len(groups))
+    for i, (name, values) in enumerate(series.items()):
+        bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=name,
+                      color=colors.get(name), edgecolor="white", linewidth=0.5)
+        ax.bar_label(bars, fmt=fmt, fontsize=7.5, padding=1)
+    ax.set_xticks(x, groups)
+    _log_scale_if_wide(ax, [v for values in series.values() for v in values])

@@ -1,0 +1,145 @@
+"""Figures over a swept quantity: world size (04_scaling), one setting at a time
+(05_sensitivity), machines (07_partitioned) and graph size (08_scale_growth).
+"""
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from gnnrepro.plots.style import PAPER, PIPELINE_COLORS, _note, _subplots
+
+__all__ = ["growth_lines", "partitioned_lines", "scaling_lines", "sensitivity_bars"]
+
+
+def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
+                  ranks_are: str = "GPUs") -> Figure:
+    """Left: epoch time vs world size per pipeline. Right: speedup over DGL per world size
+    with the paper's marked; world sizes not run are named with the reason (04_scaling).
+    `ranks_are` names what a rank is, for the axis label."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.8))
+    sizes = sorted(data["world_size"].unique())
+    ran = data[data["status"] == "run"]
+    for pipeline, group in ran.groupby("pipeline", sort=False):
+        group = group.sort_values("world_size")
+        left.plot(group["world_size"], group["epoch_s"], marker="o", label=pipeline,
+                  color=PIPELINE_COLORS.get(pipeline))
+        if pipeline != "dgl":
+            right.plot(group["world_size"], group["speedup_vs_dgl"], marker="o",
+                       label=f"{pipeline} (measured)", color=PIPELINE_COLORS.get(pipeline))
+    paper_sizes = sorted(paper_speedups)
+    right.plot(paper_sizes, [paper_speedups[s] for s in paper_sizes], marker="x",
+               markersize=8, label="paper", **PAPER)
+    right.axhline(1.0, color="#777777", linewidth=0.8)
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(set(sizes) | set(paper_sizes)),
+                      [str(s) for s in sorted(set(sizes) | set(paper_sizes))])
+        ax.minorticks_off()
+        ax.set_xlabel(f"world size ({ranks_are})")
+    left.set_ylabel("epoch time (s, median)")
+    left.set_title("Epoch time vs world size")
+    right.set_ylabel("speedup over dgl (x)")
+    right.set_title("Speedup at each world size")
+    right.legend(fontsize=8)
+    missing = data[data["status"] != "run"].drop_duplicates("world_size")
+    if ran.empty:
+        reasons = "; ".join(dict.fromkeys(missing["reason"].astype(str)))
+        _note(left, f"not run: {reasons}")
+    else:
+        left.legend(fontsize=8)
+        if not missing.empty:  # below the panels, outside the layout, wrapped to the width
+            fig.text(0.01, -0.02, "not run: " + "; ".join(
+                f"{s} ({r})" for s, r in zip(missing["world_size"], missing["reason"])),
+                va="top", fontsize=7.5, color="#444444", wrap=True)
+    return fig
+
+
+def growth_lines(data: pd.DataFrame) -> Figure:
+    """Four panels against the graph's edges (log-log), ours and DGL's (08_scale_growth):
+    sampling time per batch (the same work per batch at every scale: a rising line is cache
+    and memory cost), the pipeline alone in batches/s, the epoch time and the peak memory, the
+    last two beside a dashed line growing as the edges do (from ours at the smallest scale)."""
+    fig, axes = _subplots(ncols=4, figsize=(13.0, 3.4))
+    panels = [("sample_ms", "sampling (ms per batch)", False),
+              ("loader_batches_per_s", "pipeline alone (batches/s)", False),
+              ("epoch_s", "epoch (s)", True), ("peak_rss_gb", "peak memory (GB)", True)]
+    colors = {"ours": PIPELINE_COLORS["fused+pinned"], "dgl": PIPELINE_COLORS["dgl"]}
+    for ax, (column, label, with_work) in zip(axes, panels):
+        for system, group in data.groupby("system", sort=False):
+            group = group.sort_values("edges")
+            ax.plot(group["edges"], group[column], marker="o", label=system,
+                    color=colors.get(system))
+        if with_work:
+            ours = data[data["system"] == "ours"].sort_values("edges")
+            first = ours.iloc[0]
+            ax.plot(ours["edges"], first[column] * ours["edges"] / first["edges"],
+                    label="grows as the edges", **{**PAPER, "color": "#777777"})
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("edges")
+        ax.set_title(label, fontsize=10)
+    axes[0].legend(fontsize=8)
+    axes[2].legend(fontsize=8)
+    return fig
+
+
+def sensitivity_bars(data: pd.DataFrame) -> Figure:
+    """One panel per swept setting, on one epoch-time scale: epoch time at each value, the base
+    setting in the darker colour; settings not run are named with the reason (05_sensitivity)."""
+    axes_names = list(dict.fromkeys(data["axis"])) or ["(nothing swept)"]
+    fig, axes = _subplots(ncols=len(axes_names), figsize=(2.6 * len(axes_names) + 0.8, 3.4),
+                          sharey=True)
+    for ax, axis in zip(axes, axes_names):
+        points = data[data["axis"] == axis]
+        ran = points[points["status"] == "run"]
+        ax.set_xlabel(axis.replace("_", " "))
+        if ran.empty:
+            reasons = "; ".join(dict.fromkeys(points["reason"].dropna().astype(str)))
+            _note(ax, f"not run:\n{reasons}" if reasons else "nothing swept")
+            ax.set_xticks([])
+            ax.grid(False)
+            continue
+        colors = ["#0072B2" if base else "#56B4E9" for base in ran["is_base"]]
+        bars = ax.bar(ran["value"].astype(str), ran["epoch_s"], 0.6, color=colors)
+        ax.bar_label(bars, fmt="%.2f", fontsize=7.5, padding=1)
+        ax.margins(y=0.15)
+        ax.tick_params(axis="x", labelrotation=30 if axis == "fanouts" else 0)
+    axes[0].set_ylabel("epoch time (s, median)")
+    fig.suptitle("Sensitivity of the fused+pinned pipeline (darker bar: base setting)",
+                 fontsize=11)
+    return fig
+
+
+def partitioned_lines(data: pd.DataFrame) -> Figure:
+    """Left: epoch time vs machines, ours beside DGL. Right: bytes a rank sends per batch
+    (sampling, features) vs machines; DGL runs not run are named with the reason
+    (07_partitioned)."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.8))
+    ran = data[data["status"] == "run"]
+    colors = {"ours": PIPELINE_COLORS["fused+pinned"], "dgl": PIPELINE_COLORS["dgl"]}
+    for system, group in ran.groupby("system", sort=False):
+        group = group.sort_values("machines")
+        left.plot(group["machines"], group["epoch_s"], marker="o", label=system,
+                  color=colors.get(system))
+    ours = ran[ran["system"] == "ours"].sort_values("machines")
+    for column, label, color in (("sampling_bytes_per_batch", "sampling", "#0072B2"),
+                                 ("feature_bytes_per_batch", "features", "#E69F00")):
+        right.plot(ours["machines"], ours[column] / 2**20, marker="o", label=f"ours: {label}",
+                   color=color)
+    machines = sorted(data["machines"].unique())
+    for ax in (left, right):
+        ax.set_xticks(machines, [str(m) for m in machines])
+        ax.set_xlabel("machines (simulated on one host)")
+        ax.legend(fontsize=8)
+    left.set_ylabel("epoch time (s, median)")
+    left.set_title("Epoch time vs machines")
+    right.set_ylabel("MB sent per batch by a rank")
+    right.set_title("Traffic vs machines")
+    missing = data[data["status"] != "run"]
+    if not missing.empty:
+        fig.text(0.01, -0.02, "not run: " + "; ".join(
+            f"{s}, {m} machines ({r})" for s, m, r in zip(missing["system"],
+                                                         missing["machines"],
+                                                         missing["reason"])),
+                 va="top", fontsize=7.5, color="#444444", wrap=True)
+    return fig
