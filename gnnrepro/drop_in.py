@@ -19,6 +19,7 @@ import torch
 
 from gnnrepro.config import TrainConfig
 from gnnrepro.interop import BatchView, from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
+from gnnrepro.interop.convert import pyg_graph_is_adj_t
 from gnnrepro.training.pipelines import make_loader
 
 __all__ = ["DataLoader", "NeighborLoader"]
@@ -71,6 +72,6 @@ def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int =
     PyG; `input_nodes` is the training ids or mask (default: data.train_mask)."""
     dataset = from_pyg(data, train_idx=input_nodes)
     fanouts = list(reversed(list(num_neighbors)))  # ours count from the input layer
-    sparse = getattr(data, "edge_index", None) is None and getattr(data, "adj_t", None) is not None
+    sparse = pyg_graph_is_adj_t(data)
     return _DropIn(make_loader(dataset, _config(fanouts, device, batch_size, settings)),
                    to_pyg_sparse if sparse else to_pyg)

@@ -51,6 +51,10 @@ def test_pyg_edge_index_of_seeds_without_neighbours() -> None:
     lonely = Block(torch.zeros(3, dtype=torch.int64), torch.empty(0, dtype=torch.int64),
                    torch.tensor([4, 7]), 2)
     assert pyg_edge_index([lonely]).shape == (2, 0)
+    assert pyg_adj_t([lonely], 2)._nnz() == 0
+    none = Block(torch.zeros(1, dtype=torch.int64), torch.empty(0, dtype=torch.int64),
+                 torch.empty(0, dtype=torch.int64), 0)
+    assert pyg_adj_t([none], 0).shape == (0, 0) and pyg_edge_index([none]).shape == (2, 0)
     with pytest.raises(ValueError, match="blocks must not be empty"):
         pyg_edge_index([])
     with pytest.raises(TypeError, match="MiniBatch"):
@@ -66,9 +70,11 @@ def test_pyg_adj_t_holds_the_edge_index_edges(batch) -> None:
     pairs = sorted(zip(view.edge_index[1].tolist(), view.edge_index[0].tolist()))
     assert sorted(map(tuple, coo.indices().t().tolist())) == pairs  # (target, source)
     assert bool((coo.values() == 1).all()) and coo.values().dtype == batch.x.dtype
-    # targets in order, each node's edges one contiguous row (no sort was needed)
+    # targets in order, each node's edges one row; CSR's invariants hold (sorted columns)
     assert torch.equal(adj_t.crow_indices()[1:] - adj_t.crow_indices()[:-1],
                        torch.bincount(view.edge_index[1], minlength=n))
+    torch._validate_sparse_csr_tensor_args(adj_t.crow_indices(), adj_t.col_indices(),
+                                           adj_t.values(), adj_t.shape)
     with pytest.raises(TypeError, match="sparse must be a bool"):
         to_pyg(batch, sparse="yes")
     with pytest.raises(ValueError, match="num_nodes"):
@@ -258,6 +264,10 @@ def test_from_pyg_and_from_dgl_keep_the_graph(dataset) -> None:
     same(from_pyg(data, train_idx=dataset.train_idx))
     adj_t = torch.sparse_coo_tensor(torch.stack([dst, src]), torch.ones(src.numel()),
                                     (g.num_nodes, g.num_nodes))
+    repeated = torch.sparse_coo_tensor(torch.stack([dst[:1].repeat(2), src[:1].repeat(2)]),
+                                       torch.ones(2), (g.num_nodes, g.num_nodes))
+    assert from_pyg(pyg_data.Data(x=dataset.features, adj_t=repeated, y=dataset.labels,
+                                  train_mask=train_mask)).graph.num_edges == 2  # kept, as edges
     for given in (adj_t, adj_t.to_sparse_csr()):  # T.ToSparseTensor's graph, torch.sparse
         sparse = pyg_data.Data(x=dataset.features, adj_t=given, y=dataset.labels.unsqueeze(1),
                                train_mask=train_mask)

@@ -22,7 +22,8 @@ The graph is directed (in-edges only, not symmetric): a symmetric graph needs ev
 twice, sorted by both ends. Neighbours are sorted ascending per destination.
 
 Built streaming (`load_papers_sim`, gnnrepro.datasets.streamed), memory bounded by the chunk
-size, never the graph: (1) two passes over node chunks write indptr (int64: E > 2^31 at 1.0)
+size, never the graph: (1) two passes over node chunks write indptr (int64: E = 1.62B at 1.0 is
+under 2^31 without headroom, and a symmetric graph's 3.2B is over)
 and labels, and the splits; (2) in-edges are generated per chunk of CHUNK_NODES destinations
 (their count is known from indptr) by a thread pool and written in place into a preallocated
 indices.npy (int32: node ids < 2^31; the fused sampler reads int32 indices); (3) the features

@@ -16,7 +16,7 @@ import torch
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
 
-__all__ = ["from_dgl", "from_pyg"]
+__all__ = ["from_dgl", "from_pyg", "pyg_graph_is_adj_t"]
 
 SPLITS = ("train", "val", "test")
 
@@ -71,29 +71,43 @@ def from_dgl(g: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any =
                     "dgl-graph")
 
 
+def pyg_graph_is_adj_t(data: Any) -> bool:
+    """Whether from_pyg reads `data`'s graph from its `adj_t` (it has no usable edge_index):
+    PyG's NeighborLoader then hands batches over with `adj_t`, and so does ours."""
+    edge_index = getattr(data, "edge_index", None)
+    if isinstance(edge_index, torch.Tensor) and edge_index.dim() == 2 and edge_index.shape[0] == 2:
+        return False
+    adj_t = getattr(data, "adj_t", None)
+    return hasattr(adj_t, "csr") or (isinstance(adj_t, torch.Tensor) and adj_t.layout in
+                                     (torch.sparse_coo, torch.sparse_csr))
+
+
 def _pyg_graph(data: Any) -> CSCGraph:
     """The graph of a PyG Data: its `edge_index` [2, E] (source -> target), else its `adj_t`
     (torch_sparse's SparseTensor or a torch.sparse tensor, row = target, column = source: its
-    CSR is our CSC as it is)."""
+    CSR is our CSC as it is; a COO one keeps its repeated edges, as edge_index does)."""
     edge_index, adj_t = getattr(data, "edge_index", None), getattr(data, "adj_t", None)
-    has_edges = (isinstance(edge_index, torch.Tensor) and edge_index.dim() == 2
-                 and edge_index.shape[0] == 2)
-    is_sparse = hasattr(adj_t, "csr") or (isinstance(adj_t, torch.Tensor) and adj_t.layout in
-                                          (torch.sparse_coo, torch.sparse_csr))
-    if not (has_edges or is_sparse):
+    from_adj_t = pyg_graph_is_adj_t(data)
+    if not from_adj_t and not (isinstance(edge_index, torch.Tensor) and edge_index.dim() == 2
+                               and edge_index.shape[0] == 2):
         raise TypeError(f"data must be a PyG Data with edge_index [2, E] or a sparse adj_t, got "
                         f"{type(data).__name__} with edge_index {type(edge_index).__name__} and "
                         f"adj_t {type(adj_t).__name__}")
     num_nodes = int(data.num_nodes)
     index_dtype = torch.int32 if num_nodes < 2**31 else torch.int64
-    if has_edges:
+    if from_adj_t and isinstance(adj_t, torch.Tensor) and adj_t.layout == torch.sparse_coo:
+        if adj_t.shape[0] != num_nodes:
+            raise ValueError(f"adj_t has {adj_t.shape[0]} rows but data has {num_nodes} nodes")
+        targets, sources = adj_t._indices()
+        return CSCGraph.from_edges(sources.cpu(), targets.cpu(), num_nodes,
+                                   index_dtype=index_dtype)
+    if not from_adj_t:
         return CSCGraph.from_edges(edge_index[0].cpu(), edge_index[1].cpu(), num_nodes,
                                    index_dtype=index_dtype)
     if hasattr(adj_t, "csr"):  # torch_sparse.SparseTensor
         indptr, indices, _ = adj_t.csr()
     else:
-        csr = adj_t.to_sparse_csr() if adj_t.layout == torch.sparse_coo else adj_t
-        indptr, indices = csr.crow_indices(), csr.col_indices()
+        indptr, indices = adj_t.crow_indices(), adj_t.col_indices()
     if indptr.numel() != num_nodes + 1:
         raise ValueError(f"adj_t has {indptr.numel() - 1} rows but data has {num_nodes} nodes")
     return CSCGraph(indptr.cpu().to(torch.int64), indices.cpu().to(index_dtype))

@@ -16,7 +16,8 @@ for a Data whose graph is an `adj_t`, e.g. after `T.ToSparseTensor()`): row = ta
 source, so each block's CSC range is already a range of its CSR rows. It is a torch.sparse CSR
 tensor (PyG's layers run it by SpMM as they run torch_sparse's SparseTensor; torch_sparse is
 not needed): the rows' pointers are the blocks' `indptr` ranges, shifted, and the columns
-their `indices` ranges, concatenated - no sort.
+their `indices` ranges, concatenated; then each row's columns are sorted, as CSR requires
+(cuSPARSE reads rows as sorted), by one sort of (row, column) keys.
 """
 from __future__ import annotations
 
@@ -79,25 +80,32 @@ def pyg_edge_index(blocks: list[Block]) -> torch.Tensor:
 def pyg_adj_t(blocks: list[Block], num_nodes: int,
               dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The edges of pyg_edge_index as PyG's `adj_t`: a [num_nodes, num_nodes] torch.sparse CSR
-    tensor, row = target and column = source, values ones of `dtype` (the features')."""
+    tensor, row = target and column = source, values ones of `dtype` (the features'). Each
+    row's columns are sorted, as CSR's invariants (and cuSPARSE) require; our blocks list a
+    destination's sources in sampling order, so the rows' keys are sorted once, O(E log E)."""
     ranges = _first_destination_ranges(blocks)
     reached = ranges[-1][2] if ranges else 0
     if num_nodes < reached:
         raise ValueError(f"num_nodes ({num_nodes}) is less than the targets' count ({reached})")
     device = blocks[0].indptr.device
-    pointers, columns, edges = [torch.zeros(1, dtype=torch.int64, device=device)], [], 0
+    pointers = [torch.zeros(1, dtype=torch.int64, device=device)]
+    columns = [torch.empty(0, dtype=torch.int64, device=device)]
+    edges = 0
     for block, lo, hi in ranges:
         start, end = int(block.indptr[lo]), int(block.indptr[hi])
         pointers.append(block.indptr[lo + 1:hi + 1] - (start - edges))
         columns.append(block.indices[start:end])
         edges += end - start
     pointers.append(torch.full((num_nodes - reached,), edges, dtype=torch.int64, device=device))
+    crow, col = torch.cat(pointers), torch.cat(columns)
+    rows = torch.repeat_interleave(torch.arange(num_nodes, device=device), crow.diff(),
+                                   output_size=edges)
+    col = torch.sort(rows * max(num_nodes, 1) + col).values - rows * max(num_nodes, 1)
     with warnings.catch_warnings():  # torch's "sparse CSR support is in beta" notice
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(
-            torch.cat(pointers), torch.cat(columns),
-            torch.ones(edges, dtype=dtype, device=device), size=(num_nodes, num_nodes),
-            check_invariants=False)
+            crow, col, torch.ones(edges, dtype=dtype, device=device),
+            size=(num_nodes, num_nodes), check_invariants=False)
 
 
 def to_pyg(mb: MiniBatch, sparse: bool = False) -> Any:
