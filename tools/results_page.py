@@ -108,7 +108,6 @@ AFTER_5A34829 = ("measured at 5a34829; the code after it changed only PyG's adj_
                  "path; the results on the adj_t path were measured again")
 STALE_REASONS: dict[str, str] = {
     **{name: AFTER_5A34829 for name in (
-        "locality-order-cpu.json", "disk-same-as-memory-cpu.json", "loader-cpu-products.json",
         "checkpoint-faults-cpu.json", "checkpoint-cost-cpu.json")},
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
