@@ -4,6 +4,7 @@
 // files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
 #include <torch/extension.h>
 
+#include "bench/random_reads.h"
 #include "common/local_threads.h"
 #include "common/output_pool.h"
 #include "features/clock_cache.h"
@@ -75,6 +76,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   gnnrepro::register_local_threads(m);  // set_local_num_threads: one thread's OpenMP count
   gnnrepro::register_clock_cache(m);  // ClockCache: the disk store's CLOCK row cache
   gnnrepro::register_disk_gather(m);  // DiskGather: the disk store's gather, one call a batch
+  gnnrepro::register_random_reads(m);  // random_line_reads: the random-read ceiling probe
   m.def("output_pool_stats", &gnnrepro::output_pool_stats,
         "[bytes cached, most bytes cached, allocations from the cache, allocations of new "
         "memory] of the pool the CPU sampler's outputs come from (csrc/common/output_pool.h).");

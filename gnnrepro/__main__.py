@@ -77,7 +77,8 @@ def _sampling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
     result = sampling_speed.measure(
         **data, fanouts=args.fanouts, batch_size=args.batch_size, batches=args.batches,
         threads=args.threads, repeats=args.repeats, samplers=args.samplers,
-        seed=args.seed, sampler_device=args.sampler_device, peers=args.peers)
+        seed=args.seed, sampler_device=args.sampler_device, peers=args.peers,
+        ceiling=args.ceiling)
     print(sampling_speed.format_table(result))
     return result
 

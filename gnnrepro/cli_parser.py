@@ -131,6 +131,9 @@ def _add_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
     s.add_argument("--samplers", type=_names(sampling_speed.SAMPLERS),
                    default=list(sampling_speed.SAMPLERS),
                    help=f"comma-separated subset of {','.join(sampling_speed.SAMPLERS)}")
+    s.add_argument("--ceiling", action="store_true",
+                   help="also probe this machine's random-read ceiling over the graph and give "
+                        "the fused sampler's random line reads per second as a share of it")
     _add_peers(s)
     return s
 

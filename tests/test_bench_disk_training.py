@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 
 from gnnrepro.bench import disk_training
 from gnnrepro.datasets import load
@@ -71,3 +72,19 @@ def test_an_lmdb_that_does_not_fit_is_listed_as_not_run(monkeypatch) -> None:
 def test_bad_arguments_name_themselves(bad, error) -> None:
     with pytest.raises(ValueError, match=error):
         disk_training.measure(**TINY | bad)
+
+
+def test_papers_sim_rows_are_checked_against_regenerated_ones() -> None:
+    data = load("papers-sim", scale=2e-5)
+    ids = torch.tensor([0, 5, data.graph.num_nodes - 1])
+    assert torch.equal(disk_training.reference_rows(data, ids), data.features[ids])
+    result = disk_training.measure(**TINY | {"dataset": "papers-sim", "scale": 2e-5,
+                                             "stores": ["disk"], "batch_size": 8,
+                                             "fanouts": [3, 2], "eval_ids": 16})
+    disk = result["stores"]["disk"]
+    assert disk["check"]["against"] == "regenerated" and disk["check"]["identical"]
+    labels = data.labels[data.test_idx]
+    best = int(torch.bincount(labels[labels >= 0]).max()) / int((labels >= 0).sum())
+    assert data.test_idx.numel() <= 16  # every test id evaluated: the share is the split's
+    assert disk["train"]["test_majority_acc"] == pytest.approx(best)
+    assert result["dataset"]["name"] == "papers-sim"

@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from gnnrepro.bench.random_reads import probe_ceiling, sampler_line_reads
 from gnnrepro.bench.timing import round_medians, summarize, time_interleaved
 from gnnrepro.config import SETTINGS, check_placement, resolve_threads, validate
-from gnnrepro.datasets import load_scaled
+from gnnrepro.datasets import SCALED_DATASETS, load_scaled
 from gnnrepro.env import environment
 from gnnrepro.graph import CSCGraph
 from gnnrepro.peers import PEERS, PeerProcess, check_peers, open_peers
@@ -100,10 +101,15 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
             threads: int | None = None, repeats: int = 4, samplers: Sequence[str] = SAMPLERS,
             seed: int = SETTINGS["seed"].default,
             sampler_device: str = SETTINGS["sampler_device"].default,
-            peers: Sequence[str] = ()) -> dict:
+            peers: Sequence[str] = (), ceiling: bool = False) -> dict:
     """Time each sampler, and each of `peers`, on the same batches (`threads` torch threads;
-    None: the machine's cores); return the JSON-ready result."""
+    None: the machine's cores); return the JSON-ready result. `ceiling`: also probe this
+    machine's random-read ceiling over the graph and count the fused sampler's line reads
+    (gnnrepro.bench.random_reads), under "random_reads"."""
     check_peers(peers)
+    if ceiling and ("fused" not in samplers or sampler_device != "cpu"):
+        raise ValueError("ceiling: the random-read probe compares the fused sampler on the "
+                         "CPU (samplers must include 'fused', sampler_device 'cpu')")
     batch_size = validate("batch_size", batch_size)
     fanouts = validate("fanouts", list(fanouts))
     threads = resolve_threads(threads)
@@ -137,7 +143,7 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
         peer_info = {name: peer.opened for name, peer in running.items()}
     result: dict = {
         "benchmark": "sampling",
-        "params": {"dataset": dataset, "scale": scale if dataset == "products-sim" else None,
+        "params": {"dataset": dataset, "scale": scale if dataset in SCALED_DATASETS else None,
                    "fanouts": fanouts, "batch_size": batch_size, "batches": len(seed_sets),
                    "threads": threads, "repeats": repeats, "seed": seed,
                    "sampler_device": sampler_device,
@@ -153,8 +159,22 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
     for name, secs in seconds.items():
         result["samplers"][name] = _sampler_summary(secs, totals[name], rounds[name])
     result.update(_speedups(result["samplers"], rounds, peer_info))
+    if ceiling:
+        result["random_reads"] = _random_reads(data.graph, fanouts, seed_sets, seed, threads,
+                                               result["samplers"]["fused"])
     result["env"] = environment()
     return result
+
+
+def _random_reads(graph: CSCGraph, fanouts: list[int], seed_sets: list[torch.Tensor],
+                  seed: int, threads: int, fused: dict[str, Any]) -> dict[str, Any]:
+    """The probe's ceiling over the graph's indices, the fused sampler's lines per batch
+    (its timed batches) and per second at its median time, and their ratio."""
+    ceiling = probe_ceiling(graph.indices, threads, seed=seed)
+    lines = sampler_line_reads(graph, fanouts, seed_sets, seed)
+    per_s = lines["total"] / (fused["ms_per_batch"] / 1e3)
+    return {"ceiling": ceiling, "fused_lines_per_batch": lines, "fused_lines_per_s": per_s,
+            "fused_share_of_ceiling": per_s / ceiling["lines_per_s"]}
 
 
 def _time_passes(contenders: dict[str, Callable], seed_sets: list[torch.Tensor], repeats: int,
@@ -234,6 +254,14 @@ def format_table(result: dict) -> str:
                      f"{r['edges_per_s'] / 1e6:9.2f} {r['input_nodes']:12.0f}")
     for name, why in result.get("peers_not_run", {}).items():
         lines.append(f"{name:<12} not run: {why}")
+    reads = result.get("random_reads")
+    if reads:
+        lines.append(f"fused: {reads['fused_lines_per_batch']['total']:.0f} random lines/batch, "
+                     f"{reads['fused_lines_per_s'] / 1e6:.1f} M lines/s = "
+                     f"{reads['fused_share_of_ceiling']:.0%} of the probe's "
+                     f"{reads['ceiling']['lines_per_s'] / 1e6:.1f} M lines/s "
+                     f"({reads['ceiling']['threads']} threads, "
+                     f"{reads['ceiling']['array_bytes'] / 1e9:.2f} GB)")
     for key in ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused",
                 *(f"speedup_vs_{p.replace('-', '_')}" for p in result.get("peers", {}))):
         if result.get(key):

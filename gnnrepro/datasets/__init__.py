@@ -19,7 +19,7 @@ from gnnrepro.datasets.papers_sim import load_papers_sim
 from gnnrepro.datasets.products_sim import NAME as PRODUCTS_SIM
 from gnnrepro.datasets.products_sim import load_products_sim
 
-__all__ = ["Dataset", "KNOWN_DATASETS", "load", "load_scaled"]
+__all__ = ["Dataset", "KNOWN_DATASETS", "SCALED_DATASETS", "load", "load_scaled"]
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {
     PRODUCTS_SIM: load_products_sim,
@@ -28,6 +28,8 @@ _LOADERS: dict[str, Callable[..., Dataset]] = {
     **{name: functools.partial(load_ogb, name) for name in OGB_DATASETS},
 }
 KNOWN_DATASETS: tuple[str, ...] = tuple(_LOADERS)
+#: The synthetic datasets, which take a scale.
+SCALED_DATASETS: tuple[str, ...] = (PRODUCTS_SIM, IGB_SIM, PAPERS_SIM)
 
 
 def load(name: str, root: str | Path | None = None, **kwargs: Any) -> Dataset:

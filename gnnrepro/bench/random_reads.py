@@ -1,0 +1,137 @@
+"""The sampler's random memory reads against this machine's random-read ceiling.
+
+A neighbour sampler on a graph far larger than the caches is bound by random reads: per
+destination, its `indptr` entries, the lines of its `indices` row the picks land on, and the
+relabel map's entry of every sampled node. Two numbers put its speed in those terms:
+
+* `probe_ceiling`: independent random 64-byte line reads per second over an array (the graph's
+  own `indices`, so the same size and the same pages), from the sampler's threads, with no
+  software prefetch as the sampler issues none (csrc/bench/random_reads.cpp). The best a
+  sampler doing nothing but such reads could reach.
+* `batch_line_reads`: the distinct lines one sampled batch reads, counted from the batch and
+  the graph: exact for `indptr`, the relabel map and rows whose every entry is read, and for a
+  row of which the sampler picks k of d entries (uniform k-subsets: Floyd's algorithm) the
+  expected number of its lines the k picks touch. Lines shared between rows of a layer are
+  counted once per row, and the map's reset after the batch (lines just written) not at all.
+
+Their ratio, the sampler's lines per second over the probe's, is the share of the ceiling the
+sampler reaches.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from gnnrepro.checks import check_int
+from gnnrepro.graph import CSCGraph
+from gnnrepro.sampling import FusedSampler, MiniBatch
+
+__all__ = ["LINE_BYTES", "batch_line_reads", "probe_ceiling", "sampler_line_reads"]
+
+LINE_BYTES = 64
+#: The relabel map's entries (int32: csrc/sampling, node_map) per line.
+_MAP_ENTRIES_PER_LINE = LINE_BYTES // 4
+
+
+def probe_ceiling(array: torch.Tensor, threads: int, reads_per_thread: int = 1 << 24,
+                  repeats: int = 5, seed: int = 0) -> dict[str, Any]:
+    """Independent random line reads per second over `array` from `threads` threads: the
+    median of `repeats` timed runs (after one untimed), with their spread."""
+    from gnnrepro import _C
+    if not isinstance(array, torch.Tensor):
+        raise TypeError(f"array must be a torch.Tensor, got {type(array).__name__}")
+    if array.device.type != "cpu" or not array.is_contiguous():
+        raise ValueError("array must be a contiguous CPU tensor")
+    threads = check_int("threads", threads, 1)
+    reads_per_thread = check_int("reads_per_thread", reads_per_thread, 1)
+    repeats = check_int("repeats", repeats, 1)
+    nbytes = array.numel() * array.element_size()
+    if nbytes < LINE_BYTES:
+        raise ValueError(f"array must hold at least {LINE_BYTES} bytes, got {nbytes}")
+    _C.random_line_reads(array, min(reads_per_thread, 1 << 20), threads, seed)  # warm-up
+    rates = []
+    for r in range(repeats):
+        start = time.perf_counter()
+        _C.random_line_reads(array, reads_per_thread, threads, seed + 1 + r)
+        rates.append(reads_per_thread * threads / (time.perf_counter() - start))
+    return {"lines_per_s": float(np.median(rates)), "lines_per_s_rounds": rates,
+            "array_bytes": nbytes, "threads": threads, "reads_per_thread": reads_per_thread,
+            "software_prefetch": False,
+            "what": "independent random 64-byte line reads over the graph's indices array"}
+
+
+def _row_lines_read(start: np.ndarray, degree: np.ndarray, fanout: int, base: int,
+                    itemsize: int) -> np.ndarray:
+    """Expected distinct lines of each row [start, start + degree) of an array at address
+    `base` that sampling `fanout` entries (uniform without replacement; -1 or
+    degree <= fanout: all) reads."""
+    per_line = LINE_BYTES // itemsize
+    first_byte = base + start * itemsize
+    first_line = first_byte // LINE_BYTES
+    last_line = (first_byte + (np.maximum(degree, 1) - 1) * itemsize) // LINE_BYTES
+    spanned = np.where(degree > 0, last_line - first_line + 1, 0).astype(np.float64)
+    if fanout < 0:
+        return spanned
+    partial = degree > fanout
+    d = degree[partial].astype(np.float64)
+    in_first = np.minimum(degree[partial], per_line - (first_byte[partial] % LINE_BYTES)
+                          // itemsize)
+    lines = spanned[partial]
+    in_last = np.where(lines > 1, (degree[partial] - in_first - 1) % per_line + 1, 0)
+
+    def untouched(n: np.ndarray) -> np.ndarray:
+        """P(no pick lands in a line of n entries): C(d - n, k) / C(d, k)."""
+        p = np.ones_like(d)
+        for i in range(fanout):
+            p *= np.clip(d - n - i, 0, None) / (d - i)
+        return p
+
+    middle = np.maximum(lines - 2, 0)
+    expected = ((1 - untouched(in_first.astype(np.float64)))
+                + np.where(lines > 1, 1 - untouched(in_last.astype(np.float64)), 0)
+                + middle * (1 - untouched(np.full_like(d, per_line))))
+    out = spanned.copy()
+    out[partial] = expected
+    return out
+
+
+def batch_line_reads(graph: CSCGraph, batch: MiniBatch,
+                     fanouts: Sequence[int]) -> dict[str, float]:
+    """Distinct 64-byte lines of `graph` (indptr, indices) and of the relabel map that
+    sampling `batch` with `fanouts` (input layer first, as the sampler's) reads; see the
+    module doc."""
+    if len(fanouts) != len(batch.blocks):
+        raise ValueError(f"fanouts has {len(fanouts)} entries, the batch "
+                         f"{len(batch.blocks)} blocks")
+    indptr = graph.indptr.numpy()
+    ptr_base, ptr_item = graph.indptr.data_ptr(), graph.indptr.element_size()
+    idx_base, idx_item = graph.indices.data_ptr(), graph.indices.element_size()
+    counts = {"indptr": 0.0, "indices": 0.0, "node_map": 0.0}
+    for block, fanout in zip(batch.blocks, fanouts):
+        dst = block.dst_nodes.numpy()
+        entry_lines = (ptr_base + np.concatenate([dst, dst + 1]) * ptr_item) // LINE_BYTES
+        counts["indptr"] += np.unique(entry_lines).size
+        start = indptr[dst]
+        counts["indices"] += float(_row_lines_read(start, indptr[dst + 1] - start, fanout,
+                                                   idx_base, idx_item).sum())
+        counts["node_map"] += np.unique(block.src_nodes.numpy()
+                                        // _MAP_ENTRIES_PER_LINE).size
+    counts["total"] = counts["indptr"] + counts["indices"] + counts["node_map"]
+    return counts
+
+
+def sampler_line_reads(graph: CSCGraph, fanouts: Sequence[int],
+                       seed_sets: Sequence[torch.Tensor], seed: int) -> dict[str, float]:
+    """Mean lines per batch (batch_line_reads) of the fused sampler's batches of
+    `seed_sets` (batch ids 0, 1, ...: the batches `bench sampling` times)."""
+    sampler = FusedSampler(graph, list(fanouts), seed=seed)
+    totals: dict[str, float] = {}
+    for batch_id, seeds in enumerate(seed_sets):
+        for key, value in batch_line_reads(graph, sampler.sample(seeds, batch_id),
+                                           fanouts).items():
+            totals[key] = totals.get(key, 0.0) + value
+    return {key: value / len(seed_sets) for key, value in totals.items()}
