@@ -11,7 +11,7 @@ import torch
 from gnnrepro import _C
 from gnnrepro.__main__ import main
 from gnnrepro.bench.random_reads import (LINE_BYTES, _row_lines_read, batch_line_reads,
-                                         probe_ceiling)
+                                         probe_ceiling, read_ceiling)
 from gnnrepro.datasets.class_rows import splitmix64
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling import FusedSampler
@@ -57,6 +57,9 @@ def test_probe_rejects_what_it_cannot_read():
     result = probe_ceiling(torch.zeros(4096), 2, reads_per_thread=1000, repeats=2)
     assert result["lines_per_s"] > 0 and len(result["lines_per_s_rounds"]) == 2
     assert result["array_bytes"] == 4096 * 4 and result["software_prefetch"] is False
+    with pytest.raises(ValueError, match="ms_per_batch"):
+        read_ceiling(CSCGraph(torch.tensor([0, 0]), torch.zeros(0, dtype=torch.int64)),
+                     {"total": 1.0}, 0.0, 1)
 
 
 def _brute_force_lines(start: int, degree: int, fanout: int, base: int, item: int) -> float:
@@ -107,15 +110,18 @@ def test_bench_sampling_ceiling_writes_the_share(tmp_path, capsys):
                  "fused", "--ceiling", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     reads = result["random_reads"]
-    assert reads["ceiling"]["threads"] == 1 and reads["ceiling"]["lines_per_s"] > 0
-    lines = reads["fused_lines_per_batch"]
+    assert set(reads["ceilings"]) == {"indices", "indptr", "node_map"}
+    assert all(c["threads"] == 1 and c["lines_per_s"] > 0 for c in reads["ceilings"].values())
+    lines = reads["lines_per_batch"]
     assert lines["indptr"] >= 64 and lines["indices"] > 0 and lines["node_map"] > 0
-    per_s = lines["total"] / (result["samplers"]["fused"]["ms_per_batch"] / 1e3)
-    assert reads["fused_lines_per_s"] == pytest.approx(per_s)
-    assert reads["fused_share_of_ceiling"] == pytest.approx(
-        per_s / reads["ceiling"]["lines_per_s"])
+    ms = result["samplers"]["fused"]["ms_per_batch"]
+    assert reads["lines_per_s"] == pytest.approx(lines["total"] / (ms / 1e3))
+    at_ceiling = sum(lines[a] / reads["ceilings"][a]["lines_per_s"] for a in reads["ceilings"])
+    assert reads["ceiling_ms_per_batch"] == pytest.approx(1e3 * at_ceiling)
+    assert reads["share_of_ceiling"] == pytest.approx(1e3 * at_ceiling / ms)
+    assert reads["ceilings"]["node_map"]["array_bytes"] == 4 * result["params"]["num_nodes"]
     assert result["params"]["scale"] == 0.002
-    assert "of the probe's" in capsys.readouterr().out
+    assert "of the ceiling" in capsys.readouterr().out
     assert main(["bench", "sampling", "--scale", "0.002", "--samplers", "dgl-fused",
                  "--ceiling"]) == 2
     assert "ceiling: the random-read probe compares the fused sampler" in capsys.readouterr().err

@@ -2,20 +2,20 @@
 
 A neighbour sampler on a graph far larger than the caches is bound by random reads: per
 destination, its `indptr` entries, the lines of its `indices` row the picks land on, and the
-relabel map's entry of every sampled node. Two numbers put its speed in those terms:
+relabel map's entry of every sampled node. Three pieces put its speed in those terms:
 
-* `probe_ceiling`: independent random 64-byte line reads per second over an array (the graph's
-  own `indices`, so the same size and the same pages), from the sampler's threads, with no
-  software prefetch as the sampler issues none (csrc/bench/random_reads.cpp). The best a
-  sampler doing nothing but such reads could reach.
+* `probe_ceiling`: independent random 64-byte line reads per second over an array, from the
+  sampler's threads, with no software prefetch as the sampler issues none
+  (csrc/bench/random_reads.cpp): the best a loop doing nothing but such reads reaches.
 * `batch_line_reads`: the distinct lines one sampled batch reads, counted from the batch and
   the graph: exact for `indptr`, the relabel map and rows whose every entry is read, and for a
   row of which the sampler picks k of d entries (uniform k-subsets: Floyd's algorithm) the
   expected number of its lines the k picks touch. Lines shared between rows of a layer are
   counted once per row, and the map's reset after the batch (lines just written) not at all.
-
-Their ratio, the sampler's lines per second over the probe's, is the share of the ceiling the
-sampler reaches.
+* `read_ceiling`: the probe over each array the sampler reads (`indices`, `indptr`, and an
+  int32 array of the relabel map's size), since the rate depends on the array's size (a
+  random read of a larger array also misses the TLB more: measured in benchmarks/NOTES.md); the
+  time the batch's lines would take at those rates, as a share of the sampler's time.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ from gnnrepro.checks import check_int
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling import FusedSampler, MiniBatch
 
-__all__ = ["LINE_BYTES", "batch_line_reads", "probe_ceiling", "sampler_line_reads"]
+__all__ = ["LINE_BYTES", "batch_line_reads", "probe_ceiling", "read_ceiling",
+           "sampler_line_reads"]
 
 LINE_BYTES = 64
 #: The relabel map's entries (int32: csrc/sampling, node_map) per line.
@@ -60,8 +61,35 @@ def probe_ceiling(array: torch.Tensor, threads: int, reads_per_thread: int = 1 <
         rates.append(reads_per_thread * threads / (time.perf_counter() - start))
     return {"lines_per_s": float(np.median(rates)), "lines_per_s_rounds": rates,
             "array_bytes": nbytes, "threads": threads, "reads_per_thread": reads_per_thread,
-            "software_prefetch": False,
-            "what": "independent random 64-byte line reads over the graph's indices array"}
+            "software_prefetch": False, "transparent_hugepages": _transparent_hugepages()}
+
+
+def _transparent_hugepages() -> str | None:
+    """The kernel's THP mode (the bracketed word of its setting; None: not Linux)."""
+    try:
+        text = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        return None
+    return text[text.find("[") + 1:text.find("]")] if "[" in text else text.strip()
+
+
+def read_ceiling(graph: CSCGraph, lines: dict[str, float], ms_per_batch: float,
+                 threads: int, seed: int = 0) -> dict[str, Any]:
+    """The sampler's `lines` per batch (sampler_line_reads) at `ms_per_batch` against the
+    probe over each array they fall in: the time they would take at the probe's rates
+    (`ceiling_ms_per_batch`), its share of the sampler's time (`share_of_ceiling`), and, as
+    a single number, the lines per second over the probe's rate on the graph's `indices`."""
+    if ms_per_batch <= 0:
+        raise ValueError(f"ms_per_batch must be > 0, got {ms_per_batch}")
+    node_map = torch.full((graph.num_nodes,), -1, dtype=torch.int32)  # the map's size, touched
+    arrays = {"indices": graph.indices, "indptr": graph.indptr, "node_map": node_map}
+    ceilings = {name: probe_ceiling(array, threads, seed=seed) for name, array in arrays.items()}
+    ceiling_ms = 1e3 * sum(lines[name] / ceilings[name]["lines_per_s"] for name in arrays)
+    per_s = lines["total"] / (ms_per_batch / 1e3)
+    return {"threads": threads, "ceilings": ceilings, "lines_per_batch": lines,
+            "lines_per_s": per_s, "ceiling_ms_per_batch": ceiling_ms,
+            "share_of_ceiling": ceiling_ms / ms_per_batch,
+            "lines_per_s_vs_indices_probe": per_s / ceilings["indices"]["lines_per_s"]}
 
 
 def _row_lines_read(start: np.ndarray, degree: np.ndarray, fanout: int, base: int,

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from gnnrepro.bench.random_reads import probe_ceiling, sampler_line_reads
+from gnnrepro.bench.random_reads import read_ceiling, sampler_line_reads
 from gnnrepro.bench.timing import round_medians, summarize, time_interleaved
 from gnnrepro.config import SETTINGS, check_placement, resolve_threads, validate
 from gnnrepro.datasets import SCALED_DATASETS, load_scaled
@@ -160,21 +160,11 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
         result["samplers"][name] = _sampler_summary(secs, totals[name], rounds[name])
     result.update(_speedups(result["samplers"], rounds, peer_info))
     if ceiling:
-        result["random_reads"] = _random_reads(data.graph, fanouts, seed_sets, seed, threads,
-                                               result["samplers"]["fused"])
+        lines = sampler_line_reads(data.graph, fanouts, seed_sets, seed)
+        result["random_reads"] = read_ceiling(
+            data.graph, lines, result["samplers"]["fused"]["ms_per_batch"], threads, seed)
     result["env"] = environment()
     return result
-
-
-def _random_reads(graph: CSCGraph, fanouts: list[int], seed_sets: list[torch.Tensor],
-                  seed: int, threads: int, fused: dict[str, Any]) -> dict[str, Any]:
-    """The probe's ceiling over the graph's indices, the fused sampler's lines per batch
-    (its timed batches) and per second at its median time, and their ratio."""
-    ceiling = probe_ceiling(graph.indices, threads, seed=seed)
-    lines = sampler_line_reads(graph, fanouts, seed_sets, seed)
-    per_s = lines["total"] / (fused["ms_per_batch"] / 1e3)
-    return {"ceiling": ceiling, "fused_lines_per_batch": lines, "fused_lines_per_s": per_s,
-            "fused_share_of_ceiling": per_s / ceiling["lines_per_s"]}
 
 
 def _time_passes(contenders: dict[str, Callable], seed_sets: list[torch.Tensor], repeats: int,
@@ -256,12 +246,11 @@ def format_table(result: dict) -> str:
         lines.append(f"{name:<12} not run: {why}")
     reads = result.get("random_reads")
     if reads:
-        lines.append(f"fused: {reads['fused_lines_per_batch']['total']:.0f} random lines/batch, "
-                     f"{reads['fused_lines_per_s'] / 1e6:.1f} M lines/s = "
-                     f"{reads['fused_share_of_ceiling']:.0%} of the probe's "
-                     f"{reads['ceiling']['lines_per_s'] / 1e6:.1f} M lines/s "
-                     f"({reads['ceiling']['threads']} threads, "
-                     f"{reads['ceiling']['array_bytes'] / 1e9:.2f} GB)")
+        lines.append(f"fused: {reads['lines_per_batch']['total']:.0f} random lines/batch, "
+                     f"{reads['lines_per_s'] / 1e6:.1f} M lines/s; at the probe's rate over "
+                     f"each array they would take {reads['ceiling_ms_per_batch']:.2f} ms: "
+                     f"{reads['share_of_ceiling']:.0%} of the ceiling "
+                     f"({reads['threads']} threads)")
     for key in ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused",
                 *(f"speedup_vs_{p.replace('-', '_')}" for p in result.get("peers", {}))):
         if result.get(key):
