@@ -232,16 +232,20 @@ plots.save_figure(fig, params, meta, "07_partitioned")"""]),
         "size): sampling time per batch (the same work per batch at every scale, so a rising "
         "line is what a graph larger than the caches costs), the pipeline alone in batches "
         "per second, the training epoch and the peak memory of training, the last two beside "
-        "a line that grows as the edges do.",
+        "a line that grows as the edges do. With `growth_papers_scale` (params/papers.yaml: "
+        "ogbn-papers100M's size), papers-sim is added as stars: both samplers in memory, and "
+        "our training with the features from the disk store, its epoch extrapolated.",
         ["""\
 data, meta = experiments.scale_growth(params)
 table = experiments.growth_table(data)
 experiments.write_table(table, params.figures_dir / "08_scale_growth",
-                        caption="Cost at each products-sim scale, ours and DGL's; x: over "
-                                "the smallest scale.")
+                        caption="Cost at each scale, ours and DGL's; x: over the smallest "
+                                "products-sim scale.")
 table""", """\
 fig = plots.growth_lines(data)
-plots.save_figure(fig, params, meta, "08_scale_growth", scales=params.growth_scales)"""]),
+papers = params.growth_papers_scale
+named = {"dataset": f"papers-sim scale {papers:g} + products-sim"} if papers else {}
+plots.save_figure(fig, params, meta, "08_scale_growth", scales=params.growth_scales, **named)"""]),
 }
 
 

@@ -192,6 +192,54 @@ def test_a_saved_figure_carries_its_label(tmp_path):
     matplotlib.pyplot.close(fig)
 
 
+def _storage_rows(cap: str, mmap_bound: object) -> pd.DataFrame:
+    """06's tidy rows as read back from a stored CSV (lower_bound may be text)."""
+    rows = [{"store": "memory", "budget": math.nan, "rows_per_s": 1e7, "epoch_s": 1.0,
+             "speedup_vs_mmap": 1e4, "cap": "none", "cap_reason": None,
+             "lower_bound": "False", "error": None},
+            {"store": "disk", "budget": 0.1, "rows_per_s": 1e5, "epoch_s": 10.0,
+             "speedup_vs_mmap": 500.0, "cap": cap, "cap_reason": "no memory cgroup",
+             "lower_bound": "False", "error": None},
+            {"store": "mmap", "budget": math.nan, "rows_per_s": 200.0, "epoch_s": 900.0,
+             "speedup_vs_mmap": 1.0, "cap": cap, "cap_reason": "no memory cgroup",
+             "lower_bound": mmap_bound, "error": None},
+            {"store": "lmdb", "budget": 0.1, "error": "not run: no disk", "lower_bound": False,
+             "cap_reason": None}]
+    return pd.DataFrame(rows)
+
+
+def _texts(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in (*ax.texts, ax.title)]
+
+
+def test_storage_figure_names_a_cap_that_did_not_hold_and_marks_bounds():
+    capped = plots.storage_lines(_storage_rows("cgroup-v1", "True"), 0.1, None, 392)
+    texts = _texts(capped)
+    assert any("memory capped (cgroup-v1)" in t for t in texts)
+    assert any("at least 500x mmap" in t for t in texts)  # mmap stopped at its time limit
+    assert "> 900" in texts and "10" in texts  # only the bounded bar carries ">"
+    uncapped = plots.storage_lines(_storage_rows("none", "False"), 0.1, None, 392)
+    texts = _texts(uncapped)
+    assert any("NOT capped: no memory cgroup" in t for t in texts)
+    assert any("not a result" in t for t in texts) and not any("500x" in t for t in texts)
+    assert not any(t.startswith("> ") for t in texts)
+    matplotlib.pyplot.close("all")
+
+
+def test_a_saved_notebook_figure_writes_its_record_beside_it(tmp_path):
+    params = Params(out_dir=str(tmp_path), figures_name="t")
+    fig, ax = matplotlib.pyplot.subplots()
+    record = {"env": {"cpu": "test cpu", "cpu_count": 2}, "created": "2026-11-27",
+              "params": {"scale": 0.002}, "reused": True, "path": "/somewhere",
+              "timeline": [1, 2]}
+    paths = plots.save_figure(fig, params, record, "fig")
+    saved = json.loads((params.figures_dir / "fig.json").read_text())
+    assert params.figures_dir / "fig.json" in paths and (params.figures_dir / "fig.png").exists()
+    assert saved == {"env": {"cpu": "test cpu", "cpu_count": 2}, "created": "2026-11-27",
+                     "params": {"scale": 0.002}}  # nothing that changes between equal runs
+    matplotlib.pyplot.close(fig)
+
+
 # --- store --------------------------------------------------------------------------------
 
 def test_param_hash_is_stable_order_independent_and_keyed_by_code():

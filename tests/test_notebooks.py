@@ -142,7 +142,8 @@ def check_values(out_dir: Path, name: str) -> None:
         dgl = data[data["system"] == "dgl"]
         assert (dgl["status"] == "run").sum() + dgl["reason"].notna().sum() == len(dgl) == 2
     elif name == "08_scale_growth":
-        data = stored_data(out_dir, name)
+        everything = stored_data(out_dir, name)
+        data = everything[everything["dataset"] == "products-sim"]
         assert sorted(set(data["scale"])) == [0.002, 0.003]
         assert set(data["system"]) == {"ours", "dgl"} and len(data) == 4
         bigger = data.sort_values("scale").groupby("system")["edges"].apply(list)
@@ -150,6 +151,11 @@ def check_values(out_dir: Path, name: str) -> None:
         for column in ("sample_ms", "loader_batches_per_s", "epoch_s", "peak_rss_gb"):
             assert (data[column] > 0).all(), column
         check_accuracy(data["test_acc"])
+        papers = everything[everything["dataset"] == "papers-sim"].set_index("system")
+        assert papers.index.tolist() == ["ours", "dgl"] and (papers["sample_ms"] > 0).all()
+        assert papers.at["ours", "features"] == "disk" and papers.at["ours", "epoch_s"] > 0
+        assert papers.at["ours", "peak_rss_gb"] > 0 and math.isnan(papers.at["dgl", "epoch_s"])
+        assert "sampled on" in papers.at["ours", "eval_methods"]
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from gnnrepro.bench.random_reads import (LINE_BYTES, _row_lines_read, batch_line
 from gnnrepro.datasets.class_rows import splitmix64
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling import FusedSampler
+from helpers import load_script
 
 
 def _numpy_checksum(words: np.ndarray, reads: int, threads: int, seed: int) -> int:
@@ -36,6 +38,10 @@ def test_probe_reads_the_lines_its_generator_names(threads):
     data = torch.from_numpy(words.view(np.int64))
     got = _C.random_line_reads(data, 5000, threads, 7) % 2**64
     assert got == _numpy_checksum(words, 5000, threads, 7)
+    for ahead in (1, 32, 1024):  # the prefetching loop reads the same lines
+        assert _C.random_line_reads(data, 5000, threads, 7, ahead) % 2**64 == got
+    assert _C.random_line_reads(data, 3, threads, 7, 8) % 2**64 == _numpy_checksum(
+        words, 3, threads, 7)  # fewer reads than the distance
     assert _C.random_line_reads(data, 5000, threads, 8) != got  # another seed, other lines
 
 
@@ -48,6 +54,9 @@ def test_probe_rejects_what_it_cannot_read():
         _C.random_line_reads(torch.zeros(64), 10, 0, 0)
     with pytest.raises(ValueError, match="reads_per_thread"):
         _C.random_line_reads(torch.zeros(64), -1, 1, 0)
+    for ahead in (-1, 1025):
+        with pytest.raises(ValueError, match="prefetch_ahead"):
+            _C.random_line_reads(torch.zeros(64), 1, 1, 0, ahead)
     with pytest.raises(TypeError, match="array"):
         probe_ceiling(np.zeros(64), 1)
     with pytest.raises(ValueError, match="threads"):
@@ -56,7 +65,7 @@ def test_probe_rejects_what_it_cannot_read():
         probe_ceiling(torch.zeros(3), 1)
     result = probe_ceiling(torch.zeros(4096), 2, reads_per_thread=1000, repeats=2)
     assert result["lines_per_s"] > 0 and len(result["lines_per_s_rounds"]) == 2
-    assert result["array_bytes"] == 4096 * 4 and result["software_prefetch"] is False
+    assert result["array_bytes"] == 4096 * 4 and result["prefetch_ahead"] == 0
     with pytest.raises(ValueError, match="ms_per_batch"):
         read_ceiling(CSCGraph(torch.tensor([0, 0]), torch.zeros(0, dtype=torch.int64)),
                      {"total": 1.0}, 0.0, 1)
@@ -120,8 +129,25 @@ def test_bench_sampling_ceiling_writes_the_share(tmp_path, capsys):
     assert reads["ceiling_ms_per_batch"] == pytest.approx(1e3 * at_ceiling)
     assert reads["share_of_ceiling"] == pytest.approx(1e3 * at_ceiling / ms)
     assert reads["ceilings"]["node_map"]["array_bytes"] == 4 * result["params"]["num_nodes"]
+    ahead = _C.sampler_prefetch_ahead()
+    for name, ceiling in reads["ceilings"].items():  # no prefetch and the sampler's distance
+        rounds = ceiling["lines_per_s_rounds"]
+        assert set(rounds) == {"0", str(ahead[name])} and all(len(r) == 5 for r in rounds.values())
+        assert ceiling["lines_per_s_by_prefetch_ahead"][str(ceiling["prefetch_ahead"])] == \
+            pytest.approx(np.median(rounds[str(ceiling["prefetch_ahead"])]))
     assert result["params"]["scale"] == 0.002
     assert "of the ceiling" in capsys.readouterr().out
     assert main(["bench", "sampling", "--scale", "0.002", "--samplers", "dgl-fused",
                  "--ceiling"]) == 2
     assert "ceiling: the random-read probe compares the fused sampler" in capsys.readouterr().err
+
+
+def test_the_size_sweep_writes_a_row_per_setting(tmp_path):
+    sweep = load_script(Path(__file__).resolve().parents[1] / "benchmarks"
+                        / "random_read_sizes.py")
+    out = tmp_path / "sizes.json"
+    assert sweep.main(["--mib", "1,2", "--threads", "1", "--prefetch", "0,4", "--reads", "1000",
+                       "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["mib"], r["prefetch_ahead"]) for r in rows] == [(1, 0), (1, 4), (2, 0), (2, 4)]
+    assert all(r["lines_per_s"] > 0 for r in rows)

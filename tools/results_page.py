@@ -62,6 +62,17 @@ RESULTS: dict[str, tuple[str, str]] = {
                                     "benchmarks/NOTES.md, issue 22 part 2"),
     "storage-cpu.json": ("the `bench storage` command in [storage](storage.md)",
                          "README, headline table"),
+    "sampling-cpu-papers.json": (
+        "`bench sampling --dataset papers-sim --scale 1.0 --fanouts 15,10,5 --batch-size 1024 "
+        "--batches 50 --repeats 4 --threads 2 --samplers dgl-unfused,dgl-fused,fused "
+        "--ceiling` (after papers-sim 1.0 is built: 65 GB of disk)", "README, headline table"),
+    "disk-training-cpu-papers.json": (
+        "`bench disk-training --dataset papers-sim --scale 1.0 --fanouts 15,10,5 "
+        "--train-batches 600 --eval-ids 8192 --baseline-seconds 120 --threads 2`",
+        "README, headline table"),
+    "disk-same-as-memory-cpu-papers.json": (
+        "`bench disk-training --dataset papers-sim --scale 0.01 --fanouts 15,10,5 "
+        "--same-as-memory 3 --target-acc 0.4 --threads 2`", "[storage](storage.md)"),
     "disk-training-cpu-igb.json": ("`bench disk-training` (after igb-sim 1.0 is built: "
                                    "42 GB of disk)", "README, headline table"),
     "disk-same-as-memory-cpu.json": ("`bench disk-training --scale 0.01 --same-as-memory 3 "
@@ -105,41 +116,48 @@ HOUSE = ("after 3c31191 the code was split into smaller modules without changing
 AFTER_5A34829 = ("measured at 5a34829; the code after it changed only PyG's adj_t view "
                  "(each row's columns sorted), from_pyg's COO path, the drop-in "
                  "NeighborLoader's choice of adj_t and a docstring, none on this result's "
-                 "path; the results on the adj_t path were measured again")
+                 "path; the results on the adj_t path were measured again"
+                 f"; {NOV27}")
+#: The code changes of 2026-11-27, on every result not measured again after them.
+NOV27 = ("from 212b85e on (2026-11-27) came `bench sampling --ceiling` (a probe, run only when "
+         "asked), the CPU sampler's prefetch distances moved into a header (the same "
+         "constants), papers-sim in `bench disk-training` and notebook 08, an end-to-end "
+         "result's added `steady_epochs_s` list and the figures' drawing: none on this "
+         "result's path")
 STALE_REASONS: dict[str, str] = {
     **{name: AFTER_5A34829 for name in (
         "checkpoint-faults-cpu.json", "checkpoint-cost-cpu.json")},
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
         "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
-        f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}"),
+        f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
     "storage-cpu.json": AFTER_5A34829,
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "
-        f"bit-identical weights; {LOOP_CHANGES}; {HOUSE}"),
+        f"bit-identical weights; {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
     "own-model-dgl-cpu-products.json": (
         "29 minutes; nothing on its path changed from 422b10c to d19ddec (the GPU session, "
         f"gpu_results, bench placements and make_sampler's GPU branch came in); {CHECKPOINTS}; "
-        f"{HOUSE}"),
+        f"{HOUSE}; {NOV27}"),
     "train-cpu-products.json": (
         "11 minutes at products size; since 3f6af50 its path changed by refactors whose losses "
         "are bit-identical and by layer-wise evaluation writing into one preallocated tensor "
         f"(same accuracies); {CHECKPOINTS}: `train-cpu.json`, measured again, has the same "
-        f"losses as before them, to the last bit; {HOUSE}"),
+        f"losses as before them, to the last bit; {HOUSE}; {NOV27}"),
     "scaling-cpu-products.json": (
         "10 minutes at products size; `scaling-cpu.json` (the same command at 0.05) was "
-        f"measured again; {LOOP_CHANGES}; {HOUSE}"),
+        f"measured again; {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
     "eval-methods-cpu.json": (
         "8 minutes at products size; layer-wise evaluation is untouched since it was measured "
         f"and sampled evaluation counts through `correct_in` with the same batches; "
-        f"{LOOP_CHANGES}; {HOUSE}"),
+        f"{LOOP_CHANGES}; {HOUSE}; {NOV27}"),
     "gpu-h100": "it needs a GPU; the next lent one runs the session again (docs/gpu.md)",
 }
 PEERS_REASON = ("GraphBolt's environment (`make peers`: about 5 GB) is not set up on this VM "
                 f"now; our side of it was measured again in the matching rows above; "
                 f"{LOOP_CHANGES}, and replies are read from the peer's pipe into our own line "
-                f"buffer; {HOUSE}")
+                f"buffer; {HOUSE}; {NOV27}")
 
 
 def _measured_at(name: str) -> tuple[str, bool]:

@@ -1,14 +1,16 @@
 // The random-read ceiling probe of `bench sampling --ceiling`: independent random 64-byte line
-// reads over an array, from a given number of threads, with no software prefetch (the sampler
-// issues none). What a memory-bound sampler could reach at best on this machine, for an array
-// of the graph's size; gnnrepro.bench.random_reads times it and compares the sampler with it.
+// reads over an array, from a given number of threads, with or without software prefetch (the
+// sampler prefetches: csrc/sampling/prefetch_distances.h). What a memory-bound sampler could
+// reach at best on this machine, per array it reads; gnnrepro.bench.random_reads times it and
+// compares the sampler with it.
 #pragma once
 
 #include <torch/extension.h>
 
 namespace gnnrepro {
 
-// Adds random_line_reads(data, reads_per_thread, threads, seed) to the Python module.
+// Adds random_line_reads(data, reads_per_thread, threads, seed, prefetch_ahead) and
+// sampler_prefetch_ahead() to the Python module.
 void register_random_reads(pybind11::module_& m);
 
 }  // namespace gnnrepro

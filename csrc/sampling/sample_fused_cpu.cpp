@@ -23,6 +23,7 @@
 #include "../common/relabel.h"
 #include "../common/rng.h"
 #include "../common/step_team.h"
+#include "prefetch_distances.h"
 #include "sample_args.h"
 #include "sample_errors.h"
 
@@ -34,11 +35,7 @@ namespace {
 constexpr int64_t kChunk = 1024;
 constexpr int64_t kCountChunk = 4096;
 constexpr int64_t kClearChunk = 16384;
-// How many items ahead the loops prefetch the random cache lines they will touch.
-constexpr int64_t kPrefetchAhead = 16;
-constexpr int64_t kRelabelPrefetchAhead = 32;
-constexpr int64_t kOwnerPrefetchAhead = 12;
-constexpr int64_t kGatherPrefetchAhead = 64;
+// How many items ahead the loops prefetch: prefetch_distances.h.
 
 // Writes the positions in `indices` of `count` of the `degree` neighbours stored from `start`.
 // Fanout -1 (all neighbours) takes them all, with or without replacement. `bitmap` is all zero

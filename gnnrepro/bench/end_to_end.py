@@ -122,6 +122,7 @@ def _summarize(rounds: list[dict[str, Any]], target_acc: float | None) -> dict[s
     return {
         "epoch_s": statistics.median(e["epoch_s"] for e in steady),
         "epochs_s": [e["epoch_s"] for r in rounds for e in r["epochs"]],
+        "steady_epochs_s": [e["epoch_s"] for e in steady],  # those epoch_s is the median of
         "stages": reduce_stages([e["stages"] for e in steady], statistics.median),
         "wait_s": statistics.median(e["wait_s"] for e in steady),
         "seeds_per_s": statistics.median(e["seeds_per_s"] for e in steady),

@@ -5,7 +5,7 @@ destination, its `indptr` entries, the lines of its `indices` row the picks land
 relabel map's entry of every sampled node. Three pieces put its speed in those terms:
 
 * `probe_ceiling`: independent random 64-byte line reads per second over an array, from the
-  sampler's threads, with no software prefetch as the sampler issues none
+  sampler's threads, with or without software prefetch `prefetch_ahead` reads ahead
   (csrc/bench/random_reads.cpp): the best a loop doing nothing but such reads reaches.
 * `batch_line_reads`: the distinct lines one sampled batch reads, counted from the batch and
   the graph: exact for `indptr`, the relabel map and rows whose every entry is read, and for a
@@ -14,8 +14,10 @@ relabel map's entry of every sampled node. Three pieces put its speed in those t
   counted once per row, and the map's reset after the batch (lines just written) not at all.
 * `read_ceiling`: the probe over each array the sampler reads (`indices`, `indptr`, and an
   int32 array of the relabel map's size), since the rate depends on the array's size (a
-  random read of a larger array also misses the TLB more: measured in benchmarks/NOTES.md); the
-  time the batch's lines would take at those rates, as a share of the sampler's time.
+  random read of a larger array also misses the TLB more: measured in benchmarks/NOTES.md),
+  each without prefetch and with the sampler's own distance for that array
+  (csrc/sampling/prefetch_distances.h), run by run in turn, the faster median its ceiling;
+  the time the batch's lines would take at those rates, as a share of the sampler's time.
 """
 from __future__ import annotations
 
@@ -39,9 +41,10 @@ _MAP_ENTRIES_PER_LINE = LINE_BYTES // 4
 
 
 def probe_ceiling(array: torch.Tensor, threads: int, reads_per_thread: int = 1 << 24,
-                  repeats: int = 5, seed: int = 0) -> dict[str, Any]:
-    """Independent random line reads per second over `array` from `threads` threads: the
-    median of `repeats` timed runs (after one untimed), with their spread."""
+                  repeats: int = 5, seed: int = 0, prefetch_ahead: int = 0) -> dict[str, Any]:
+    """Independent random line reads per second over `array` from `threads` threads, each
+    prefetching `prefetch_ahead` reads ahead (0: none): the median of `repeats` timed runs
+    (after one untimed), with their spread."""
     from gnnrepro import _C
     if not isinstance(array, torch.Tensor):
         raise TypeError(f"array must be a torch.Tensor, got {type(array).__name__}")
@@ -50,18 +53,21 @@ def probe_ceiling(array: torch.Tensor, threads: int, reads_per_thread: int = 1 <
     threads = check_int("threads", threads, 1)
     reads_per_thread = check_int("reads_per_thread", reads_per_thread, 1)
     repeats = check_int("repeats", repeats, 1)
+    prefetch_ahead = check_int("prefetch_ahead", prefetch_ahead, 0)
     nbytes = array.numel() * array.element_size()
     if nbytes < LINE_BYTES:
         raise ValueError(f"array must hold at least {LINE_BYTES} bytes, got {nbytes}")
-    _C.random_line_reads(array, min(reads_per_thread, 1 << 20), threads, seed)  # warm-up
+    _C.random_line_reads(array, min(reads_per_thread, 1 << 20), threads, seed,
+                         prefetch_ahead)  # warm-up
     rates = []
     for r in range(repeats):
         start = time.perf_counter()
-        _C.random_line_reads(array, reads_per_thread, threads, seed + 1 + r)
+        _C.random_line_reads(array, reads_per_thread, threads, seed + 1 + r, prefetch_ahead)
         rates.append(reads_per_thread * threads / (time.perf_counter() - start))
     return {"lines_per_s": float(np.median(rates)), "lines_per_s_rounds": rates,
             "array_bytes": nbytes, "threads": threads, "reads_per_thread": reads_per_thread,
-            "software_prefetch": False, "transparent_hugepages": _transparent_hugepages()}
+            "prefetch_ahead": prefetch_ahead,
+            "transparent_hugepages": _transparent_hugepages()}
 
 
 def _transparent_hugepages() -> str | None:
@@ -73,6 +79,24 @@ def _transparent_hugepages() -> str | None:
     return text[text.find("[") + 1:text.find("]")] if "[" in text else text.strip()
 
 
+def _alternating_probes(array: torch.Tensor, threads: int, distances: Sequence[int],
+                        seed: int, repeats: int = 5) -> dict[str, Any]:
+    """The probe at each prefetch distance, the distances alternating run by run (so drift
+    on the machine meets both alike); the ceiling is the faster one's median."""
+    rates: dict[int, list[float]] = {d: [] for d in distances}
+    for r in range(repeats):
+        for d in distances:
+            rates[d] += probe_ceiling(array, threads, seed=seed + r, prefetch_ahead=d,
+                                      repeats=1)["lines_per_s_rounds"]
+    medians = {d: float(np.median(v)) for d, v in rates.items()}
+    best = max(medians, key=medians.get)
+    return {"lines_per_s": medians[best], "prefetch_ahead": best,
+            "lines_per_s_by_prefetch_ahead": {str(d): medians[d] for d in distances},
+            "lines_per_s_rounds": {str(d): rates[d] for d in distances},
+            "array_bytes": array.numel() * array.element_size(), "threads": threads,
+            "transparent_hugepages": _transparent_hugepages()}
+
+
 def read_ceiling(graph: CSCGraph, lines: dict[str, float], ms_per_batch: float,
                  threads: int, seed: int = 0) -> dict[str, Any]:
     """The sampler's `lines` per batch (sampler_line_reads) at `ms_per_batch` against the
@@ -81,9 +105,12 @@ def read_ceiling(graph: CSCGraph, lines: dict[str, float], ms_per_batch: float,
     a single number, the lines per second over the probe's rate on the graph's `indices`."""
     if ms_per_batch <= 0:
         raise ValueError(f"ms_per_batch must be > 0, got {ms_per_batch}")
+    from gnnrepro import _C
     node_map = torch.full((graph.num_nodes,), -1, dtype=torch.int32)  # the map's size, touched
     arrays = {"indices": graph.indices, "indptr": graph.indptr, "node_map": node_map}
-    ceilings = {name: probe_ceiling(array, threads, seed=seed) for name, array in arrays.items()}
+    ahead = _C.sampler_prefetch_ahead()
+    ceilings = {name: _alternating_probes(array, threads, (0, ahead[name]), seed)
+                for name, array in arrays.items()}
     ceiling_ms = 1e3 * sum(lines[name] / ceilings[name]["lines_per_s"] for name in arrays)
     per_s = lines["total"] / (ms_per_batch / 1e3)
     return {"threads": threads, "ceilings": ceilings, "lines_per_batch": lines,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from gnnrepro.experiments import measurements, paper
@@ -40,7 +41,10 @@ def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                                   else math.nan),
                 "val_acc": r["val_acc"], "test_acc": r["test_acc"],
                 "seeds_per_s": r["seeds_per_s"], "peak_rss_bytes": r["peak_rss_bytes"],
-                "wait_s": r["wait_s"]})
+                "wait_s": r["wait_s"],
+                # the spread of the epochs epoch_s is the median of: the bars' error bars
+                "epoch_s_p10": float(np.percentile(r.get("steady_epochs_s", r["epochs_s"]), 10)),
+                "epoch_s_p90": float(np.percentile(r.get("steady_epochs_s", r["epochs_s"]), 90))})
             origin = min((span["start"] for span in r["timeline"]), default=0.0)
             timeline += [{"pipeline": pipeline, "batch": span["batch"], "stage": span["stage"],
                           "lane": span["lane"], "start_s": span["start"] - origin,

@@ -194,14 +194,21 @@ class Params:
         [0.05, 0.25, 1.0], list_of(_scale, nonempty=True, unique=True),
         "products-sim scales at which 08_scale_growth measures ours and DGL's sampling, "
         "loader, epoch and memory (1.0 is ogbn-products' size)")
+    growth_papers_scale: float = _param(
+        0.0, _non_negative,
+        "papers-sim scale 08_scale_growth adds beside products-sim (1.0: ogbn-papers100M's "
+        "size, 111M nodes, 1.6B edges, 65 GB of disk): ours and DGL's sampling, and our "
+        "training with the features from the disk store for disk_training_batches steps; 0 "
+        "skips it (at 1.0 it needs ~65 GB of free disk and ~40 minutes)")
     disk_training_scale: float = _param(
         0.0, _non_negative,
         "igb-sim scale of 06_storage's larger-than-memory section (training with the features "
         "on disk, no memory cap; 1.0: 41 GB of features); 0 skips it (it needs ~42 GB of "
         "free disk and ~30 minutes at 1.0)")
     disk_training_batches: int = _param(
-        200, _int(1), "training steps of the disk store in that section (the baselines take "
-                      "2); the epoch is extrapolated from them")
+        200, _int(1), "training steps of the disk store in that section and in "
+                      "08_scale_growth's papers-sim point (the baselines take 2); the epoch is "
+                      "extrapolated from them")
     out_dir: str = _param(
         ".", _check_path,
         "where figures/ and results/ go; relative paths start at the repository root")

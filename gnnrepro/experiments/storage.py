@@ -58,7 +58,8 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         for budget, result in runs:
             for name, r in result["stores"].items():
                 if "error" in r:
-                    rows.append({"store": name, "budget": budget, "error": r["error"]})
+                    rows.append({"store": name, "budget": budget, "error": r["error"],
+                                 "lower_bound": False, "cap_reason": None})
                     continue
                 fraction = r.get("fraction_of_device_ceiling") or {}
                 train = r.get("train", {})
@@ -67,13 +68,17 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                     "rows_per_s": r["rows_per_s"], "speedup_vs_mmap": r["speedup_vs_mmap"],
                     "bytes_read_per_byte_used": r.get("bytes_read_per_byte_used"),
                     "hit_rate": r["hit_rate"][-1], "ceiling_fraction": fraction.get("rows"),
-                    "epoch_s": train.get("epoch_s"), "vs_memory": train.get("vs_memory"),
+                    # a store stopped at its time limit has only a lower bound
+                    "epoch_s": train.get("epoch_s", train.get("epoch_s_at_least")),
+                    "vs_memory": train.get("vs_memory"),
                     "rows_identical": r["rows_identical"], "cap": r["cap"]["mode"],
-                    "error": None})
+                    "cap_reason": r["cap"].get("reason"),
+                    "lower_bound": bool(r.get("lower_bound", False)), "error": None})
         first = runs[0][1]
         ceiling = {k: v for k, v in first["device_ceiling"].items() if v}
         meta = {"feature_file": first["feature_file"], "device_ceiling": ceiling,
                 "memory_fraction": STORAGE_DEFAULTS.memory_fraction,
+                "memory_limit": first["params"].get("memory_limit"),
                 "budgets": list(STORAGE_DEFAULTS.budgets),
                 "paper": {"gids_speedup_vs_mmap": paper.GIDS_SPEEDUP_VS_MMAP,
                           "graphbolt_read_amplification": paper.GRAPHBOLT_READ_AMPLIFICATION}}
@@ -96,4 +101,5 @@ def storage_table(data: pd.DataFrame) -> pd.DataFrame:
         "x in-memory epoch": data["vs_memory"],
         "rows identical": data["rows_identical"],
         "memory cap": data["cap"],
+        "stopped at its time limit (a bound)": data["lower_bound"],
     })

@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from gnnrepro.plots.style import (PIPELINE_COLORS, SAMPLER_COLORS, _grouped_bars,
+from gnnrepro.plots.style import (PIPELINE_COLORS, SAMPLER_COLORS, _footer, _grouped_bars,
                                   _log_scale_if_wide, _mark_paper, _note, _stage_color,
                                   _subplots)
 
@@ -59,8 +59,12 @@ def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
         table = data.pivot(index="dataset", columns="sampler", values=column)
         return {s: table.loc[datasets, s].tolist() for s in names}
 
-    _grouped_bars(left, datasets, series("ms_per_batch", samplers), SAMPLER_COLORS, "%.3g")
-    left.set_ylabel("time per batch (ms, median)")
+    spread = ({s: (low, high) for s, low, high in zip(
+        samplers, series("ms_p10", samplers).values(), series("ms_p90", samplers).values())}
+        if {"ms_p10", "ms_p90"} <= set(data) else None)
+    _grouped_bars(left, datasets, series("ms_per_batch", samplers), SAMPLER_COLORS, "%.3g",
+                  spread)
+    left.set_ylabel("time per batch (ms, median; bars: p10-p90)")
     left.set_title("Sampling time per mini-batch")
     left.legend(fontsize=8)
     others = [s for s in samplers if s != "fused"]
@@ -104,16 +108,27 @@ def gpu_bars(data: pd.DataFrame, category: str, value: str, paper_value: float,
 
 
 def _pipeline_pair(data: pd.DataFrame, left: tuple[str, str, str, str],
-                   right: tuple[str, str, str, str]) -> tuple[Figure, Axes, Axes]:
+                   right: tuple[str, str, str, str],
+                   spread: tuple[pd.Series, pd.Series] | None = None
+                   ) -> tuple[Figure, Axes, Axes]:
     """Two bar panels over the pipelines; each side is (column, label format, y label,
-    title). The right one is a speedup: a line marks 1x."""
+    title). The right one is a speedup: bars from 1x, a line marks it. `spread`: (low,
+    high) of the left column over the rounds, drawn as error bars."""
     fig, axes = _subplots(ncols=2, figsize=(9.0, 3.6))
     pipelines = data["pipeline"].tolist()
     colors = [PIPELINE_COLORS.get(p) for p in pipelines]
     for ax, (column, fmt, ylabel, title) in zip(axes, (left, right)):
-        bars = ax.bar(pipelines, data[column], 0.6, color=colors)
-        ax.bar_label(bars, fmt=fmt, fontsize=8, padding=1)
-        _log_scale_if_wide(ax, data[column].tolist())
+        values = data[column]
+        if ax is axes[1]:  # a speedup: bars from 1x, up for faster and down for slower
+            bars = ax.bar(pipelines, values - 1.0, 0.6, bottom=1.0, color=colors)
+            ax.bar_label(bars, labels=[fmt % v for v in values], fontsize=8, padding=1)
+        else:
+            error = (None if spread is None else
+                     [(values - spread[0]).clip(lower=0), (spread[1] - values).clip(lower=0)])
+            bars = ax.bar(pipelines, values, 0.6, color=colors, yerr=error, capsize=3,
+                          error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+            ax.bar_label(bars, fmt=fmt, fontsize=8, padding=2)
+        _log_scale_if_wide(ax, values.tolist())
         ax.set_xlabel("pipeline")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
@@ -125,9 +140,11 @@ def _pipeline_pair(data: pd.DataFrame, left: tuple[str, str, str, str],
 def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
     """Left: epoch time per pipeline. Right: speedup over DGL, the paper's marked
     (03_end_to_end)."""
+    spread = ((data["epoch_s_p10"], data["epoch_s_p90"]) if "epoch_s_p10" in data else None)
     fig, _, right = _pipeline_pair(
-        data, ("epoch_s", "%.3g", "epoch time (s, median)", "Training epoch time"),
-        ("speedup_vs_dgl", "%.2fx", "speedup over dgl (x)", "End-to-end speedup"))
+        data, ("epoch_s", "%.3g", "epoch time (s, median; bars: p10-p90 of the epochs)",
+               "Training epoch time"),
+        ("speedup_vs_dgl", "%.2fx", "speedup over dgl (x)", "End-to-end speedup"), spread)
     _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x")
     right.legend(loc="upper left")
     return fig
@@ -136,10 +153,13 @@ def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
 def pipeline_alone_bars(data: pd.DataFrame, step_note: str) -> Figure:
     """Left: batches per second each pipeline delivers with no model (or a stand-in step).
     Right: speedup over DGL's DataLoader (03_end_to_end, "the pipeline alone")."""
-    fig, left, _ = _pipeline_pair(
-        data, ("batches_per_s", "%.1f", "batches / s delivered (median)", "The pipeline alone"),
-        ("speedup_vs_dgl", "%.2fx", "speedup over dgl's loader (x)", "Loader speedup"))
-    _note(left, step_note)
+    batches = data["batches_per_s"] * data["epoch_s"]  # an epoch's
+    fig, _, _ = _pipeline_pair(
+        data, ("batches_per_s", "%.1f", "batches / s (median; bars: min-max of the rounds)",
+               "The pipeline alone"),
+        ("speedup_vs_dgl", "%.2fx", "speedup over dgl's loader (x)", "Loader speedup"),
+        (batches / data["epoch_s_max"], batches / data["epoch_s_min"]))
+    _footer(fig, step_note)  # under the panels: in one it would sit on a bar's label
     return fig
 
 

@@ -3,19 +3,23 @@ measured.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
-from gnnrepro.atomic import write_atomic
+from gnnrepro.atomic import write_atomic, write_json_atomic
 from gnnrepro.experiments.labels import figure_label
 from gnnrepro.experiments.params import Params
 
 __all__ = ["save", "save_figure"]
 
 _LABEL_GID = "gnnrepro-figure-label"
+#: Record keys left out of a figure's committed JSON: whether it was reused and where it is
+#: stored change between identical runs, and the timeline's spans are its own figure's data.
+_NOT_COMMITTED = ("reused", "path", "timeline")
 
 
 def save(fig: Figure, stem: Path | str, label: str | None = None) -> list[Path]:
@@ -41,5 +45,11 @@ def save(fig: Figure, stem: Path | str, label: str | None = None) -> list[Path]:
 def save_figure(fig: Figure, params: Params, record: Mapping[str, Any], stem: str,
                 scales: Sequence[float] | None = None, dataset: str | None = None) -> list[Path]:
     """A notebook's figure: params.figures_dir/stem.{png,pdf} (beside its tables), labelled
-    by gnnrepro.experiments.figure_label(params, record, scales, dataset)."""
-    return save(fig, params.figures_dir / stem, figure_label(params, record, scales, dataset))
+    by gnnrepro.experiments.figure_label(params, record, scales, dataset), and its record
+    (the stored run.json: parameters, versions, hardware, what it drew from; less
+    _NOT_COMMITTED) as stem.json, so the figure's provenance is committed with it."""
+    paths = save(fig, params.figures_dir / stem, figure_label(params, record, scales, dataset))
+    record_path = params.figures_dir / f"{stem}.json"
+    kept = {k: v for k, v in record.items() if k not in _NOT_COMMITTED}
+    write_json_atomic(record_path, json.loads(json.dumps(kept, default=str)))
+    return [*paths, record_path]

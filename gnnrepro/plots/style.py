@@ -4,6 +4,7 @@ marked in black, dashed; and the drawing helpers the figures share.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import matplotlib as mpl
@@ -11,6 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 __all__ = ["LOG_SCALE_RATIO", "PAPER", "PIPELINE_COLORS", "SAMPLER_COLORS", "STAGE_COLORS",
            "STORE_COLORS", "STYLE"]
@@ -72,6 +74,37 @@ def _note(ax: Axes, text: str) -> None:
             fontsize=9, color="#444444")
 
 
+def _plain(value: float, _position: object = None) -> str:
+    """A tick's number as written: 0.06, 20, 100k, 1.6B (not 6x10^-2 or 1e+06)."""
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def _minor(value: float, _position: object = None) -> str:
+    """A log axis's minor tick labelled only at 2, 3 and 5 of each decade (enough to read an
+    axis spanning less than a decade, few enough not to collide)."""
+    if value <= 0:
+        return ""
+    lead = round(value / 10 ** math.floor(math.log10(value)), 6)
+    return _plain(value) if lead in (2.0, 3.0, 5.0) else ""
+
+
+def _plain_log_ticks(ax: Axes) -> None:
+    """Plain numbers on the log axes of `ax` (call after setting the scales)."""
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if scale == "log":
+            axis.set_major_formatter(FuncFormatter(_plain))
+            axis.set_minor_formatter(FuncFormatter(_minor))
+
+
+def _footer(fig: Figure, text: str) -> None:
+    """A line under the panels (what was not run, what a panel's numbers mean), left-aligned
+    and low enough that the corner label (saving.save, at y = 0) never overlaps it."""
+    fig.text(0.01, -0.06, text, va="top", fontsize=7.5, color="#444444", wrap=True)
+
+
 #: Bars whose values span more than this ratio are drawn on a log scale (a peer 100x slower
 #: would otherwise flatten every other bar).
 LOG_SCALE_RATIO = 30.0
@@ -85,13 +118,22 @@ def _log_scale_if_wide(ax: Axes, values: Sequence[float]) -> None:
 
 
 def _grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[float]],
-                  colors: dict[str, str], fmt: str) -> None:
-    """Bars of each series side by side within each group, each labelled with its value."""
+                  colors: dict[str, str], fmt: str,
+                  spread: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None
+                  ) -> None:
+    """Bars of each series side by side within each group, each labelled with its value;
+    `spread[name]`: (low, high) per group, drawn as error bars."""
     width = 0.8 / max(len(series), 1)
     x = np.arange(len(groups))
     for i, (name, values) in enumerate(series.items()):
+        error = None
+        if spread and name in spread:
+            low, high = (np.asarray(v, dtype=float) for v in spread[name])
+            mid = np.asarray(values, dtype=float)
+            error = [np.clip(mid - low, 0, None), np.clip(high - mid, 0, None)]
         bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=name,
-                      color=colors.get(name), edgecolor="white", linewidth=0.5)
+                      color=colors.get(name), edgecolor="white", linewidth=0.5, yerr=error,
+                      capsize=2, error_kw={"elinewidth": 0.7, "ecolor": "#333333"})
         ax.bar_label(bars, fmt=fmt, fontsize=7.5, padding=1)
     ax.set_xticks(x, groups)
     _log_scale_if_wide(ax, [v for values in series.values() for v in values])

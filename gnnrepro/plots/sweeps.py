@@ -3,13 +3,13 @@
 """
 from __future__ import annotations
 
+import textwrap
+
 import pandas as pd
 from matplotlib.figure import Figure
 
-from gnnrepro.plots.style import PAPER, PIPELINE_COLORS, _note, _subplots
-
-__all__ = ["growth_lines", "partitioned_lines", "scaling_lines", "sensitivity_bars"]
-
+from gnnrepro.plots.style import (PAPER, PIPELINE_COLORS, _footer, _note, _plain_log_ticks,
+                                  _subplots)
 
 def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
                   ranks_are: str = "GPUs") -> Figure:
@@ -28,7 +28,7 @@ def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
                        label=f"{pipeline} (measured)", color=PIPELINE_COLORS.get(pipeline))
     paper_sizes = sorted(paper_speedups)
     right.plot(paper_sizes, [paper_speedups[s] for s in paper_sizes], marker="x",
-               markersize=8, label="paper", **PAPER)
+               markersize=8, label=f"paper ({', '.join(map(str, paper_sizes))} GPUs)", **PAPER)
     right.axhline(1.0, color="#777777", linewidth=0.8)
     for ax in (left, right):
         ax.set_xscale("log", base=2)
@@ -36,6 +36,8 @@ def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
                       [str(s) for s in sorted(set(sizes) | set(paper_sizes))])
         ax.minorticks_off()
         ax.set_xlabel(f"world size ({ranks_are})")
+    left.set_ylim(bottom=0)  # from zero: a cropped axis reads a 10% change as a doubling
+    right.set_ylim(bottom=0)
     left.set_ylabel("epoch time (s, median)")
     left.set_title("Epoch time vs world size")
     right.set_ylabel("speedup over dgl (x)")
@@ -47,10 +49,9 @@ def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
         _note(left, f"not run: {reasons}")
     else:
         left.legend(fontsize=8)
-        if not missing.empty:  # below the panels, outside the layout, wrapped to the width
-            fig.text(0.01, -0.02, "not run: " + "; ".join(
-                f"{s} ({r})" for s, r in zip(missing["world_size"], missing["reason"])),
-                va="top", fontsize=7.5, color="#444444", wrap=True)
+        if not missing.empty:
+            _footer(fig, "not run: " + "; ".join(
+                f"{s} ({r})" for s, r in zip(missing["world_size"], missing["reason"])))
     return fig
 
 
@@ -58,26 +59,38 @@ def growth_lines(data: pd.DataFrame) -> Figure:
     """Four panels against the graph's edges (log-log), ours and DGL's (08_scale_growth):
     sampling time per batch (the same work per batch at every scale: a rising line is cache
     and memory cost), the pipeline alone in batches/s, the epoch time and the peak memory, the
-    last two beside a dashed line growing as the edges do (from ours at the smallest scale)."""
+    last two beside a dashed line growing as the edges do (from ours at the smallest scale).
+    papers-sim points, another graph with its features on disk, are stars, not joined."""
     fig, axes = _subplots(ncols=4, figsize=(13.0, 3.4))
     panels = [("sample_ms", "sampling (ms per batch)", False),
               ("loader_batches_per_s", "pipeline alone (batches/s)", False),
               ("epoch_s", "epoch (s)", True), ("peak_rss_gb", "peak memory (GB)", True)]
     colors = {"ours": PIPELINE_COLORS["fused+pinned"], "dgl": PIPELINE_COLORS["dgl"]}
     for ax, (column, label, with_work) in zip(axes, panels):
-        for system, group in data.groupby("system", sort=False):
-            group = group.sort_values("edges")
-            ax.plot(group["edges"], group[column], marker="o", label=system,
+        for (system, dataset), group in data.groupby(["system", "dataset"], sort=False):
+            group = group.sort_values("edges").dropna(subset=[column])
+            if group.empty:
+                continue
+            other = dataset != "products-sim"
+            ax.plot(group["edges"], group[column], marker="*" if other else "o",
+                    markersize=11 if other else 6, linestyle="none" if other else "-",
+                    label=f"{system}, {dataset}" + (f" ({group['features'].iloc[0]})"
+                                                     if other else ""),
                     color=colors.get(system))
         if with_work:
             ours = data[data["system"] == "ours"].sort_values("edges")
-            first = ours.iloc[0]
+            first = ours[ours["dataset"] == "products-sim"].iloc[0]  # growth_table's base
             ax.plot(ours["edges"], first[column] * ours["edges"] / first["edges"],
                     label="grows as the edges", **{**PAPER, "color": "#777777"})
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _plain_log_ticks(ax)
         ax.set_xlabel("edges")
         ax.set_title(label, fontsize=10)
+    for _, point in data[data["system"] == "ours"].iterrows():  # each point's scale
+        axes[0].annotate(f"{point['dataset'].removesuffix('-sim')} {point['scale']:g}",
+                         (point["edges"], point["sample_ms"]), textcoords="offset points",
+                         xytext=(4, -10), fontsize=6.5, color="#444444")
     axes[0].legend(fontsize=8)
     axes[2].legend(fontsize=8)
     return fig
@@ -95,7 +108,7 @@ def sensitivity_bars(data: pd.DataFrame) -> Figure:
         ax.set_xlabel(axis.replace("_", " "))
         if ran.empty:
             reasons = "; ".join(dict.fromkeys(points["reason"].dropna().astype(str)))
-            _note(ax, f"not run:\n{reasons}" if reasons else "nothing swept")
+            _note(ax, textwrap.fill(f"not run: {reasons}", 26) if reasons else "nothing swept")
             ax.set_xticks([])
             ax.grid(False)
             continue
@@ -117,10 +130,11 @@ def partitioned_lines(data: pd.DataFrame) -> Figure:
     fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.8))
     ran = data[data["status"] == "run"]
     colors = {"ours": PIPELINE_COLORS["fused+pinned"], "dgl": PIPELINE_COLORS["dgl"]}
+    names = {"dgl": "DistDGL"}
     for system, group in ran.groupby("system", sort=False):
         group = group.sort_values("machines")
-        left.plot(group["machines"], group["epoch_s"], marker="o", label=system,
-                  color=colors.get(system))
+        left.plot(group["machines"], group["epoch_s"], marker="o",
+                  label=names.get(system, system), color=colors.get(system))
     ours = ran[ran["system"] == "ours"].sort_values("machines")
     for column, label, color in (("sampling_bytes_per_batch", "sampling", "#0072B2"),
                                  ("feature_bytes_per_batch", "features", "#E69F00")):
@@ -131,15 +145,15 @@ def partitioned_lines(data: pd.DataFrame) -> Figure:
         ax.set_xticks(machines, [str(m) for m in machines])
         ax.set_xlabel("machines (simulated on one host)")
         ax.legend(fontsize=8)
+    left.set_ylim(bottom=0)
+    right.set_ylim(bottom=0)
     left.set_ylabel("epoch time (s, median)")
     left.set_title("Epoch time vs machines")
     right.set_ylabel("MB sent per batch by a rank")
-    right.set_title("Traffic vs machines")
+    right.set_title("Traffic vs machines (ours; DistDGL's is not counted)", fontsize=9)
     missing = data[data["status"] != "run"]
     if not missing.empty:
-        fig.text(0.01, -0.02, "not run: " + "; ".join(
-            f"{s}, {m} machines ({r})" for s, m, r in zip(missing["system"],
-                                                         missing["machines"],
-                                                         missing["reason"])),
-                 va="top", fontsize=7.5, color="#444444", wrap=True)
+        _footer(fig, "not run: " + "; ".join(
+            f"{names.get(s, s)}, {m} machines ({r})"
+            for s, m, r in zip(missing["system"], missing["machines"], missing["reason"])))
     return fig

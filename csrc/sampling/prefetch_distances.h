@@ -1,0 +1,14 @@
+// How many items ahead the CPU sampler's loops prefetch the random cache lines they will touch
+// (sample_fused_cpu.cpp), in one place so that the random-read probe (csrc/bench) prefetches
+// as the sampler does when it measures the ceiling the sampler is compared with.
+#pragma once
+#include <cstdint>
+
+namespace gnnrepro {
+
+constexpr int64_t kPrefetchAhead = 16;         // indptr entries of the destinations
+constexpr int64_t kRelabelPrefetchAhead = 32;  // relabel map entries of the picked nodes
+constexpr int64_t kOwnerPrefetchAhead = 12;    // the source list entries the map check reads
+constexpr int64_t kGatherPrefetchAhead = 64;   // `indices` entries at the picked positions
+
+}  // namespace gnnrepro
