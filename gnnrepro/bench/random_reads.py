@@ -12,6 +12,9 @@ relabel map's entry of every sampled node. Three pieces put its speed in those t
   row of which the sampler picks k of d entries (uniform k-subsets: Floyd's algorithm) the
   expected number of its lines the k picks touch. Lines shared between rows of a layer are
   counted once per row, and the map's reset after the batch (lines just written) not at all.
+* `sampler_line_reads`: the sampler's batches timed alone, back to back (as the probe runs;
+  `bench sampling` times it interleaved with DGL's samplers, which evict its cache lines),
+  then their lines counted.
 * `read_ceiling`: the probe over each array the sampler reads (`indices`, `indptr`, and an
   int32 array of the relabel map's size), since the rate depends on the array's size (a
   random read of a larger array also misses the TLB more: measured in benchmarks/NOTES.md),
@@ -99,8 +102,8 @@ def _alternating_probes(array: torch.Tensor, threads: int, distances: Sequence[i
 
 def read_ceiling(graph: CSCGraph, lines: dict[str, float], ms_per_batch: float,
                  threads: int, seed: int = 0) -> dict[str, Any]:
-    """The sampler's `lines` per batch (sampler_line_reads) at `ms_per_batch` against the
-    probe over each array they fall in: the time they would take at the probe's rates
+    """The sampler's `lines` per batch at `ms_per_batch` (sampler_line_reads: the sampler
+    alone, as the probe runs) against the probe over each array they fall in: the time they would take at the probe's rates
     (`ceiling_ms_per_batch`), its share of the sampler's time (`share_of_ceiling`), and, as
     a single number, the lines per second over the probe's rate on the graph's `indices`."""
     if ms_per_batch <= 0:
@@ -180,13 +183,21 @@ def batch_line_reads(graph: CSCGraph, batch: MiniBatch,
 
 
 def sampler_line_reads(graph: CSCGraph, fanouts: Sequence[int],
-                       seed_sets: Sequence[torch.Tensor], seed: int) -> dict[str, float]:
-    """Mean lines per batch (batch_line_reads) of the fused sampler's batches of
-    `seed_sets` (batch ids 0, 1, ...: the batches `bench sampling` times)."""
+                       seed_sets: Sequence[torch.Tensor],
+                       seed: int) -> tuple[dict[str, float], list[float]]:
+    """The fused sampler's batches of `seed_sets` (batch ids 0, 1, ...: the batches `bench
+    sampling` times): their mean lines per batch (batch_line_reads) and each batch's sampling
+    time in ms with the sampler alone, back to back after a warm-up batch (as the probe runs
+    alone; the lines are counted after the timed pass)."""
     sampler = FusedSampler(graph, list(fanouts), seed=seed)
-    totals: dict[str, float] = {}
+    sampler.sample(seed_sets[0], 0)  # warm-up: the sampler's buffers
+    batches, ms = [], []
     for batch_id, seeds in enumerate(seed_sets):
-        for key, value in batch_line_reads(graph, sampler.sample(seeds, batch_id),
-                                           fanouts).items():
+        start = time.perf_counter()
+        batches.append(sampler.sample(seeds, batch_id))
+        ms.append((time.perf_counter() - start) * 1e3)
+    totals: dict[str, float] = {}
+    for batch in batches:
+        for key, value in batch_line_reads(graph, batch, fanouts).items():
             totals[key] = totals.get(key, 0.0) + value
-    return {key: value / len(seed_sets) for key, value in totals.items()}
+    return {key: value / len(seed_sets) for key, value in totals.items()}, ms

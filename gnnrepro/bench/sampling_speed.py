@@ -104,8 +104,8 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
             peers: Sequence[str] = (), ceiling: bool = False) -> dict:
     """Time each sampler, and each of `peers`, on the same batches (`threads` torch threads;
     None: the machine's cores); return the JSON-ready result. `ceiling`: also probe this
-    machine's random-read ceiling over the graph and count the fused sampler's line reads
-    (gnnrepro.bench.random_reads), under "random_reads"."""
+    machine's random-read ceiling over the graph and count the fused sampler's line reads,
+    its batches timed again alone (gnnrepro.bench.random_reads), under "random_reads"."""
     check_peers(peers)
     if ceiling and ("fused" not in samplers or sampler_device != "cpu"):
         raise ValueError("ceiling: the random-read probe compares the fused sampler on the "
@@ -160,9 +160,11 @@ def measure(dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
         result["samplers"][name] = _sampler_summary(secs, totals[name], rounds[name])
     result.update(_speedups(result["samplers"], rounds, peer_info))
     if ceiling:
-        lines = sampler_line_reads(data.graph, fanouts, seed_sets, seed)
-        result["random_reads"] = read_ceiling(
-            data.graph, lines, result["samplers"]["fused"]["ms_per_batch"], threads, seed)
+        lines, alone_ms = sampler_line_reads(data.graph, fanouts, seed_sets, seed)
+        result["random_reads"] = read_ceiling(data.graph, lines, float(np.median(alone_ms)),
+                                              threads, seed)
+        result["random_reads"]["ms_per_batch_alone"] = summarize(
+            [ms / 1e3 for ms in alone_ms])
     result["env"] = environment()
     return result
 
@@ -246,7 +248,8 @@ def format_table(result: dict) -> str:
         lines.append(f"{name:<12} not run: {why}")
     reads = result.get("random_reads")
     if reads:
-        lines.append(f"fused: {reads['lines_per_batch']['total']:.0f} random lines/batch, "
+        lines.append(f"fused alone: {reads['ms_per_batch_alone']['ms_median']:.2f} ms/batch, "
+                     f"{reads['lines_per_batch']['total']:.0f} random lines/batch, "
                      f"{reads['lines_per_s'] / 1e6:.1f} M lines/s; at the probe's rate over "
                      f"each array they would take {reads['ceiling_ms_per_batch']:.2f} ms: "
                      f"{reads['share_of_ceiling']:.0%} of the ceiling "
