@@ -119,8 +119,9 @@ AFTER_5A34829 = ("measured at 5a34829; the code after it changed only PyG's adj_
                  "path; the results on the adj_t path were measured again"
                  f"; {NOV27}")
 #: The code changes of 2026-11-27, on every result not measured again after them.
-NOV27 = ("from 212b85e on (2026-11-27) came `bench sampling --ceiling` (a probe, run only when "
-         "asked), the CPU sampler's prefetch distances moved into a header (the same "
+NOV27 = ("from 212b85e on (2026-11-27) came `bench sampling --ceiling` (a probe and a second, "
+         "timed pass of the sampler, run only when asked), the CPU sampler's prefetch "
+         "distances moved into a header (the same "
          "constants), papers-sim in `bench disk-training` and notebook 08, an end-to-end "
          "result's added `steady_epochs_s` list and the figures' drawing: none on this "
          "result's path")
@@ -132,6 +133,12 @@ STALE_REASONS: dict[str, str] = {
         "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
         f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
     "storage-cpu.json": AFTER_5A34829,
+    "disk-training-cpu-papers.json": (
+        "35 minutes and 65 GB of disk; measured at 7920fd3, after which came the probe's "
+        "prefetch and its second timed pass (`bench sampling --ceiling` only), the CPU "
+        "sampler's prefetch distances moved into a header (the same constants), papers-sim "
+        "in notebook 08, an end-to-end result's added `steady_epochs_s` and the figures' "
+        "drawing: none on this result's path"),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "
