@@ -112,12 +112,6 @@ HOUSE = ("after 3c31191 the code was split into smaller modules without changing
          "byte-identical, `--help` identical), igb-sim's build moved into a module shared with "
          "papers-sim (bit-identical arrays, tested), and PyG's `adj_t` layout came in (only "
          "`--model pyg-sage` uses it)")
-#: Measured at 5a34829 (after HOUSE); what changed in the code after it.
-AFTER_5A34829 = ("measured at 5a34829; the code after it changed only PyG's adj_t view "
-                 "(each row's columns sorted), from_pyg's COO path, the drop-in "
-                 "NeighborLoader's choice of adj_t and a docstring, none on this result's "
-                 "path; the results on the adj_t path were measured again"
-                 f"; {NOV27}")
 #: The code changes of 2026-11-27, on every result not measured again after them.
 NOV27 = ("from 212b85e on (2026-11-27) came `bench sampling --ceiling` (a probe and a second, "
          "timed pass of the sampler, run only when asked), the CPU sampler's prefetch "
@@ -125,6 +119,12 @@ NOV27 = ("from 212b85e on (2026-11-27) came `bench sampling --ceiling` (a probe 
          "constants), papers-sim in `bench disk-training` and notebook 08, an end-to-end "
          "result's added `steady_epochs_s` list and the figures' drawing: none on this "
          "result's path")
+#: Measured at 5a34829 (after HOUSE); what changed in the code after it.
+AFTER_5A34829 = ("measured at 5a34829; the code after it changed only PyG's adj_t view "
+                 "(each row's columns sorted), from_pyg's COO path, the drop-in "
+                 "NeighborLoader's choice of adj_t and a docstring, none on this result's "
+                 "path; the results on the adj_t path were measured again"
+                 f"; {NOV27}")
 STALE_REASONS: dict[str, str] = {
     **{name: AFTER_5A34829 for name in (
         "checkpoint-faults-cpu.json", "checkpoint-cost-cpu.json")},
