@@ -132,7 +132,11 @@ STALE_REASONS: dict[str, str] = {
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
         "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
         f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
-    "storage-cpu.json": AFTER_5A34829,
+    "storage-cpu.json": (
+        "measured at 5a34829, when the memory cap held (mmap's cgroup peak at its limit); "
+        "measured again at e5635fd, when it did not bind (mmap's file pages were in the page "
+        "cache already and read at memory speed: benchmarks/NOTES.md), so this file stays; "
+        + AFTER_5A34829.removeprefix("measured at 5a34829; ")),
     "disk-training-cpu-papers.json": (
         "35 minutes and 65 GB of disk; measured at 7920fd3, after which came the probe's "
         "prefetch and its second timed pass (`bench sampling --ceiling` only), the CPU "
