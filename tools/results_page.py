@@ -94,7 +94,9 @@ RESULTS: dict[str, tuple[str, str]] = {
         "--epochs 3 --repeats 2 --threads 2 --target-acc 0.6` (after `make peers`)",
         "[own-loop](own-loop.md)"),
     "gpu-h100": ("`python3 benchmarks/gpu_session.py --out $OUT --commit <sha> --deadline-s "
-                 "440` on a lent H100 (`run1-20ceee2/`: the first run, before its mends)",
+                 "440` on a lent H100 (`run1-20ceee2/`: the first run, before its mends; `run2-126acd1/`: "
+                 "the second; `run3-0ed3096/`: the third, whose fused@gpu rung failed in "
+                 "layer-wise evaluation, mended in 6f73370)",
                  "README, On a GPU; notebooks 02 and 03"),
 }
 
@@ -163,7 +165,6 @@ STALE_REASONS: dict[str, str] = {
         "8 minutes at products size; layer-wise evaluation is untouched since it was measured "
         f"and sampled evaluation counts through `correct_in` with the same batches; "
         f"{LOOP_CHANGES}; {HOUSE}; {NOV27}"),
-    "gpu-h100": "it needs a GPU; the next lent one runs the session again (docs/gpu.md)",
 }
 PEERS_REASON = ("GraphBolt's environment (`make peers`: about 5 GB) is not set up on this VM "
                 f"now; our side of it was measured again in the matching rows above; "
