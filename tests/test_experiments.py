@@ -192,8 +192,8 @@ def test_a_saved_figure_carries_its_label(tmp_path):
     matplotlib.pyplot.close(fig)
 
 
-def _storage_rows(cap: str, mmap_bound: object) -> pd.DataFrame:
-    """06's tidy rows as read back from a stored CSV (lower_bound may be text)."""
+def _storage_rows(cap: str, mmap_bound: object, mmap_reached: object = "True") -> pd.DataFrame:
+    """06's tidy rows as read back from a stored CSV (lower_bound, cap_reached may be text)."""
     rows = [{"store": "memory", "budget": math.nan, "rows_per_s": 1e7, "epoch_s": 1.0,
              "speedup_vs_mmap": 1e4, "cap": "none", "cap_reason": None,
              "lower_bound": "False", "error": None},
@@ -202,7 +202,7 @@ def _storage_rows(cap: str, mmap_bound: object) -> pd.DataFrame:
              "lower_bound": "False", "error": None},
             {"store": "mmap", "budget": math.nan, "rows_per_s": 200.0, "epoch_s": 900.0,
              "speedup_vs_mmap": 1.0, "cap": cap, "cap_reason": "no memory cgroup",
-             "lower_bound": mmap_bound, "error": None},
+             "cap_reached": mmap_reached, "lower_bound": mmap_bound, "error": None},
             {"store": "lmdb", "budget": 0.1, "error": "not run: no disk", "lower_bound": False,
              "cap_reason": None}]
     return pd.DataFrame(rows)
@@ -223,6 +223,11 @@ def test_storage_figure_names_a_cap_that_did_not_hold_and_marks_bounds():
     assert any("NOT capped: no memory cgroup" in t for t in texts)
     assert any("not a result" in t for t in texts) and not any("500x" in t for t in texts)
     assert not any(t.startswith("> ") for t in texts)
+    # capped, but mmap never reached its limit (its file cached outside its cgroup)
+    unbound = plots.storage_lines(_storage_rows("cgroup-v1", "False", "False"), 0.1, None, 392)
+    texts = _texts(unbound)
+    assert any("cap NOT reached by mmap" in t for t in texts)
+    assert not any("500x" in t for t in texts)
     matplotlib.pyplot.close("all")
 
 

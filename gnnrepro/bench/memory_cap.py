@@ -14,8 +14,8 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["CGROUP_FS", "find_hierarchy", "join", "make_cgroup", "peak", "remove_cgroup",
-           "reset_peak", "set_limit", "usage"]
+__all__ = ["CGROUP_FS", "find_hierarchy", "join", "make_cgroup", "peak", "reached",
+           "remove_cgroup", "reset_peak", "set_limit", "usage"]
 
 #: Where the kernel's cgroup file systems are mounted.
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -128,3 +128,17 @@ def peak(cgroup: Path, kind: str) -> int:
         return int(_file(cgroup, kind, "peak").read_text())
     except (OSError, ValueError):
         return 0
+
+
+def reached(cap: dict) -> bool | None:
+    """Whether a capped store's memory reached its limit: its peak within 5% of its
+    allowance (limit - baseline; at least 1 MiB) of the limit. None where `cap` holds no
+    limit and peak (uncapped, or a result from before peaks were kept).
+
+    A cap a store never reached did not constrain it: mmap reading a file whose pages were
+    cached outside its cgroup (charged where they were first read) runs at memory speed
+    under any limit, and its rows/s are then no capped measurement."""
+    if "limit_bytes" not in cap or "peak_bytes" not in cap:
+        return None
+    slack = max(2**20, 0.05 * (cap["limit_bytes"] - cap.get("baseline_bytes", 0)))
+    return cap["limit_bytes"] - cap["peak_bytes"] <= slack

@@ -226,6 +226,8 @@ def _summarise(results: dict[str, Any], ceiling: dict[str, Any], row_block: int,
     for name, r in results.items():
         if "epochs" not in r:
             continue
+        if "cap" in r and memory_cap.reached(r["cap"]) is not None:  # a cap with its peak
+            r["cap"]["reached"] = memory_cap.reached(r["cap"])
         e = r["epochs"][-1]
         r["rows_per_s"] = e["rows_per_s"]
         r["hit_rate"] = [x.get("hit_rate") for x in r["epochs"]]
@@ -242,6 +244,18 @@ def _summarise(results: dict[str, Any], ceiling: dict[str, Any], row_block: int,
         if "train" in r and "epoch_s" in memory:  # a store stopped in training: at least
             epoch = r["train"].get("epoch_s", r["train"].get("epoch_s_at_least"))
             r["train"]["vs_memory"] = epoch / memory["epoch_s"]
+
+
+def _reached_words(cap: dict[str, Any]) -> str:
+    """' (limit reached)', or for a cap its store never reached, why that is no capped
+    measurement; '' where there was no cap."""
+    got = memory_cap.reached(cap)
+    if got is None:
+        return ""
+    if got:
+        return " (limit reached)"
+    return (f" (NOT reached: peak {cap['peak_bytes'] / 2**20:.0f} of {cap['limit_bytes'] / 2**20:.0f}"
+            " MiB; its pages were cached outside its cgroup: no capped measurement)")
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -266,6 +280,7 @@ def format_table(result: dict[str, Any]) -> str:
                      f"{'' if hit is None else f'{hit:.2f}':>6} "
                      f"{tr.get('epoch_s', tr.get('epoch_s_at_least', float('nan'))):8.2f} "
                      f"{tr.get('vs_memory', 1.0):6.2f} {r['rows_identical']} {r['cap']['mode']}"
+                     + _reached_words(r["cap"])
                      + (f" (stopped after {r['timeout_s']:.0f} s in {r['timed_out_in']}: rows/s"
                         " <, epoch s >)" if r.get("lower_bound") else ""))
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from gnnrepro.bench import memory_cap
 from gnnrepro.bench import storage as storage_bench
 from gnnrepro.config import STORAGE_DEFAULTS, resolve_threads
 from gnnrepro.experiments import paper
@@ -59,7 +60,8 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
             for name, r in result["stores"].items():
                 if "error" in r:
                     rows.append({"store": name, "budget": budget, "error": r["error"],
-                                 "lower_bound": False, "cap_reason": None})
+                                 "lower_bound": False, "cap_reason": None,
+                                 "cap_reached": None})
                     continue
                 fraction = r.get("fraction_of_device_ceiling") or {}
                 train = r.get("train", {})
@@ -73,6 +75,7 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                     "vs_memory": train.get("vs_memory"),
                     "rows_identical": r["rows_identical"], "cap": r["cap"]["mode"],
                     "cap_reason": r["cap"].get("reason"),
+                    "cap_reached": memory_cap.reached(r["cap"]),
                     "lower_bound": bool(r.get("lower_bound", False)), "error": None})
         first = runs[0][1]
         ceiling = {k: v for k, v in first["device_ceiling"].items() if v}
@@ -101,5 +104,6 @@ def storage_table(data: pd.DataFrame) -> pd.DataFrame:
         "x in-memory epoch": data["vs_memory"],
         "rows identical": data["rows_identical"],
         "memory cap": data["cap"],
+        "cap reached": data["cap_reached"] if "cap_reached" in data else None,
         "stopped at its time limit (a bound)": data["lower_bound"],
     })

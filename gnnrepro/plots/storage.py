@@ -12,10 +12,19 @@ __all__ = ["disk_training_bars", "storage_lines"]
 
 
 def _cap_state(data: pd.DataFrame) -> tuple[bool, str]:
-    """(whether the memory cap held for every capped store, the words for the figure)."""
+    """(whether the memory cap held for every capped store and bound the baselines, the
+    words for the figure). A baseline (mmap, lmdb) that never reached its cap read its file
+    from pages cached outside its cgroup: not a capped measurement."""
     capped = data[data["store"] != "memory"]
     modes = set(capped["cap"].dropna()) if "cap" in capped else set()
     if modes and "none" not in modes:
+        baselines = capped[capped["store"].isin(["mmap", "lmdb"])]
+        reached = (baselines["cap_reached"].astype(str) if "cap_reached" in baselines
+                   else pd.Series(dtype=str))
+        unbound = sorted(baselines["store"][reached.eq("False")])
+        if unbound:
+            return False, (f"cap NOT reached by {', '.join(unbound)} (file cached outside "
+                           f"its cgroup): not a capped measurement")
         return True, "memory capped (" + ", ".join(sorted(modes)) + ")"
     reasons = capped["cap_reason"].dropna() if "cap_reason" in capped else pd.Series([])
     why = f": {reasons.iloc[0]}" if len(reasons) else ""
