@@ -22,6 +22,7 @@ from gnnrepro.config import TrainConfig, resolve_threads
 from gnnrepro.datasets import load_scaled
 from gnnrepro.errors import report_error
 from gnnrepro.partition import partition_dataset
+from gnnrepro.training.resume import checkpointing_from_args
 
 
 def _config(args: argparse.Namespace) -> TrainConfig:
@@ -161,7 +162,8 @@ def _disk_training(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, 
         read_ahead=not args.no_read_ahead, thread_cache=args.thread_cache,
         baseline_seconds=args.baseline_seconds,
         io_threads=args.io_threads, queue_depth=args.queue_depth,
-        threads=resolve_threads(args.threads), seed=args.seed)
+        threads=resolve_threads(args.threads), seed=args.seed,
+        checkpointing=checkpointing_from_args(args))
     print(disk_training.format_table(result))
     return result
 

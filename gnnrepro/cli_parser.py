@@ -21,6 +21,7 @@ from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
                              STORAGE_DEFAULTS, TrainConfig, add_options, list_of)
 from gnnrepro.errors import DEBUG_ENV
 from gnnrepro.training.loop import MODELS
+from gnnrepro.training.resume import add_checkpoint_options
 
 __all__ = ["DATA_OPTIONS", "TRAIN_OPTIONS", "build_parser"]
 
@@ -328,6 +329,7 @@ def _add_disk_training(kinds: Subparsers) -> argparse.ArgumentParser:
                          "validation accuracy")
     dt.add_argument("--io-threads", type=_arg_type(_count(1), "io_threads"),
                     default=dd.io_threads)
+    add_checkpoint_options(dt)
     return dt
 
 

@@ -88,3 +88,33 @@ def test_papers_sim_rows_are_checked_against_regenerated_ones() -> None:
     assert data.test_idx.numel() <= 16  # every test id evaluated: the share is the split's
     assert disk["train"]["test_majority_acc"] == pytest.approx(best)
     assert result["dataset"]["name"] == "papers-sim"
+
+
+def test_a_killed_run_resumes_from_its_checkpoints_to_the_same_training(tmp_path,
+                                                                        monkeypatch) -> None:
+    """The disk store's child is killed (SIGKILL) after step 3 of 6, checkpoints every 2
+    steps; the same command with resume keeps mmap's finished result, resumes the disk
+    store at step 2 and ends with the loss of an uninterrupted run, bit for bit."""
+    from gnnrepro.training import Checkpointing
+    run = TINY | {"stores": ["mmap", "disk"], "batch_size": 64, "train_batches": 6,
+                  "fanouts": [3, 2], "check_batches": 0}
+    whole = disk_training.measure(**run)["stores"]["disk"]["train"]
+    assert whole["resumed_at_step"] == 0 and whole["timed_batches"] == 6
+    directory = tmp_path / "ckpt"
+    monkeypatch.setenv("GNNREPRO_FAULT", "step:3")
+    killed = disk_training.measure(**run, checkpointing=Checkpointing(directory, every=2))
+    assert "error" in killed["stores"]["disk"]
+    assert (directory / "mmap" / "result.json").exists()  # finished before the kill
+    monkeypatch.delenv("GNNREPRO_FAULT")
+    resumed = disk_training.measure(**run, checkpointing=Checkpointing(directory, every=2,
+                                                                       resume=True))
+    disk, mmap = resumed["stores"]["disk"], resumed["stores"]["mmap"]
+    assert mmap["kept_from"] == str(directory / "mmap" / "result.json")
+    assert mmap["gather"] == killed["stores"]["mmap"]["gather"]
+    assert disk["train"]["resumed_at_step"] == 2 and disk["train"]["timed_batches"] == 4
+    assert disk["train"]["loss"] == whole["loss"]  # the same steps, bit for bit
+    assert disk["train"]["batch_s"] == pytest.approx(disk["train"]["seconds"] / 4)
+    assert resumed["params"]["checkpoints"] == {"directory": str(directory), "every": 2,
+                                                "resume": True}
+    with pytest.raises(TypeError, match="checkpointing"):
+        disk_training.measure(**run, checkpointing=str(directory))

@@ -26,6 +26,12 @@ gnnrepro.config.DISK_TRAINING_DEFAULTS. Per store:
   own table), so no second copy is needed;
 * memory: the peak RSS of each phase (the kernel's high-water mark, reset between phases).
 
+With `checkpointing` (`--checkpoint-dir`, gnnrepro.training.Checkpointing) nothing finished is
+lost to a kill: each store trains with checkpoints in `<dir>/<store>/`, and its result is kept
+there once its child is done; `--resume` keeps the finished stores' results and resumes the
+store that was running from its newest checkpoint (its gather phase is measured again; its
+time per step is over the steps run since the resume).
+
 `bench disk-training --same-as-memory` trains at a scale that fits in memory with the
 in-memory and the disk store and checks that they train bit-identical models
 (gnnrepro.bench.disk_same_as_memory).
@@ -33,6 +39,7 @@ in-memory and the disk store and checks that they train bit-identical models
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import resource
 import shutil
@@ -42,9 +49,12 @@ from typing import Any
 
 import torch
 
+from gnnrepro.atomic import write_json_atomic
 from gnnrepro.bench.child_process import child_main, drop_page_cache, run_child
-from gnnrepro.bench.device_ceiling import fio_random_read, read_ahead_kb
+from gnnrepro.bench.device_ceiling import read_ahead_kb
+from gnnrepro.bench.disk_training_report import device_ceiling, format_table, summarise
 from gnnrepro.config import DISK_TRAINING_DEFAULTS, SETTINGS
+from gnnrepro.training.resume import Checkpointing
 
 __all__ = ["STORES", "format_table", "measure"]
 
@@ -186,18 +196,22 @@ def _train_phase(data: Any, store: Any, sampler: Any, settings: dict[str, Any],
         test_idx=_subset(data.test_idx, evaluate, gen))
     if hasattr(store, "reset_stats"):
         store.reset_stats()
+    checkpointing = (Checkpointing(**settings["checkpoint"]) if settings.get("checkpoint")
+                     else None)
     with Loader(part, sampler, "cpu", bs, workers=settings["workers"], worker_kind="thread",
                 prefetch=max(settings["lookahead"], 1), seed=seed, feature_store=store,
                 read_ahead=settings["read_ahead"]) as loader:
         trained = train(part, loader, FusedSampler(data.graph, settings["fanouts"], seed=seed),
                         epochs=1, hidden=settings["hidden"], seed=seed,
-                        eval_method="sampled", eval_batch_size=bs)
+                        eval_method="sampled", eval_batch_size=bs, checkpointing=checkpointing)
         steps = len(loader)
     epoch = trained.epochs[0]
+    resumed = trained.params.get("checkpoint", {}).get("resumed_at_step", 0)
+    timed = max(steps - resumed, 1)  # a resumed epoch is timed from its resume
     full_steps = -(-data.train_idx.numel() // bs)
-    out = {"batches": steps, "seconds": epoch.epoch_s, "batch_s": epoch.epoch_s / steps,
-           "epoch_batches": full_steps,
-           "epoch_s_extrapolated": epoch.epoch_s / steps * full_steps, "loss": epoch.loss,
+    out = {"batches": steps, "seconds": epoch.epoch_s, "batch_s": epoch.epoch_s / timed,
+           "timed_batches": timed, "resumed_at_step": resumed, "epoch_batches": full_steps,
+           "epoch_s_extrapolated": epoch.epoch_s / timed * full_steps, "loss": epoch.loss,
            "stages": epoch.stages, "loader_wait_s": epoch.loader_wait_s, "eval_ids": evaluate,
            "test_acc": trained.test_acc, "val_acc": trained.val_acc,
            "test_majority_acc": _majority_share(data.labels[part.test_idx])}
@@ -295,9 +309,11 @@ def measure(*, dataset: str = _D.dataset, scale: float = _D.scale, root: str | N
             hidden: int = SETTINGS["hidden"].default, seed: int = SETTINGS["seed"].default,
             baseline_seconds: float = _D.baseline_seconds,
             ceiling_seconds: float = _D.ceiling_seconds,
-            timeout_s: float = 7200.0) -> dict[str, Any]:
+            timeout_s: float = 7200.0,
+            checkpointing: Checkpointing | None = None) -> dict[str, Any]:
     """Run the stores one after another (see the module doc); the JSON-ready result.
-    Defaults: gnnrepro.config's DISK_TRAINING_DEFAULTS and SETTINGS."""
+    Defaults: gnnrepro.config's DISK_TRAINING_DEFAULTS and SETTINGS. `checkpointing`: each
+    store's training checkpointed in `<directory>/<store>/`, with `resume` from there."""
     from gnnrepro.datasets import load_scaled
     from gnnrepro.env import environment
     from gnnrepro.features.factory import feature_file_for
@@ -324,9 +340,17 @@ def measure(*, dataset: str = _D.dataset, scale: float = _D.scale, root: str | N
                 "read_ahead": read_ahead, "thread_cache": thread_cache,
                 "io_threads": io_threads, "queue_depth": queue_depth, "threads": threads,
                 "hidden": hidden, "seed": seed, "baseline_seconds": baseline_seconds}
+    if checkpointing is not None and not isinstance(checkpointing, Checkpointing):
+        raise TypeError(f"checkpointing must be a gnnrepro.training.Checkpointing, got "
+                        f"{type(checkpointing).__name__}")
     results: dict[str, Any] = {}
     for kind in stores:
-        child_settings = dict(settings, store=kind, evaluate=kind == "disk")
+        kept = _kept_result(checkpointing, kind)
+        if kept is not None:
+            results[kind] = kept
+            continue
+        child_settings = dict(settings, store=kind, evaluate=kind == "disk",
+                              checkpoint=_store_checkpoints(checkpointing, kind))
         if kind != "disk":
             child_settings.update(gather_batches=baseline_gather_batches,
                                   train_batches=baseline_train_batches)
@@ -338,14 +362,44 @@ def measure(*, dataset: str = _D.dataset, scale: float = _D.scale, root: str | N
         drop_page_cache(file)
         results[kind] = run_child("gnnrepro.bench.disk_training", "disk-training",
                                   child_settings, timeout_s)
-    ceiling = _device_ceiling(file, results.get("disk", {}), queue_depth, ceiling_seconds)
-    _summarise(results, ceiling)
-    return {"benchmark": "disk-training", "env": environment(), "params": settings,
+        if checkpointing is not None and "error" not in results[kind]:
+            write_json_atomic(Path(checkpointing.directory) / kind / _RESULT, results[kind])
+    ceiling = device_ceiling(file, results.get("disk", {}), queue_depth, ceiling_seconds)
+    summarise(results, ceiling)
+    checkpoints = None if checkpointing is None else {
+        "directory": str(checkpointing.directory), "every": checkpointing.every,
+        "resume": checkpointing.resume}
+    return {"benchmark": "disk-training", "env": environment(),
+            "params": {**settings, "checkpoints": checkpoints},
             "dataset": summary,
             "feature_file": {"path": str(file), "bytes": info.data_bytes,
                              "row_bytes": info.row_bytes},
             "memory_bytes": memory, "table_vs_memory": info.data_bytes / memory,
             "read_ahead_kb": read_ahead_kb(file), "device_ceiling": ceiling, "stores": results}
+
+
+#: A finished store's result, kept in its checkpoint directory.
+_RESULT = "result.json"
+
+
+def _store_checkpoints(checkpointing: Checkpointing | None, kind: str) -> dict[str, Any] | None:
+    """The child's Checkpointing fields for store `kind` (its own directory), or None."""
+    if checkpointing is None:
+        return None
+    return {"directory": str(Path(checkpointing.directory) / kind),
+            "every": checkpointing.every, "keep": checkpointing.keep,
+            "resume": checkpointing.resume}
+
+
+def _kept_result(checkpointing: Checkpointing | None, kind: str) -> dict[str, Any] | None:
+    """With `resume`, the result store `kind` finished in an earlier run (marked so)."""
+    if checkpointing is None or not checkpointing.resume:
+        return None
+    path = Path(checkpointing.directory) / kind / _RESULT
+    if not path.exists():
+        return None
+    print(f"bench disk-training: {kind}: kept from an earlier run ({path})", flush=True)
+    return {**json.loads(path.read_text()), "kept_from": str(path)}
 
 
 def _build_lmdb(file: Path, info: Any) -> str | None:
@@ -362,71 +416,6 @@ def _build_lmdb(file: Path, info: Any) -> str | None:
     open_feature_store("lmdb", file).close()
     drop_page_cache(db)
     return None
-
-
-def _device_ceiling(file: Path, disk: dict[str, Any], depth: int,
-                    seconds: float) -> dict[str, Any]:
-    """Random direct 4 KiB reads of `file` at queue depth 1 and `depth`, and (when the disk
-    store gathered) at its mean request size, whose key is added to its gather phase as
-    fio_key."""
-    ceiling = {f"4096B_qd{d}": fio_random_read(file, 4096, d, seconds) for d in (1, depth)}
-    if "gather" in disk and disk["gather"].get("requests"):
-        size = max(4096, round(disk["gather"]["mean_request_bytes"] / 4096) * 4096)
-        ceiling[f"{size}B_qd{depth}"] = fio_random_read(file, size, depth, seconds)
-        disk["gather"]["fio_key"] = f"{size}B_qd{depth}"
-    return ceiling
-
-
-def _batch_s(r: dict[str, Any]) -> float:
-    """Seconds per training step, or a lower bound where training was skipped."""
-    return r["train"].get("batch_s", r["train"].get("batch_s_at_least"))
-
-
-def _summarise(results: dict[str, Any], ceiling: dict[str, Any]) -> None:
-    """Ratios to each mmap baseline and the disk store's share of fio's rate."""
-    for r in results.values():
-        if "gather" not in r:
-            continue
-        g = r["gather"]
-        for base in ("mmap", "mmap-random"):
-            other = results.get(base, {})
-            if "gather" in other:
-                r[f"gather_vs_{base}"] = g["rows_per_s"] / other["gather"]["rows_per_s"]
-                # a lower bound where the baseline did not train (its step is a lower bound)
-                r[f"batch_vs_{base}"] = _batch_s(other) / _batch_s(r)
-        fio = ceiling.get(g.get("fio_key", ""))
-        if fio and g.get("device_bytes_per_s_busy"):
-            g["share_of_fio_busy"] = g["device_bytes_per_s_busy"] / fio["bytes_per_s"]
-            g["share_of_fio_wall"] = g["device_bytes_per_s_wall"] / fio["bytes_per_s"]
-
-
-def format_table(result: dict[str, Any]) -> str:
-    """One line per store (">": a lower bound, the step was not run)."""
-    ff = result["feature_file"]
-    lines = [f"feature file {ff['bytes'] / 1e9:.1f} GB ({result['table_vs_memory']:.2f}x "
-             f"memory); disk store budget {result['params']['budget_fraction']:.0%} of it; "
-             f"read_ahead_kb {result.get('read_ahead_kb')}",
-             f"{'store':11} {'Mrows/s':>8} {'x mmap':>7} {'B rd/B':>7} {'hit':>5} {'fio':>5} "
-             f"{'step s':>8} {'epoch h':>8} {'test acc':>8} {'train GB':>8} identical"]
-
-    def fmt(value: Any, spec: str) -> str:
-        return "-" if value is None else format(value, spec)
-
-    for name, r in result["stores"].items():
-        if "error" in r:
-            lines.append(f"{name:11} {r['error']}")
-            continue
-        g, t = r["gather"], r["train"]
-        step = (f"{t['batch_s']:8.2f}" if "batch_s" in t else f">{t['batch_s_at_least']:7.0f}")
-        epoch = t.get("epoch_s_extrapolated")
-        lines.append(
-            f"{name:11} {g['rows_per_s'] / 1e6:8.3f} {fmt(r.get('gather_vs_mmap'), '7.1f')} "
-            f"{fmt(g.get('bytes_read_per_byte_used'), '7.2f')} {fmt(g.get('hit_rate'), '5.2f')} "
-            f"{fmt(g.get('share_of_fio_busy'), '5.2f')} {step} "
-            f"{fmt(None if epoch is None else epoch / 3600, '8.2f')} "
-            f"{fmt(t.get('test_acc'), '8.3f')} "
-            f"{r['memory']['train']['peak_rss_bytes'] / 1e9:8.2f} {r['check']['identical']}")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # a child: settings as JSON in argv[1], result as JSON on stdout
