@@ -593,3 +593,23 @@ def test_scaling_with_the_benchmark(params, monkeypatch):
     saved(plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"]),
           params.figures_dir / "04_scaling")
     assert experiments.scaling(params)[1]["reused"] and len(calls) == 1
+
+
+def test_log_axes_label_minor_ticks_only_where_they_do_not_crowd():
+    """Plain tick labels on log axes; minor ones (2, 3, 5 of a decade) within 1.5 decades,
+    none across three (08's edges axis: 100k to 1.6B)."""
+    from gnnrepro.plots.style import _plain_log_ticks
+    fig, (narrow, wide) = matplotlib.pyplot.subplots(ncols=2)
+    for ax, hi in ((narrow, 40.0), (wide, 2e9)):
+        ax.plot([10.0, hi], [1, 2])
+        ax.set_xscale("log")
+        ax.set_xlim(10.0, hi)
+        _plain_log_ticks(ax)
+    fig.canvas.draw()
+
+    def labels(ax, minor):
+        return {t.get_text() for t in ax.xaxis.get_ticklabels(minor=minor)} - {""}
+
+    assert {"20", "30"} <= labels(narrow, True) and "10" in labels(narrow, False)
+    assert labels(wide, True) == set() and {"100k", "1B"} <= labels(wide, False)
+    matplotlib.pyplot.close(fig)

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import Formatter, FuncFormatter
 
 __all__ = ["LOG_SCALE_RATIO", "PAPER", "PIPELINE_COLORS", "SAMPLER_COLORS", "STAGE_COLORS",
            "STORE_COLORS", "STYLE"]
@@ -91,12 +91,28 @@ def _minor(value: float, _position: object = None) -> str:
     return _plain(value) if lead in (2.0, 3.0, 5.0) else ""
 
 
+#: A log axis spanning more decades than this labels its decades only: minor labels at 2, 3
+#: and 5 of each would crowd into one another.
+MINOR_LABEL_DECADES = 1.5
+
+
+class _MinorLogLabels(Formatter):
+    """_minor's labels while the axis's view spans at most MINOR_LABEL_DECADES, none beyond
+    (read when drawn, so later changes of the limits count)."""
+
+    def __call__(self, value: float, pos: int | None = None) -> str:
+        lo, hi = sorted(self.axis.get_view_interval()) if self.axis is not None else (1, 1)
+        if lo > 0 and math.log10(hi / lo) > MINOR_LABEL_DECADES:
+            return ""
+        return _minor(value)
+
+
 def _plain_log_ticks(ax: Axes) -> None:
     """Plain numbers on the log axes of `ax` (call after setting the scales)."""
     for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
         if scale == "log":
             axis.set_major_formatter(FuncFormatter(_plain))
-            axis.set_minor_formatter(FuncFormatter(_minor))
+            axis.set_minor_formatter(_MinorLogLabels())
 
 
 def _footer(fig: Figure, text: str) -> None:
