@@ -148,6 +148,8 @@ gpu-wheels: $(DEPS)
 	$(PIP) download -q --only-binary=:all: --python-version $(GPU_WHEELS_PY) \
 	  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d $(GPU_WHEELS) \
 	  pytest setuptools ninja numpy tqdm psutil pandas pyyaml
+	$(PIP) download -q --no-deps --no-binary=:all: --no-build-isolation -d $(GPU_WHEELS) \
+	  torch_sparse==0.6.18  # built there for PyG's NeighborLoader (benchmarks/gpu_pyg_peer.py)
 	@du -sh $(GPU_WHEELS)
 
 # The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.

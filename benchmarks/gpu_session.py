@@ -11,7 +11,8 @@ tests use the others), and the measurements wait for it.
 OUT holds at most 8 files (what a lent machine returns): session.json (every step's status,
 seconds, findings and the headline figures, rewritten after each step), session.log (every
 step's output, appended as it runs), one JSON per measurement (placements.json,
-copy-overlap.json, end-to-end.json, h2d.json) and the built extension (_C*.so: carried back,
+copy-overlap.json, end-to-end.json, h2d.json, own-model-pyg.json: PyG's model on PyG's
+loader and on ours, last, benchmarks/gpu_pyg_peer.py) and the built extension (_C*.so: carried back,
 `--reuse-build` spares a second session on the same GPU kind the build).
 
 `--dry-run` runs the same steps and writes the same files on the CPU at a tiny scale (tests run
@@ -40,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gnnrepro.atomic import (write_json_atomic,  # noqa: E402  (stdlib only: runs before
                              write_text_atomic)   # the modules are installed)
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import gpu_pyg_peer  # noqa: E402  (stdlib only)
 
 WORK = ROOT / "build" / "gpu-session"
 SITE = ROOT / "build" / "gpu-site"
@@ -457,13 +460,14 @@ def wait_dataset(s: Session, proc: subprocess.Popen, began: float) -> bool:
 
 
 def step_measure(s: Session, name: str, args: list[str], timeout_s: float,
-                 reserve_s: float, keep: bool = True) -> dict[str, Any] | None:
+                 reserve_s: float, keep: bool = True,
+                 env: dict[str, str] | None = None) -> dict[str, Any] | None:
     """Run `python -m gnnrepro bench <args> --out WORK/<name>.json`; return its JSON, copied
     into OUT if `keep`."""
     produced = WORK / f"{name}.json"
     produced.unlink(missing_ok=True)
     step = s.run(name, [PY, "-m", "gnnrepro", "bench", *args, "--out", str(produced)],
-                 timeout_s=timeout_s, reserve_s=reserve_s)
+                 timeout_s=timeout_s, reserve_s=reserve_s, env=env)
     if not step["ok"] or not produced.exists():
         return None
     return s.keep(name, produced) if keep else json.loads(produced.read_text())
@@ -552,6 +556,7 @@ def main(argv: list[str] | None = None) -> int:
     s.save()
     began = time.monotonic()
     dataset = step_dataset(s, scale)
+    sparse = gpu_pyg_peer.start_torch_sparse(s, PY, args.wheels)
     try:
         built = step_build(s, cuda, args.reuse_build)
         if built:
@@ -559,14 +564,38 @@ def main(argv: list[str] | None = None) -> int:
             step_sanitizers(s, cuda)
         measurements(s, cuda, built, scale, dataset, began)
         step_h2d(s, cuda)
+        step_pyg_peer(s, cuda, built, scale, sparse)
         headline(s)
     finally:
-        if dataset.poll() is None:
-            _stop(dataset)
+        for proc in (dataset, sparse):
+            if isinstance(proc, subprocess.Popen) and proc.poll() is None:
+                _stop(proc)
     failed = [n for n, st in s.report["steps"].items() if not st["ok"]]
     s.note(f"gpu-session: {args.out}/session.json; " +
            (f"FAILED or cut short: {', '.join(failed)}" if failed else "every step passed"))
     return 1 if failed else 0
+
+
+def data_args(scale: float, cuda: bool) -> list[str]:
+    """The measurements' dataset options (the rehearsal's tiny graph has a few hundred
+    training ids: smaller batches)."""
+    return ["--dataset", "products-sim", "--scale", str(scale), "--batch-size",
+            "1024" if cuda else "64"]
+
+
+def step_pyg_peer(s: Session, cuda: bool, built: bool, scale: float,
+                  sparse: subprocess.Popen | str) -> None:
+    """PyG's SAGEConv on PyG's NeighborLoader and on ours (benchmarks/gpu_pyg_peer.py): last,
+    so that a session cut short loses only this."""
+    if not built or "dataset" not in s.report["steps"] or not s.report["steps"]["dataset"]["ok"]:
+        s.skip("own-model-pyg", "skipped: no build or no dataset")
+        return
+    env = gpu_pyg_peer.pyg_peer_env(s, PY, sparse)
+    if isinstance(env, str):
+        s.skip("own-model-pyg", env)
+        return
+    step_measure(s, "own-model-pyg", gpu_pyg_peer.pyg_args(data_args(scale, cuda), cuda), 240,
+                 reserve_s=5, env=env)
 
 
 def measurements(s: Session, cuda: bool, built: bool, scale: float, dataset: subprocess.Popen,
@@ -580,9 +609,7 @@ def measurements(s: Session, cuda: bool, built: bool, scale: float, dataset: sub
         for name in MEASUREMENTS:
             s.skip(name, "skipped: the dataset was not built")
         return
-    # The rehearsal's tiny graph has a few hundred training ids: smaller batches.
-    data = ["--dataset", "products-sim", "--scale", str(scale), "--batch-size",
-            "1024" if cuda else "64"]
+    data = data_args(scale, cuda)
     step_measure(s, "placements", ["placements", *data, "--batches", "40", "--repeats", "3"],
                  90, reserve_s=120)
     step_measure(s, "copy-overlap", ["copy-overlap", *data, "--batches", "16", "--rounds", "4"],

@@ -36,13 +36,14 @@ def announce(text: str, stream: TextIO | None = None) -> None:
 
 
 class Progress:
-    """`desc`: done/total unit, elapsed, and `note` (e.g. the stage or the loss)."""
+    """`desc`: done/total unit, elapsed, and `note` (e.g. the stage or the loss). `done`: the
+    units already done before this (a resumed epoch's steps)."""
 
     def __init__(self, desc: str, total: int | None = None, unit: str = "it",
-                 every_s: float = 10.0, stream: TextIO | None = None):
+                 every_s: float = 10.0, stream: TextIO | None = None, done: int = 0):
         self.desc, self.total, self.unit, self.every_s = desc, total, unit, every_s
         self.stream = sys.stderr if stream is None else stream
-        self.done = 0
+        self.done = done
         self.note = ""
         self._start = self._last = time.monotonic()
         self._printed = False
@@ -51,7 +52,7 @@ class Progress:
         if self._mode == "bar":
             from tqdm import tqdm
             self._bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream,
-                             leave=False, dynamic_ncols=True)
+                             leave=False, dynamic_ncols=True, initial=done)
 
     def update(self, n: int = 1, note: str | None = None) -> None:
         """`n` more units done; `note` replaces the text shown after the count."""

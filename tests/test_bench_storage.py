@@ -50,6 +50,7 @@ def test_a_store_past_its_time_limit_is_a_lower_bound_and_the_others_are_kept(
     assert result["memory_cap"]["mode"] == "none" and why in result["memory_cap"]["reason"]
     assert mmap["cap"]["mode"] == "none" and why in mmap["cap"]["reason"]
     assert memory["cap"] == {"mode": "none"}  # uncapped by design: the upper bound
+    assert mmap["cap"]["file_resident_at_start_bytes"] >= 0  # counted after the drop
     table = storage.format_table(result)
     assert f"stopped after {LIMIT:.0f} s in gather" in table and "uncapped: no memory" in table
 

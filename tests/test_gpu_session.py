@@ -5,12 +5,14 @@ before building; modules come from carried wheels only; its parsers read what py
 compute-sanitizer print."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -30,18 +32,23 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
     run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out",
-                          str(out), "--commit", "abc1234"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
+                          str(out), "--commit", "abc1234", "--wheels", str(tmp_path / "none")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert {p.name for p in out.iterdir()} == FILES  # at most 8 come back from a lent machine
+    pyg_ran = importlib.util.find_spec("torch_sparse") is not None  # else nothing to build it
+    assert {p.name for p in out.iterdir()} == FILES | ({"own-model-pyg.json"} if pyg_ran else
+                                                       set())  # at most 8 come back
     report = json.loads((out / "session.json").read_text())
     assert report["dry_run"] and report["commit"] == "abc1234" and report["scale"] == 0.002
     steps = report["steps"]
     names = list(steps)
     assert names[:7] == ["dataset", "build", "tests-gpu", "memcheck", "racecheck", "placements",
                          "copy-overlap"]
-    assert names[-1] == "h2d" and len(names) >= 11
-    assert all(name.startswith("end-to-end-") for name in names[7:-1])
+    assert names[-2:] == ["h2d", "own-model-pyg"] and len(names) >= 12
+    assert all(name.startswith("end-to-end-") for name in names[7:-2])
+    if not pyg_ran:
+        assert steps["own-model-pyg"]["status"].startswith("skipped: torch_sparse is not "
+                                                            "installed")
     assert all(step["ok"] for step in steps.values()), steps
     assert steps["memcheck"]["status"] == "skipped: no CUDA device"
     assert steps["build"]["errors_reach_python"] is True
@@ -195,3 +202,32 @@ def test_gpu_rows_name_their_machine_or_say_not_measured(tmp_path: Path) -> None
     assert rows["speedup"].tolist() == [1.0, 4.0]
     assert rows["machine"].iloc[0] == "Some GPU (firecracker, torch 2.11, abc1234)"
     assert gpu_results.gpu_sampling(sessions)["machine"].tolist() == [gpu_results.NOT_MEASURED]
+    assert "PyG" not in gpu_results.readme_block(sessions)  # no own-model-pyg.json: no row
+    (gpu / "own-model-pyg.json").write_text(json.dumps({
+        "pipelines": {"fused": {"epoch_s": 2.0}}, "peers": {"pyg": {"epoch_s": 11.0}}}))
+    row = [line for line in gpu_results.readme_block(sessions).splitlines() if "PyG" in line]
+    assert len(row) == 1 and "**5.5x**" in row[0] and "own-model-pyg.json" in row[0]
+
+
+def test_the_pyg_step_builds_nothing_without_a_source_and_wraps_the_peer_python(
+        tmp_path: Path, monkeypatch) -> None:
+    """Without torch_sparse and without its sdist the step says why; with torch_sparse there,
+    the peer's Python is a wrapper that runs this Python with the build folder on its path."""
+    peer = load_script(ROOT / "benchmarks" / "gpu_pyg_peer.py")
+    notes: list[str] = []
+    session = SimpleNamespace(env=dict(os.environ), report={}, left=lambda: 100.0,
+                              note=notes.append)
+    monkeypatch.setattr(peer.importlib.util, "find_spec", lambda name: None)
+    why = peer.start_torch_sparse(session, sys.executable, tmp_path / "empty")
+    assert why.startswith("skipped: torch_sparse is not installed") and "make gpu-wheels" in why
+    assert peer.pyg_peer_env(session, sys.executable, why) == why
+    monkeypatch.setattr(peer, "PEERS", tmp_path / "peers")
+    env = peer.pyg_peer_env(session, sys.executable, "present")
+    assert env["GNNREPRO_PEERS"] == str(tmp_path / "peers")
+    shown = subprocess.run([str(tmp_path / "peers" / "pyg" / "bin" / "python"), "-c",
+                            "import sys; print(sys.executable); print(sys.path)"],
+                           capture_output=True, text=True, check=True).stdout
+    assert sys.executable in shown and str(peer.PEER_SITE) in shown
+    assert peer.pyg_args(["--scale", "1.0"], True)[-4:] == ["--sampler-device", "cuda",
+                                                           "--feature-source", "device"]
+    assert "--peers" in peer.pyg_args([], False) and "cuda" not in peer.pyg_args([], False)

@@ -161,3 +161,18 @@ def test_a_cap_is_reached_only_where_the_peak_came_to_the_limit() -> None:
     small = {"baseline_bytes": 0, "limit_bytes": 2**22, "peak_bytes": 2**22 - 2**20}
     assert memory_cap.reached(small) is True
     assert memory_cap.reached({**small, "peak_bytes": 2**22 - 2**20 - 1}) is False
+
+
+def test_resident_bytes_counts_a_files_cached_pages(tmp_path: Path) -> None:
+    """A file just written and read is in the page cache, every page of it; an empty file
+    has none; the count never exceeds the file's size."""
+    from gnnrepro.bench.child_process import resident_bytes
+    path = tmp_path / "rows.bin"
+    path.write_bytes(os.urandom(3 * 4096 + 100))
+    assert path.read_bytes()  # read back: cached
+    assert resident_bytes(path) == path.stat().st_size
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert resident_bytes(empty) == 0
+    with pytest.raises(OSError):
+        resident_bytes(tmp_path / "missing.bin")

@@ -50,3 +50,12 @@ def test_a_terminal_gets_a_bar(monkeypatch) -> None:
     with Progress("epoch 1", 4, "batches", stream=stream) as bar:
         bar.update(4, note="loss 0.5")
     assert "epoch 1:" in stream.getvalue() and "0/4" in stream.getvalue()  # tqdm's first draw
+
+
+def test_a_resumed_count_goes_on_from_what_was_done(monkeypatch) -> None:
+    """A resumed epoch's bar counts from its first step (300 of 600, not 0)."""
+    monkeypatch.setenv("GNNREPRO_PROGRESS", "lines")
+    log = io.StringIO()
+    with Progress("epoch 0", 600, "batches", every_s=0.0, stream=log, done=300) as bar:
+        bar.update()
+    assert log.getvalue().splitlines()[0].startswith("epoch 0: 301/600 batches,")

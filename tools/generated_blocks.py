@@ -22,6 +22,7 @@ import json  # noqa: E402
 
 from gnnrepro.experiments import gpu_results  # noqa: E402
 from checkpoint_tables import cost_table, fault_table  # noqa: E402
+from figures_page import figures_block  # noqa: E402
 from headline import headline_table  # noqa: E402
 from results_page import results_table  # noqa: E402
 
@@ -109,6 +110,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "results": (ROOT / "docs" / "results.md", results_table),
     "checkpoint-faults": (ROOT / "docs" / "checkpoints.md", fault_table),
     "checkpoint-cost": (ROOT / "docs" / "checkpoints.md", cost_table),
+    "figures": (ROOT / "docs" / "figures.md", figures_block),
 }
 
 

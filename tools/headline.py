@@ -176,11 +176,14 @@ def _row_papers_training() -> list[str]:
     train = disk["train"]
     bound = "batch_s" not in mmap["train"]  # the baseline's step did not fit its time limit
     mmap_s = mmap["train"].get("batch_s", mmap["train"].get("batch_s_at_least"))
+    resumed = train.get("resumed_at_step", 0)
+    resume = (f"; the run was killed and resumed from its checkpoint at step {resumed}, the "
+              f"step timed over the {train['timed_batches']} steps after" if resumed else "")
     return [f"training at papers100M's size, features {r['table_vs_memory']:.2g}x this VM's "
             f"memory from disk, one step, the same model (peak RSS "
             f"{disk['memory']['train']['peak_rss_bytes'] / 2**30:.3g} GiB; test accuracy "
             f"{train['test_acc']:.3f} after {train['batches']} steps, the majority class "
-            f"{train['test_majority_acc']:.3f})", f"disk store {train['batch_s']:.3g} s",
+            f"{train['test_majority_acc']:.3f}{resume})", f"disk store {train['batch_s']:.3g} s",
             f"mmap {'more than ' if bound else ''}{mmap_s:.3g} s",
             f"**{'at least ' if bound else ''}{disk['batch_vs_mmap']:.0f}x** per step",
             _link("disk-training-cpu-papers")]

@@ -68,7 +68,9 @@ RESULTS: dict[str, tuple[str, str]] = {
         "--ceiling` (after papers-sim 1.0 is built: 65 GB of disk)", "README, headline table"),
     "disk-training-cpu-papers.json": (
         "`bench disk-training --dataset papers-sim --scale 1.0 --fanouts 15,10,5 "
-        "--train-batches 600 --eval-ids 8192 --baseline-seconds 120 --threads 2`",
+        "--train-batches 600 --eval-ids 8192 --baseline-seconds 120 --threads 2 "
+        "--checkpoint-dir DIR --checkpoint-every 50`, killed mid-run (`GNNREPRO_FAULT=step:320`) "
+        "and run again with `--resume` (after papers-sim 1.0 is built: 65 GB of disk)",
         "README, headline table"),
     "disk-same-as-memory-cpu-papers.json": (
         "`bench disk-training --dataset papers-sim --scale 0.01 --fanouts 15,10,5 "
@@ -127,6 +129,10 @@ AFTER_5A34829 = ("measured at 5a34829; the code after it changed only PyG's adj_
                  "NeighborLoader's choice of adj_t and a docstring, none on this result's "
                  "path; the results on the adj_t path were measured again"
                  f"; {NOV27}")
+#: What changed after 656edc0 (2026-11-27), where the papers training was measured.
+AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached pages, peers "
+                 "training on the run's device (the CPU's unchanged), the GPU session's "
+                 "PyG step and README row, and tools: none on this result's path")
 STALE_REASONS: dict[str, str] = {
     **{name: AFTER_5A34829 for name in (
         "checkpoint-faults-cpu.json", "checkpoint-cost-cpu.json")},
@@ -140,11 +146,12 @@ STALE_REASONS: dict[str, str] = {
         "cache already and read at memory speed: benchmarks/NOTES.md), so this file stays; "
         + AFTER_5A34829.removeprefix("measured at 5a34829; ")),
     "disk-training-cpu-papers.json": (
-        "35 minutes and 65 GB of disk; measured at 7920fd3, after which came the probe's "
-        "prefetch and its second timed pass (`bench sampling --ceiling` only), the CPU "
-        "sampler's prefetch distances moved into a header (the same constants), papers-sim "
-        "in notebook 08, an end-to-end result's added `steady_epochs_s` and the figures' "
-        "drawing: none on this result's path"),
+        f"40 minutes and 65 GB of disk; measured at 656edc0, {AFTER_656EDC0}"),
+    "gpu-h100": ("it needs a GPU (the next lent one runs the session again, docs/gpu.md); "
+                 "measured at 6f73370, after which came bench storage's cap checks, bench "
+                 "disk-training's checkpoints (off unless asked), log axes' minor labels, "
+                 "peers training on the run's device, the session's PyG step (a new last "
+                 "step) and tools: none on the session's measured path"),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "

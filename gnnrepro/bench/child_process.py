@@ -9,7 +9,10 @@ parent has of it when the child runs past its time limit and is killed (`progres
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -18,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["child_main", "drop_page_cache", "progress", "progress_lines", "run_child"]
+__all__ = ["child_main", "drop_page_cache", "progress", "progress_lines", "resident_bytes",
+           "run_child"]
 
 #: What a parent makes of a child killed after `timeout` seconds: from its progress lines and
 #: `timeout`, the store's result.
@@ -34,6 +38,40 @@ def drop_page_cache(path: Path) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_LIBC.mmap.restype = ctypes.c_void_p
+_LIBC.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_LIBC.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+_LIBC.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def resident_bytes(path: Path) -> int:
+    """Bytes of file `path` in the page cache now (mincore over a mapping that touches
+    nothing): what a store opening it would read at memory speed, whoever they are charged
+    to. OSError if the file cannot be mapped."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return 0
+    pages = -(-size // mmap.PAGESIZE)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr in (None, _MAP_FAILED):
+            raise OSError(ctypes.get_errno(), f"mmap of {path} failed")
+        try:
+            vec = (ctypes.c_ubyte * pages)()
+            if _LIBC.mincore(addr, size, vec) != 0:
+                raise OSError(ctypes.get_errno(), f"mincore of {path} failed")
+            resident = sum(b & 1 for b in bytes(vec))
+        finally:
+            _LIBC.munmap(addr, size)
+    finally:
+        os.close(fd)
+    return min(resident * mmap.PAGESIZE, size)
 
 
 def run_child(module: str, bench: str, settings: dict[str, Any], timeout: float,

@@ -39,7 +39,8 @@ from typing import Any
 
 from gnnrepro.bench.timing import check_pipelines, round_orders, speedups
 from gnnrepro.checks import check_fraction, check_int
-from gnnrepro.config import PIPELINES, SETTINGS, TrainConfig, resolve_threads, validate
+from gnnrepro.config import (PIPELINES, SETTINGS, TrainConfig, resolve_device, resolve_threads,
+                             validate)
 from gnnrepro.datasets import load_scaled
 from gnnrepro.env import environment
 from gnnrepro.peers import PEERS, PeerFailed, PeerProcess, check_peers, open_peers
@@ -142,7 +143,7 @@ def _summarize(rounds: list[dict[str, Any]], target_acc: float | None) -> dict[s
 def _train_peer(peer: PeerProcess, config: TrainConfig) -> dict[str, Any]:
     """One round of a peer: train its model with `config`'s settings."""
     return peer.request("train", epochs=config.epochs, lr=config.lr, hidden=config.hidden,
-                        dropout=config.dropout)
+                        dropout=config.dropout, device=resolve_device(config.device))
 
 
 def _summarize_peer(name: str, peer: PeerProcess, rounds: list[dict[str, Any]],

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnrepro.bench import memory_cap
-from gnnrepro.bench.child_process import drop_page_cache, run_child
+from gnnrepro.bench.child_process import drop_page_cache, resident_bytes, run_child
 from gnnrepro.bench.device_ceiling import fio_random_read
 from gnnrepro.bench.storage_child import digest, sampled_batches
 from gnnrepro.config import SETTINGS, STORAGE_DEFAULTS
@@ -140,6 +140,9 @@ def _run_store(settings: dict[str, Any], file: Path, packed: Path,
     drop_page_cache(packed)
     if file.with_suffix(".lmdb").exists():
         drop_page_cache(file.with_suffix(".lmdb"))
+    # what is still cached after the drop is read at memory speed whatever the cap: counted
+    resident = (None if settings["store"] == "memory"
+                else resident_bytes(packed if settings["store"] == "disk" else file))
     made = memory_cap.make_cgroup() if settings["store"] != "memory" else None
     cg = made if isinstance(made, tuple) else None
     try:
@@ -152,6 +155,8 @@ def _run_store(settings: dict[str, Any], file: Path, packed: Path,
             memory_cap.remove_cgroup(cg[0])
     if isinstance(made, str) and "cap" in result:  # uncapped: why
         result["cap"]["reason"] = made
+    if "cap" in result and settings["store"] != "memory":  # the in-memory store reads no file
+        result["cap"]["file_resident_at_start_bytes"] = resident
     return result
 
 
@@ -254,8 +259,11 @@ def _reached_words(cap: dict[str, Any]) -> str:
         return ""
     if got:
         return " (limit reached)"
+    cached = cap.get("file_resident_at_start_bytes")
     return (f" (NOT reached: peak {cap['peak_bytes'] / 2**20:.0f} of {cap['limit_bytes'] / 2**20:.0f}"
-            " MiB; its pages were cached outside its cgroup: no capped measurement)")
+            " MiB" + ("" if cached is None else
+                      f"; {cached / 2**20:.0f} MiB of its file cached at its start")
+            + ": no capped measurement)")
 
 
 def format_table(result: dict[str, Any]) -> str:

@@ -170,6 +170,20 @@ def _checks(s: GpuSession) -> str:
     return f"tests/gpu {tests}; compute-sanitizer {', '.join(sanitizer)}"
 
 
+def _pyg_row(s: GpuSession) -> str | None:
+    """The PyG user's row: PyG's SAGEConv on PyG's NeighborLoader against the same model on
+    our loader (own-model-pyg.json, written by the session's last step), where it ran."""
+    result = s.result("own-model-pyg")
+    theirs = (result or {}).get("peers", {}).get("pyg")
+    if not theirs:
+        return None
+    ours = next(iter(result["pipelines"].values()))
+    return (f"| training epoch, PyG's own model (SAGEConv): what a PyG user gains by changing "
+            f"the loader | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader "
+            f"{theirs['epoch_s']:.3g} s | **{theirs['epoch_s'] / ours['epoch_s']:.3g}x** | "
+            f"{_link(s, 'own-model-pyg')} |")
+
+
 def readme_block(sessions: list[GpuSession]) -> str:
     """The README's GPU results: every stored session's machine, checks and 1-GPU figures, or
     NOT_MEASURED (tools/generated_blocks.py writes it between its markers)."""
@@ -213,6 +227,9 @@ def readme_block(sessions: list[GpuSession]) -> str:
                 f"| training epoch, same model: the fused sampler and the features on the GPU "
                 f"| fused@gpu {gpu['epoch_s']:.3g} s | fused+pinned {full['epoch_s']:.3g} s | "
                 f"**{full['epoch_s'] / gpu['epoch_s']:.3g}x** | {_link(s, 'end-to-end')} |")
+        pyg = _pyg_row(s)
+        if pyg:
+            lines.append(pyg)
         if {"pinned-streams", "pageable-sync"} <= set(copies.index):
             pinned, pageable = copies.loc["pinned-streams"], copies.loc["pageable-sync"]
             lines.append(

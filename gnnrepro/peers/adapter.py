@@ -3,8 +3,10 @@
 It loads the dataset from gnnrepro's cache (the same files our benchmarks read), times the
 peer's sampler on given seed batches, times the peer's loader over an epoch, and trains the
 peer's own model (Adam, cross-entropy), scoring it after every epoch on the validation ids with
-the peer's own sampler. A subclass supplies the peer's parts: `build`, `sample_stream`, `batches`,
-`make_model` and `logits`.
+the peer's own sampler. Training on a GPU is what the peer's users write: the peer's loader
+on the CPU, each batch moved with `to_device` (`batch.to(device)`), the model on the GPU. A
+subclass supplies the peer's parts: `build`, `sample_stream`, `batches`, `make_model` and
+`logits` (and `to_device` where its batches move otherwise).
 """
 from __future__ import annotations
 
@@ -70,12 +72,15 @@ class PeerAdapter:
             self.beat()
         return {"seconds": time.perf_counter() - start, "batches": count}
 
-    def train(self, epochs: int, lr: float, hidden: int, dropout: float) -> dict[str, list]:
-        """Train the peer's own model for `epochs`; each epoch's seconds, mean loss and the
-        validation accuracy after it (evaluation outside the epoch's time), and this process's
-        peak RSS (dataset included, as for our pipelines' training processes)."""
+    def train(self, epochs: int, lr: float, hidden: int, dropout: float,
+              device: str = "cpu") -> dict[str, list]:
+        """Train the peer's own model for `epochs` on `device`; each epoch's seconds (the
+        batches' copies to the device included), mean loss and the validation accuracy after
+        it (evaluation outside the epoch's time), and this process's peak RSS (dataset
+        included, as for our pipelines' training processes)."""
+        self.device = torch.device(device)
         torch.manual_seed(self.seed)
-        model = self.make_model(hidden, dropout)
+        model = self.make_model(hidden, dropout).to(self.device)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         epochs_s, losses, val_acc = [], [], []
         for epoch in range(epochs):
@@ -83,6 +88,7 @@ class PeerAdapter:
             start, loss_sum, seen = time.perf_counter(), 0.0, 0
             with Progress(f"{type(self).__module__} epoch {epoch}", None, "batches") as bar:
                 for batch, y in self.batches(self.data.train_idx, shuffle=True, epoch=epoch):
+                    batch, y = self.to_device(batch), y.to(self.device)
                     loss = torch.nn.functional.cross_entropy(self.logits(model, batch), y)
                     optimizer.zero_grad()
                     loss.backward()
@@ -104,6 +110,7 @@ class PeerAdapter:
         model.eval()
         correct = 0
         for batch, y in self.batches(ids, shuffle=False, epoch=0):
+            batch, y = self.to_device(batch), y.to(self.device)
             correct += int((self.logits(model, batch).argmax(1) == y).sum())
             self.beat()
         return correct / max(ids.numel(), 1)
@@ -114,6 +121,13 @@ class PeerAdapter:
             return ids
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
         return ids[torch.randperm(ids.numel(), generator=generator)]
+
+    #: Where train() runs the model (its batches moved there by to_device).
+    device = torch.device("cpu")
+
+    def to_device(self, batch: Any) -> Any:
+        """`batch` on self.device, as the peer's users move it (PyG's Data, DGL's blocks)."""
+        return batch if self.device.type == "cpu" else batch.to(self.device)
 
     # --- the peer's parts -------------------------------------------------------------------
     def build(self) -> None:

@@ -75,6 +75,12 @@ class Adapter(PeerAdapter):
         for mb in loader:
             yield (mb.blocks, mb.node_features["feat"]), mb.labels
 
+    def to_device(self, batch: Any) -> Any:
+        blocks, x = batch
+        if self.device.type == "cpu":
+            return batch
+        return [block.to(self.device) for block in blocks], x.to(self.device)
+
     def make_model(self, hidden: int, dropout: float) -> nn.Module:
         dims = ([self.data.num_features] + [hidden] * (len(self.fanouts) - 1)
                 + [self.data.num_classes])

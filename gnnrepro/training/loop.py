@@ -198,7 +198,7 @@ def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, loader: Batc
     num_steps = len(loader)
     start = time.perf_counter()
     batches = iter(loader)
-    with Progress(f"epoch {epoch}", len(loader), "batches") as bar:
+    with Progress(f"epoch {epoch}", len(loader), "batches", done=step) as bar:
         while True:
             try:
                 mb = timer.next_batch(batches)
