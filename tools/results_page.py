@@ -130,12 +130,24 @@ AFTER_5A34829 = ("measured at 5a34829; the code after it changed only PyG's adj_
                  "path; the results on the adj_t path were measured again"
                  f"; {NOV27}")
 #: What changed after 656edc0 (2026-11-27), where the papers training was measured.
-AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached pages, peers "
-                 "training on the run's device (the CPU's unchanged), the GPU session's "
-                 "PyG step and README row, and tools: none on this result's path")
+AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached pages and its "
+                 "parent dropping its dataset before the stores run, a resumed epoch's "
+                 "progress line, peers training on the run's device (the CPU's unchanged), "
+                 "the GPU session's PyG step and README row, and tools: none on this "
+                 "result's path")
+#: The results measured again at 4fec949 (2026-11-27 05:20-06:20 UTC), and what came after.
+REMEASURED_4FEC949 = (
+    "disk-same-as-memory-cpu-papers.json", "loader-cpu.json", "sampling-cpu.json",
+    "sampling-cpu-products.json", "scaling-cpu.json", "partitioned-cpu-10ep.json",
+    "own-model-dgl-cpu.json", "train-cpu.json", "locality-order-sbm-cpu.json",
+    "locality-order-cpu.json", "disk-same-as-memory-cpu.json", "loader-cpu-products.json",
+    "own-model-pyg-cpu.json", "checkpoint-cost-cpu.json", "checkpoint-faults-cpu.json",
+    "peers-sampling-cpu.json", "peers-loader-cpu.json", "peers-train-cpu.json")
+AFTER_4FEC949 = ("measured at 4fec949; after it only bench storage changed (its parent drops "
+                 "its dataset before the stores' children run, so none of the feature file "
+                 "stays mapped and cached), and tools: not on this result's path")
 STALE_REASONS: dict[str, str] = {
-    **{name: AFTER_5A34829 for name in (
-        "checkpoint-faults-cpu.json", "checkpoint-cost-cpu.json")},
+    **{name: AFTER_4FEC949 for name in REMEASURED_4FEC949},
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
         "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
@@ -151,7 +163,8 @@ STALE_REASONS: dict[str, str] = {
                  "measured at 6f73370, after which came bench storage's cap checks, bench "
                  "disk-training's checkpoints (off unless asked), log axes' minor labels, "
                  "peers training on the run's device, the session's PyG step (a new last "
-                 "step) and tools: none on the session's measured path"),
+                 "step), bench storage's parent dropping its dataset, a resumed epoch's "
+                 "progress line and tools: none on the session's measured path"),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "

@@ -30,6 +30,7 @@ speedup_vs_mmap is at least what it says); killed in the training epoch,
 from __future__ import annotations
 
 import functools
+import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,11 @@ def measure(*, dataset: str = SETTINGS["dataset"].default, scale: float = 0.25,
                 "hidden": hidden, "seed": seed, "train": train, "train_batches": train_batches,
                 "epoch_seconds": epoch_seconds,
                 "digests": _memory_digests(data, fanouts, batch_size, batches, seed, epochs)}
+    # The dataset's features may be a mapping of the very file mmap reads (the cache maps
+    # features.gnnf once it exists): pages mapped here cannot be dropped, and a capped child
+    # would find them cached outside its cgroup. Nothing below needs the dataset.
+    del data
+    gc.collect()
     cap = _probe_cap()
     results = {kind: _run_store(dict(settings, store=kind), file, packed, timeout_s)
                for kind in stores}
