@@ -123,12 +123,6 @@ NOV27 = ("from 212b85e on (2026-11-27) came `bench sampling --ceiling` (a probe 
          "constants), papers-sim in `bench disk-training` and notebook 08, an end-to-end "
          "result's added `steady_epochs_s` list and the figures' drawing: none on this "
          "result's path")
-#: Measured at 5a34829 (after HOUSE); what changed in the code after it.
-AFTER_5A34829 = ("measured at 5a34829; the code after it changed only PyG's adj_t view "
-                 "(each row's columns sorted), from_pyg's COO path, the drop-in "
-                 "NeighborLoader's choice of adj_t and a docstring, none on this result's "
-                 "path; the results on the adj_t path were measured again"
-                 f"; {NOV27}")
 #: What changed after 656edc0 (2026-11-27), where the papers training was measured.
 AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached pages and its "
                  "parent dropping its dataset before the stores run, a resumed epoch's "
@@ -145,7 +139,8 @@ REMEASURED_4FEC949 = (
     "peers-sampling-cpu.json", "peers-loader-cpu.json", "peers-train-cpu.json")
 AFTER_4FEC949 = ("measured at 4fec949; after it only bench storage changed (its parent drops "
                  "its dataset before the stores' children run, so none of the feature file "
-                 "stays mapped and cached), and tools: not on this result's path")
+                 "stays mapped and cached; its printed table's words for the disk store's "
+                 "cap), and tools: not on this result's path")
 STALE_REASONS: dict[str, str] = {
     **{name: AFTER_4FEC949 for name in REMEASURED_4FEC949},
     "partitioned-cpu-products.json": (
@@ -153,10 +148,9 @@ STALE_REASONS: dict[str, str] = {
         "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
         f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
     "storage-cpu.json": (
-        "measured at 5a34829, when the memory cap held (mmap's cgroup peak at its limit); "
-        "measured again at e5635fd, when it did not bind (mmap's file pages were in the page "
-        "cache already and read at memory speed: benchmarks/NOTES.md), so this file stays; "
-        + AFTER_5A34829.removeprefix("measured at 5a34829; ")),
+        "measured at 5b04a8f, its cap bound (mmap and LMDB at their limits, none of the file "
+        "cached at their start: benchmarks/NOTES.md, \"A memory cap that binds\"); after it "
+        "only the words its printed table uses for the disk store's cap changed"),
     "disk-training-cpu-papers.json": (
         f"40 minutes and 65 GB of disk; measured at 656edc0, {AFTER_656EDC0}"),
     "gpu-h100": ("it needs a GPU (the next lent one runs the session again, docs/gpu.md); "

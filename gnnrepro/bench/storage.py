@@ -257,14 +257,18 @@ def _summarise(results: dict[str, Any], ceiling: dict[str, Any], row_block: int,
             r["train"]["vs_memory"] = epoch / memory["epoch_s"]
 
 
-def _reached_words(cap: dict[str, Any]) -> str:
-    """' (limit reached)', or for a cap its store never reached, why that is no capped
+def _reached_words(name: str, cap: dict[str, Any]) -> str:
+    """' (limit reached)'; for the disk store under its cap, that it stayed within it (its
+    budget bounds it); for a baseline that never reached its cap, why that is no capped
     measurement; '' where there was no cap."""
     got = memory_cap.reached(cap)
     if got is None:
         return ""
     if got:
         return " (limit reached)"
+    if name == "disk":
+        return (f" (within it: peak {cap['peak_bytes'] / 2**20:.0f} of "
+                f"{cap['limit_bytes'] / 2**20:.0f} MiB)")
     cached = cap.get("file_resident_at_start_bytes")
     return (f" (NOT reached: peak {cap['peak_bytes'] / 2**20:.0f} of {cap['limit_bytes'] / 2**20:.0f}"
             " MiB" + ("" if cached is None else
@@ -294,7 +298,7 @@ def format_table(result: dict[str, Any]) -> str:
                      f"{'' if hit is None else f'{hit:.2f}':>6} "
                      f"{tr.get('epoch_s', tr.get('epoch_s_at_least', float('nan'))):8.2f} "
                      f"{tr.get('vs_memory', 1.0):6.2f} {r['rows_identical']} {r['cap']['mode']}"
-                     + _reached_words(r["cap"])
+                     + _reached_words(name, r["cap"])
                      + (f" (stopped after {r['timeout_s']:.0f} s in {r['timed_out_in']}: rows/s"
                         " <, epoch s >)" if r.get("lower_bound") else ""))
     return "\n".join(lines)
