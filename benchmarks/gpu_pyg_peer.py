@@ -15,7 +15,7 @@ import os
 import stat
 import subprocess
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Where torch-sparse is built to, and the peers folder whose pyg/bin/python uses it.
@@ -27,12 +27,9 @@ class SessionLike(Protocol):
     """What of gpu_session.Session this step uses."""
 
     env: dict[str, str]
-    report: dict[str, Any]
 
     def left(self) -> float: ...
     def note(self, text: str) -> None: ...
-    def save(self) -> None: ...
-    def skip(self, name: str, why: str) -> None: ...
 
 
 def start_torch_sparse(s: SessionLike, python: str, wheels: Path) -> subprocess.Popen | str:

@@ -115,6 +115,20 @@ def test_a_killed_run_resumes_from_its_checkpoints_to_the_same_training(tmp_path
     assert disk["train"]["loss"] == whole["loss"]  # the same steps, bit for bit
     assert disk["train"]["batch_s"] == pytest.approx(disk["train"]["seconds"] / 4)
     assert resumed["params"]["checkpoints"] == {"directory": str(directory), "every": 2,
-                                                "resume": True}
+                                                "keep": 3, "resume": True}
     with pytest.raises(TypeError, match="checkpointing"):
         disk_training.measure(**run, checkpointing=str(directory))
+
+
+def test_a_run_resumed_at_its_last_step_claims_no_step_time() -> None:
+    """Nothing trained in this run (killed after its last checkpoint, during evaluation):
+    no time per step and no ratio to mmap is made up from zero steps."""
+    assert disk_training.step_times(12.0, 4, 10) == {
+        "timed_batches": 4, "batch_s": 3.0, "epoch_batches": 10, "epoch_s_extrapolated": 30.0}
+    untimed = disk_training.step_times(0.01, 0, 10)
+    assert untimed["timed_batches"] == 0 and "batch_s" not in untimed and "untimed" in untimed
+    from gnnrepro.bench.disk_training_report import summarise
+    results = {"disk": {"gather": {"rows_per_s": 10.0}, "train": untimed},
+               "mmap": {"gather": {"rows_per_s": 1.0}, "train": {"batch_s": 5.0}}}
+    summarise(results, {})
+    assert results["disk"]["gather_vs_mmap"] == 10.0 and "batch_vs_mmap" not in results["disk"]

@@ -215,7 +215,7 @@ def test_the_pyg_step_builds_nothing_without_a_source_and_wraps_the_peer_python(
     the peer's Python is a wrapper that runs this Python with the build folder on its path."""
     peer = load_script(ROOT / "benchmarks" / "gpu_pyg_peer.py")
     notes: list[str] = []
-    session = SimpleNamespace(env=dict(os.environ), report={}, left=lambda: 100.0,
+    session = SimpleNamespace(env=dict(os.environ), left=lambda: 100.0,
                               note=notes.append)
     monkeypatch.setattr(peer.importlib.util, "find_spec", lambda name: None)
     why = peer.start_torch_sparse(session, sys.executable, tmp_path / "empty")

@@ -43,6 +43,7 @@ import json
 import os
 import resource
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,7 @@ from gnnrepro.bench.disk_training_report import device_ceiling, format_table, su
 from gnnrepro.config import DISK_TRAINING_DEFAULTS, SETTINGS
 from gnnrepro.training.resume import Checkpointing
 
-__all__ = ["STORES", "format_table", "measure"]
+__all__ = ["STORES", "format_table", "measure", "step_times"]
 
 STORES = ("disk", "mmap", "mmap-random", "lmdb")
 #: Store kind and options behind each name.
@@ -207,11 +208,9 @@ def _train_phase(data: Any, store: Any, sampler: Any, settings: dict[str, Any],
         steps = len(loader)
     epoch = trained.epochs[0]
     resumed = trained.params.get("checkpoint", {}).get("resumed_at_step", 0)
-    timed = max(steps - resumed, 1)  # a resumed epoch is timed from its resume
-    full_steps = -(-data.train_idx.numel() // bs)
-    out = {"batches": steps, "seconds": epoch.epoch_s, "batch_s": epoch.epoch_s / timed,
-           "timed_batches": timed, "resumed_at_step": resumed, "epoch_batches": full_steps,
-           "epoch_s_extrapolated": epoch.epoch_s / timed * full_steps, "loss": epoch.loss,
+    out = {"batches": steps, "seconds": epoch.epoch_s, "resumed_at_step": resumed,
+           **step_times(epoch.epoch_s, steps - resumed, -(-data.train_idx.numel() // bs)),
+           "loss": epoch.loss,
            "stages": epoch.stages, "loader_wait_s": epoch.loader_wait_s, "eval_ids": evaluate,
            "test_acc": trained.test_acc, "val_acc": trained.val_acc,
            "test_majority_acc": _majority_share(data.labels[part.test_idx])}
@@ -219,6 +218,17 @@ def _train_phase(data: Any, store: Any, sampler: Any, settings: dict[str, Any],
         out.update(store.stats.to_dict(store.dim * store.dtype.itemsize))
         out["device_bytes_per_s_wall"] = store.stats.bytes_read / epoch.epoch_s
     return out
+
+
+def step_times(seconds: float, timed: int, epoch_steps: int) -> dict[str, Any]:
+    """The training phase's time per step and the epoch extrapolated from it, over the
+    `timed` steps this run made in `seconds` (a resumed run: those after its checkpoint);
+    where it made none (resumed at its last step) no time is claimed, only why."""
+    if timed <= 0:
+        return {"timed_batches": 0, "untimed": "resumed at its last step: no step ran in "
+                                               "this run, so none was timed"}
+    return {"timed_batches": timed, "batch_s": seconds / timed, "epoch_batches": epoch_steps,
+            "epoch_s_extrapolated": seconds / timed * epoch_steps}
 
 
 def _majority_share(labels: torch.Tensor) -> float | None:
@@ -366,9 +376,9 @@ def measure(*, dataset: str = _D.dataset, scale: float = _D.scale, root: str | N
             write_json_atomic(Path(checkpointing.directory) / kind / _RESULT, results[kind])
     ceiling = device_ceiling(file, results.get("disk", {}), queue_depth, ceiling_seconds)
     summarise(results, ceiling)
-    checkpoints = None if checkpointing is None else {
-        "directory": str(checkpointing.directory), "every": checkpointing.every,
-        "resume": checkpointing.resume}
+    checkpoints = (None if checkpointing is None else
+                   dataclasses.asdict(dataclasses.replace(
+                       checkpointing, directory=str(checkpointing.directory))))
     return {"benchmark": "disk-training", "env": environment(),
             "params": {**settings, "checkpoints": checkpoints},
             "dataset": summary,
@@ -386,9 +396,8 @@ def _store_checkpoints(checkpointing: Checkpointing | None, kind: str) -> dict[s
     """The child's Checkpointing fields for store `kind` (its own directory), or None."""
     if checkpointing is None:
         return None
-    return {"directory": str(Path(checkpointing.directory) / kind),
-            "every": checkpointing.every, "keep": checkpointing.keep,
-            "resume": checkpointing.resume}
+    return dataclasses.asdict(dataclasses.replace(
+        checkpointing, directory=str(Path(checkpointing.directory) / kind)))
 
 
 def _kept_result(checkpointing: Checkpointing | None, kind: str) -> dict[str, Any] | None:
@@ -398,7 +407,8 @@ def _kept_result(checkpointing: Checkpointing | None, kind: str) -> dict[str, An
     path = Path(checkpointing.directory) / kind / _RESULT
     if not path.exists():
         return None
-    print(f"bench disk-training: {kind}: kept from an earlier run ({path})", flush=True)
+    print(f"bench disk-training: {kind}: kept from an earlier run ({path})", file=sys.stderr,
+          flush=True)
     return {**json.loads(path.read_text()), "kept_from": str(path)}
 
 

@@ -12,7 +12,7 @@ __all__ = ["device_ceiling", "format_table", "summarise"]
 
 
 def device_ceiling(file: Path, disk: dict[str, Any], depth: int,
-                    seconds: float) -> dict[str, Any]:
+                   seconds: float) -> dict[str, Any]:
     """Random direct 4 KiB reads of `file` at queue depth 1 and `depth`, and (when the disk
     store gathered) at its mean request size, whose key is added to its gather phase as
     fio_key."""
@@ -24,8 +24,9 @@ def device_ceiling(file: Path, disk: dict[str, Any], depth: int,
     return ceiling
 
 
-def _batch_s(r: dict[str, Any]) -> float:
-    """Seconds per training step, or a lower bound where training was skipped."""
+def _batch_s(r: dict[str, Any]) -> float | None:
+    """Seconds per training step, a lower bound where training was skipped, or None where
+    no step was timed (a run resumed at its last step)."""
     return r["train"].get("batch_s", r["train"].get("batch_s_at_least"))
 
 
@@ -40,7 +41,8 @@ def summarise(results: dict[str, Any], ceiling: dict[str, Any]) -> None:
             if "gather" in other:
                 r[f"gather_vs_{base}"] = g["rows_per_s"] / other["gather"]["rows_per_s"]
                 # a lower bound where the baseline did not train (its step is a lower bound)
-                r[f"batch_vs_{base}"] = _batch_s(other) / _batch_s(r)
+                if _batch_s(other) is not None and _batch_s(r) is not None:
+                    r[f"batch_vs_{base}"] = _batch_s(other) / _batch_s(r)
         fio = ceiling.get(g.get("fio_key", ""))
         if fio and g.get("device_bytes_per_s_busy"):
             g["share_of_fio_busy"] = g["device_bytes_per_s_busy"] / fio["bytes_per_s"]
@@ -64,7 +66,8 @@ def format_table(result: dict[str, Any]) -> str:
             lines.append(f"{name:11} {r['error']}")
             continue
         g, t = r["gather"], r["train"]
-        step = (f"{t['batch_s']:8.2f}" if "batch_s" in t else f">{t['batch_s_at_least']:7.0f}")
+        step = (f"{t['batch_s']:8.2f}" if "batch_s" in t else
+                f">{t['batch_s_at_least']:7.0f}" if "batch_s_at_least" in t else f"{'-':>8}")
         epoch = t.get("epoch_s_extrapolated")
         lines.append(
             f"{name:11} {g['rows_per_s'] / 1e6:8.3f} {fmt(r.get('gather_vs_mmap'), '7.1f')} "

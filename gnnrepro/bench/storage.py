@@ -147,8 +147,8 @@ def _run_store(settings: dict[str, Any], file: Path, packed: Path,
     if file.with_suffix(".lmdb").exists():
         drop_page_cache(file.with_suffix(".lmdb"))
     # what is still cached after the drop is read at memory speed whatever the cap: counted
-    resident = (None if settings["store"] == "memory"
-                else resident_bytes(packed if settings["store"] == "disk" else file))
+    read = {"disk": packed, "mmap": file, "lmdb": file.with_suffix(".lmdb") / "data.mdb"}
+    resident = resident_bytes(read[settings["store"]]) if settings["store"] in read else None
     made = memory_cap.make_cgroup() if settings["store"] != "memory" else None
     cg = made if isinstance(made, tuple) else None
     try:
@@ -161,7 +161,7 @@ def _run_store(settings: dict[str, Any], file: Path, packed: Path,
             memory_cap.remove_cgroup(cg[0])
     if isinstance(made, str) and "cap" in result:  # uncapped: why
         result["cap"]["reason"] = made
-    if "cap" in result and settings["store"] != "memory":  # the in-memory store reads no file
+    if "cap" in result and resident is not None:  # the in-memory store reads no file
         result["cap"]["file_resident_at_start_bytes"] = resident
     return result
 
@@ -237,8 +237,6 @@ def _summarise(results: dict[str, Any], ceiling: dict[str, Any], row_block: int,
     for name, r in results.items():
         if "epochs" not in r:
             continue
-        if "cap" in r and memory_cap.reached(r["cap"]) is not None:  # a cap with its peak
-            r["cap"]["reached"] = memory_cap.reached(r["cap"])
         e = r["epochs"][-1]
         r["rows_per_s"] = e["rows_per_s"]
         r["hit_rate"] = [x.get("hit_rate") for x in r["epochs"]]

@@ -28,6 +28,9 @@ class PeerAdapter:
     """The ops gnnrepro.peers.serve dispatches; see the module doc. `beat()` (set by serve)
     proves progress during long ops; it is called after every batch."""
 
+    #: Where train() runs the model (its batches moved there by to_device).
+    device = torch.device("cpu")
+
     def beat(self) -> None:
         """No-op until serve replaces it."""
 
@@ -121,9 +124,6 @@ class PeerAdapter:
             return ids
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
         return ids[torch.randperm(ids.numel(), generator=generator)]
-
-    #: Where train() runs the model (its batches moved there by to_device).
-    device = torch.device("cpu")
 
     def to_device(self, batch: Any) -> Any:
         """`batch` on self.device, as the peer's users move it (PyG's Data, DGL's blocks)."""

@@ -76,13 +76,12 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
     mode (no dropout, no grad). "sampled": the evaluation batches b with b % world_size ==
     rank, on blocks sampled by `sampler` (on its own device; blocks and features are moved to
     `device`). "layerwise": this rank's share of every layer over `sampler.graph`, all
-    neighbours (each id counted once; `ids` on any device: the graph's is used). Rows come from `store` (None: dataset.features); the
+    neighbours (each id counted once). Rows come from `store` (None: dataset.features); the
     model takes its batches in `layout` (gnnrepro.interop.LAYOUTS)."""
     if method == "layerwise":
         nodes, logits = layerwise_predict(model, sampler.graph,
-                                          dataset.features if store is None else store,
-                                          ids.to(sampler.graph.indptr.device), device, rank,
-                                          world_size, heartbeat)
+                                          dataset.features if store is None else store, ids,
+                                          device, rank, world_size, heartbeat)
         nodes = nodes.cpu()
         # each node is computed once: an id given k times counts k times, as when sampled
         unique, counts = torch.unique(ids.cpu(), return_counts=True)

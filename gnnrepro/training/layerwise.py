@@ -161,7 +161,9 @@ def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor 
     the first layer's neighbour means are taken there and moved to `device`; or a
     FeatureStore, whose rows are gathered a chunk at a time (a disk store reads each needed
     row once per use, through its hot set and cache). Hidden states live on `device`.
-    `heartbeat` is called after every chunk."""
+    `targets` may be on any device (they are taken to the graph's: on a GPU sampler's graph
+    with the split's ids on the CPU, an H100 run failed here once). `heartbeat` is called
+    after every chunk."""
     if not supports_layerwise(model):
         raise TypeError(f"model must be a GraphSAGE for layer-wise inference, got "
                         f"{type(model).__name__}")
@@ -172,6 +174,8 @@ def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor 
     if len(shape) != 2 or shape[0] != graph.num_nodes:
         raise ValueError(f"features must have one row per node ({graph.num_nodes}), got shape "
                          f"{shape}")
+    if isinstance(targets, torch.Tensor):  # on any device: the graph's is where they are used
+        targets = targets.to(graph.indptr.device)
     targets = check_node_ids(targets, graph.num_nodes, "targets", graph.indptr.device)
     was_training = model.training
     model.eval()
