@@ -11,7 +11,7 @@ BENCH_OUT ?= benchmarks/results/sampling-cpu.json
 TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
 .PHONY: setup test test-gpu asan check-cuda check-cuda-if-nvcc check-cuda-link gpu-session \
-        gpu-session-dry-run gpu-wheels \
+        gpu-session-dry-run gpu-wheels gpu-pyg-wheels \
         bench-sampling bench-end-to-end figures report lab clean peers
 
 setup: $(BUILD)
@@ -148,9 +148,30 @@ gpu-wheels: $(DEPS)
 	$(PIP) download -q --only-binary=:all: --python-version $(GPU_WHEELS_PY) \
 	  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d $(GPU_WHEELS) \
 	  pytest setuptools ninja numpy tqdm psutil pandas pyyaml
-	$(PIP) download -q --no-deps --no-binary=:all: --no-build-isolation -d $(GPU_WHEELS) \
-	  torch_sparse==0.6.18  # built there for PyG's NeighborLoader (benchmarks/gpu_pyg_peer.py)
 	@du -sh $(GPU_WHEELS)
+
+# The GPU session's PyG step (benchmarks/gpu_pyg_peer.py) needs torch-sparse for PyG's
+# NeighborLoader, built against the lent machines' torch: too slow to build there, so it is
+# built here (CPU ops only) in a venv of their Python and torch (about 5 GB, 15 minutes on 2
+# cores), and put with scipy's wheel in $(GPU_PYG_WHEELS); carry that folder along.
+GPU_TORCH ?= 2.11.0
+GPU_WHEELS_PYTHON ?= python$(GPU_WHEELS_PY)
+GPU_PYG_WHEELS ?= build/gpu-pyg-wheels
+GPU_PYG_BUILD := build/gpu-pyg-build
+gpu-pyg-wheels: $(DEPS)
+	rm -rf $(GPU_PYG_BUILD) && $(GPU_WHEELS_PYTHON) -m venv $(GPU_PYG_BUILD)/venv
+	$(GPU_PYG_BUILD)/venv/bin/pip install -q torch==$(GPU_TORCH) numpy setuptools wheel
+	$(PIP) download -q --no-deps --no-binary=:all: --no-build-isolation -d $(GPU_PYG_BUILD) \
+	  torch_sparse==0.6.18
+	tar xzf $(GPU_PYG_BUILD)/torch_sparse-0.6.18.tar.gz -C $(GPU_PYG_BUILD)
+	FORCE_ONLY_CPU=1 $(GPU_PYG_BUILD)/venv/bin/python tools/build_wheel_parallel.py \
+	  $(GPU_PYG_BUILD)/torch_sparse-0.6.18 $(GPU_PYG_WHEELS) $(THREADS)
+	$(PIP) download -q --no-deps --only-binary=:all: --python-version $(GPU_WHEELS_PY) \
+	  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d $(GPU_PYG_WHEELS) scipy
+	$(GPU_PYG_BUILD)/venv/bin/pip install -q --no-deps --find-links $(GPU_PYG_WHEELS) torch_sparse scipy
+	$(GPU_PYG_BUILD)/venv/bin/python -c "import torch, torch_sparse; torch.ops.torch_sparse.neighbor_sample"
+	rm -rf $(GPU_PYG_BUILD)
+	@du -sh $(GPU_PYG_WHEELS)
 
 # The C++ op tests once more against an AddressSanitizer + UBSan build of the extension.
 # Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are

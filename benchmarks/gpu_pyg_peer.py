@@ -2,25 +2,29 @@
 against the same model on our loader, on the GPU (issue 35's PyG figure).
 
 PyG's NeighborLoader samples on the CPU with pyg-lib or torch-sparse; the lent GPU machines have
-torch_geometric but neither, and no registry serves them a wheel for their torch. So the
-session builds torch-sparse from its source distribution (carried in the wheels folder:
-`make gpu-wheels` fetches it), CPU ops only, in the background from the start, into its own
-folder; the peer's Python is the machine's own with that folder on its path. Where there is no
-source distribution, or the build fails, the step says so and is skipped.
+torch_geometric but neither, and no registry serves them a wheel for their torch. Building
+torch-sparse there does not fit a session: its 12 extensions compile one after another (more
+than 195 s on the lent machine's 16 cores, and beside the session it starved the timed steps).
+So `make gpu-pyg-wheels` builds its wheel here, CPU ops only, against the lent machines' torch,
+and puts it with scipy's (torch-sparse imports scipy) in a folder carried along; this step
+installs them into a folder of its own in seconds. The peer's Python is the machine's own with
+that folder on its path. Where there is no wheel, or it does not import, the step says why and
+is skipped.
 """
 from __future__ import annotations
 
 import importlib.util
-import os
 import stat
 import subprocess
 from pathlib import Path
 from typing import Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Where torch-sparse is built to, and the peers folder whose pyg/bin/python uses it.
+#: Where torch-sparse is installed to, and the peers folder whose pyg/bin/python uses it.
 PEER_SITE = ROOT / "build" / "gpu-peer-site"
 PEERS = ROOT / "build" / "gpu-peers"
+#: The folder `make gpu-pyg-wheels` fills: torch-sparse's wheel and scipy's.
+PYG_WHEELS = ROOT / "build" / "gpu-pyg-wheels"
 
 
 class SessionLike(Protocol):
@@ -28,42 +32,42 @@ class SessionLike(Protocol):
 
     env: dict[str, str]
 
-    def left(self) -> float: ...
     def note(self, text: str) -> None: ...
 
 
-def start_torch_sparse(s: SessionLike, python: str, wheels: Path) -> subprocess.Popen | str:
-    """Begin building torch-sparse (CPU ops) from the sdist in `wheels`, in the background;
-    or where none is needed or possible, why: 'present' or 'skipped: ...'."""
+def install_torch_sparse(s: SessionLike, python: str, wheels: Path) -> str:
+    """'present' or 'installed' (torch-sparse, and scipy where this Python lacks it, from the
+    wheels in `wheels` into PEER_SITE, no network), or why not: 'skipped: ...'."""
     if importlib.util.find_spec("torch_sparse") is not None:
         return "present"
-    sdists = sorted(wheels.glob("torch_sparse-*.tar.gz")) if wheels.is_dir() else []
-    if not sdists:
+    found = sorted(wheels.glob("torch_sparse-*.whl")) if wheels.is_dir() else []
+    if not found:
         return (f"skipped: torch_sparse is not installed and {wheels} holds no "
-                f"torch_sparse-*.tar.gz (make gpu-wheels fetches it)")
-    env = dict(s.env, FORCE_ONLY_CPU="1", MAX_JOBS=str(os.cpu_count() or 4))
-    if Path("/usr/bin/g++").exists():  # the compiler the extension's probe trusts
-        env.update(CC="/usr/bin/gcc", CXX="/usr/bin/g++")
-    s.note(f"== torch-sparse (background): building {sdists[-1].name} into {PEER_SITE}")
-    return subprocess.Popen([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                             "--no-build-isolation", "--target", str(PEER_SITE),
-                             str(sdists[-1])], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                f"torch_sparse-*.whl (make gpu-pyg-wheels builds it)")
+    wanted = [str(found[-1])] + (["scipy"] if importlib.util.find_spec("scipy") is None else [])
+    s.note(f"== torch-sparse: installing {', '.join(Path(w).name for w in wanted)} "
+           f"into {PEER_SITE}")
+    pip = subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                          "--find-links", str(wheels), "--target", str(PEER_SITE), "--upgrade",
+                          *wanted], cwd=ROOT, env=s.env, capture_output=True, text=True,
+                         timeout=120)
+    if pip.returncode != 0:
+        return f"skipped: installing torch-sparse failed: {(pip.stdout + pip.stderr)[-600:]}"
+    probe = subprocess.run([python, "-c", "import torch, torch_sparse; "
+                            "torch.ops.torch_sparse.neighbor_sample"], cwd=ROOT,
+                           env=dict(s.env, PYTHONPATH=f"{PEER_SITE}:{s.env.get('PYTHONPATH', '')}"),
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        return (f"skipped: the torch-sparse wheel does not load with this torch (built for "
+                f"another?): {probe.stderr[-600:]}")
+    return "installed"
 
 
-def pyg_peer_env(s: SessionLike, python: str, build: subprocess.Popen | str) -> dict | str:
+def pyg_peer_env(s: SessionLike, python: str, torch_sparse: str) -> dict | str:
     """The environment for a run with the PyG peer (GNNREPRO_PEERS set), once torch-sparse is
-    there; or why not: the build's failure, or its still running at the deadline."""
-    if isinstance(build, subprocess.Popen):
-        try:
-            output, _ = build.communicate(timeout=max(1.0, s.left() - 90))
-        except subprocess.TimeoutExpired:
-            build.kill()
-            return "skipped: building torch-sparse did not finish in time"
-        if build.returncode != 0:
-            return f"skipped: building torch-sparse failed: {(output or '')[-600:]}"
-    elif build != "present":
-        return build
+    there (`torch_sparse` is install_torch_sparse's answer); or why not."""
+    if torch_sparse not in ("present", "installed"):
+        return torch_sparse
     wrapper = PEERS / "pyg" / "bin" / "python"
     wrapper.parent.mkdir(parents=True, exist_ok=True)
     wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{PEER_SITE}:$PYTHONPATH" exec {python} "$@"\n')

@@ -19,7 +19,8 @@ loader and on ours, last, benchmarks/gpu_pyg_peer.py) and the built extension (_
 it): steps that need a GPU or compute-sanitizer say why they were skipped.
 
 Offline: nothing is downloaded. The Python that runs this is used as it is (a GPU node's own
-torch); modules it lacks are installed from `--wheels` (pip --no-index) into build/gpu-site.
+torch); modules it lacks are installed from `--wheels` (pip --no-index) into build/gpu-site, and
+the PyG step's torch-sparse from `--pyg-wheels` (benchmarks/gpu_pyg_peer.py).
 """
 from __future__ import annotations
 
@@ -525,6 +526,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline-s", type=float, default=DEADLINE_S)
     parser.add_argument("--wheels", type=Path, default=ROOT / "build" / "gpu-wheels",
                         help="wheels for the modules this Python lacks (no network)")
+    parser.add_argument("--pyg-wheels", type=Path, default=gpu_pyg_peer.PYG_WHEELS,
+                        help="torch-sparse's wheel for this torch, and scipy's, for the PyG "
+                             "step (make gpu-pyg-wheels)")
     parser.add_argument("--reuse-build", action="store_true",
                         help="skip the build where gnnrepro/ holds an extension that loads "
                              "with its CUDA kernels (one returned by an earlier session)")
@@ -556,7 +560,6 @@ def main(argv: list[str] | None = None) -> int:
     s.save()
     began = time.monotonic()
     dataset = step_dataset(s, scale)
-    sparse = gpu_pyg_peer.start_torch_sparse(s, PY, args.wheels)
     try:
         built = step_build(s, cuda, args.reuse_build)
         if built:
@@ -564,12 +567,11 @@ def main(argv: list[str] | None = None) -> int:
             step_sanitizers(s, cuda)
         measurements(s, cuda, built, scale, dataset, began)
         step_h2d(s, cuda)
-        step_pyg_peer(s, cuda, built, scale, sparse)
+        step_pyg_peer(s, cuda, built, scale, args.pyg_wheels)
         headline(s)
     finally:
-        for proc in (dataset, sparse):
-            if isinstance(proc, subprocess.Popen) and proc.poll() is None:
-                _stop(proc)
+        if isinstance(dataset, subprocess.Popen) and dataset.poll() is None:
+            _stop(dataset)
     failed = [n for n, st in s.report["steps"].items() if not st["ok"]]
     s.note(f"gpu-session: {args.out}/session.json; " +
            (f"FAILED or cut short: {', '.join(failed)}" if failed else "every step passed"))
@@ -583,14 +585,13 @@ def data_args(scale: float, cuda: bool) -> list[str]:
             "1024" if cuda else "64"]
 
 
-def step_pyg_peer(s: Session, cuda: bool, built: bool, scale: float,
-                  sparse: subprocess.Popen | str) -> None:
+def step_pyg_peer(s: Session, cuda: bool, built: bool, scale: float, wheels: Path) -> None:
     """PyG's SAGEConv on PyG's NeighborLoader and on ours (benchmarks/gpu_pyg_peer.py): last,
     so that a session cut short loses only this."""
     if not built or "dataset" not in s.report["steps"] or not s.report["steps"]["dataset"]["ok"]:
         s.skip("own-model-pyg", "skipped: no build or no dataset")
         return
-    env = gpu_pyg_peer.pyg_peer_env(s, PY, sparse)
+    env = gpu_pyg_peer.pyg_peer_env(s, PY, gpu_pyg_peer.install_torch_sparse(s, PY, wheels))
     if isinstance(env, str):
         s.skip("own-model-pyg", env)
         return

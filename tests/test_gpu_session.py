@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -32,10 +33,11 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     out = tmp_path / "out"
     env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
     run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out",
-                          str(out), "--commit", "abc1234", "--wheels", str(tmp_path / "none")],
+                          str(out), "--commit", "abc1234", "--wheels", str(tmp_path / "none"),
+                          "--pyg-wheels", str(tmp_path / "none")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    pyg_ran = importlib.util.find_spec("torch_sparse") is not None  # else nothing to build it
+    pyg_ran = importlib.util.find_spec("torch_sparse") is not None  # else no wheel to install
     assert {p.name for p in out.iterdir()} == FILES | ({"own-model-pyg.json"} if pyg_ran else
                                                        set())  # at most 8 come back
     report = json.loads((out / "session.json").read_text())
@@ -209,18 +211,48 @@ def test_gpu_rows_name_their_machine_or_say_not_measured(tmp_path: Path) -> None
     assert len(row) == 1 and "**5.5x**" in row[0] and "own-model-pyg.json" in row[0]
 
 
-def test_the_pyg_step_builds_nothing_without_a_source_and_wraps_the_peer_python(
+def pure_wheel(folder: Path, name: str) -> Path:
+    """A minimal pure-Python wheel of an empty package `name` in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-0.0.1-py3-none-any.whl"
+    info = f"{name}-0.0.1.dist-info"
+    files = {f"{name}/__init__.py": "",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    files[f"{info}/RECORD"] = "".join(f"{f},,\n" for f in [*files, f"{info}/RECORD"])
+    with zipfile.ZipFile(path, "w") as wheel:
+        for member, text in files.items():
+            wheel.writestr(member, text)
+    return path
+
+
+def test_the_pyg_step_installs_only_a_wheel_that_loads_and_wraps_the_peer_python(
         tmp_path: Path, monkeypatch) -> None:
-    """Without torch_sparse and without its sdist the step says why; with torch_sparse there,
-    the peer's Python is a wrapper that runs this Python with the build folder on its path."""
+    """Without torch_sparse and without its wheel the step says why; a wheel that does not
+    install or load is named, not run; with torch_sparse there, the peer's Python is a wrapper
+    that runs this Python with the install folder on its path."""
     peer = load_script(ROOT / "benchmarks" / "gpu_pyg_peer.py")
     notes: list[str] = []
-    session = SimpleNamespace(env=dict(os.environ), left=lambda: 100.0,
-                              note=notes.append)
+    session = SimpleNamespace(env=dict(os.environ), note=notes.append)
     monkeypatch.setattr(peer.importlib.util, "find_spec", lambda name: None)
-    why = peer.start_torch_sparse(session, sys.executable, tmp_path / "empty")
-    assert why.startswith("skipped: torch_sparse is not installed") and "make gpu-wheels" in why
+    monkeypatch.setattr(peer, "PEER_SITE", tmp_path / "site")
+    why = peer.install_torch_sparse(session, sys.executable, tmp_path / "empty")
+    assert why.startswith("skipped: torch_sparse is not installed") and "gpu-pyg-wheels" in why
     assert peer.pyg_peer_env(session, sys.executable, why) == why
+    broken = tmp_path / "wheels"
+    broken.mkdir()
+    (broken / "torch_sparse-0.6.18-cp312-cp312-linux_x86_64.whl").write_bytes(b"not a zip")
+    (broken / "scipy-1.0-py3-none-any.whl").write_bytes(b"not a zip")
+    why = peer.install_torch_sparse(session, sys.executable, broken)
+    assert why.startswith("skipped: installing torch-sparse failed"), why
+    assert "torch_sparse-0.6.18" in notes[-1] and "scipy" in notes[-1]
+    loads_not = tmp_path / "no-ops"
+    for name in ("torch_sparse", "scipy"):  # install fine; torch_sparse registers no op
+        pure_wheel(loads_not, name)
+    why = peer.install_torch_sparse(session, sys.executable, loads_not)
+    assert why.startswith("skipped: the torch-sparse wheel does not load"), why
+    assert (tmp_path / "site" / "torch_sparse" / "__init__.py").exists()
     monkeypatch.setattr(peer, "PEERS", tmp_path / "peers")
     env = peer.pyg_peer_env(session, sys.executable, "present")
     assert env["GNNREPRO_PEERS"] == str(tmp_path / "peers")

@@ -27,6 +27,12 @@ NOT_RUN = {"docs/data-parallel.md": "launch() starts 4 ranks: tests/test_distrib
 NEEDS = {"dgl": "import_dgl()", "torch_geometric": "torch_geometric"}
 
 
+def importable_from(root: Path) -> str:
+    """PYTHONPATH with `root` first: the examples run from a folder of their own import this
+    checkout's gnnrepro, installed or not (a lent GPU machine runs it uninstalled)."""
+    return os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def code_blocks(path: Path, language: str) -> list[str]:
     """The fenced code blocks of `path` marked with `language`."""
     blocks, current, marked = [], None, ""
@@ -99,7 +105,8 @@ def test_the_python_examples_run(page, tmp_path):
         run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
                              text=True, timeout=300,
                              env=os.environ | {"GNNREPRO_DATA": str(tmp_path / "data"),
-                                               "GNNREPRO_PROGRESS": "off"})
+                                               "GNNREPRO_PROGRESS": "off",
+                                               "PYTHONPATH": importable_from(ROOT)})
         assert run.returncode == 0, f"{page_id(page)} example {index}:\n{run.stderr[-3000:]}"
         assert run.stdout.strip(), "the example prints what it shows"
 

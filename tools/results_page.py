@@ -98,7 +98,8 @@ RESULTS: dict[str, tuple[str, str]] = {
     "gpu-h100": ("`python3 benchmarks/gpu_session.py --out $OUT --commit <sha> --deadline-s "
                  "440` on a lent H100 (`run1-20ceee2/`: the first run, before its mends; `run2-126acd1/`: "
                  "the second; `run3-0ed3096/`: the third, whose fused@gpu rung failed in "
-                 "layer-wise evaluation, mended in 6f73370)",
+                 "layer-wise evaluation, mended in 6f73370; `run5-e82e6bd/`: the fifth, cut short "
+                 "by a torch-sparse build beside it, with tests/gpu run again alone)",
                  "README, On a GPU; notebooks 02 and 03"),
 }
 
