@@ -6,8 +6,8 @@ torch_geometric but neither, and no registry serves them a wheel for their torch
 torch-sparse there does not fit a session: its 12 extensions compile one after another (more
 than 195 s on the lent machine's 16 cores, and beside the session it starved the timed steps).
 So `make gpu-pyg-wheels` builds its wheel here, CPU ops only, against the lent machines' torch,
-and puts it with scipy's (torch-sparse imports scipy) in a folder carried along; this step
-installs them into a folder of its own in seconds. The peer's Python is the machine's own with
+with torch-scatter's (which torch-sparse imports), and puts them with scipy's (imported too) in a
+folder carried along; this step installs them into a folder of its own in seconds. The peer's Python is the machine's own with
 that folder on its path. Where there is no wheel, or it does not import, the step says why and
 is skipped.
 """
@@ -23,8 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Where torch-sparse is installed to, and the peers folder whose pyg/bin/python uses it.
 PEER_SITE = ROOT / "build" / "gpu-peer-site"
 PEERS = ROOT / "build" / "gpu-peers"
-#: The folder `make gpu-pyg-wheels` fills: torch-sparse's wheel and scipy's.
+#: The folder `make gpu-pyg-wheels` fills: torch-sparse's and torch-scatter's wheels, scipy's.
 PYG_WHEELS = ROOT / "build" / "gpu-pyg-wheels"
+#: Built here for the lent machines' torch: torch-sparse, and torch-scatter, which it imports.
+COMPILED = ("torch_sparse", "torch_scatter")
 
 
 class SessionLike(Protocol):
@@ -36,15 +38,20 @@ class SessionLike(Protocol):
 
 
 def install_torch_sparse(s: SessionLike, python: str, wheels: Path) -> str:
-    """'present' or 'installed' (torch-sparse, and scipy where this Python lacks it, from the
-    wheels in `wheels` into PEER_SITE, no network), or why not: 'skipped: ...'."""
+    """'present' or 'installed' (torch-sparse, and what of torch-scatter and scipy this Python
+    lacks, from the wheels in `wheels` into PEER_SITE, no network), or why not: 'skipped: ...'."""
     if importlib.util.find_spec("torch_sparse") is not None:
         return "present"
-    found = sorted(wheels.glob("torch_sparse-*.whl")) if wheels.is_dir() else []
-    if not found:
-        return (f"skipped: torch_sparse is not installed and {wheels} holds no "
-                f"torch_sparse-*.whl (make gpu-pyg-wheels builds it)")
-    wanted = [str(found[-1])] + (["scipy"] if importlib.util.find_spec("scipy") is None else [])
+    wanted = []
+    for module in COMPILED:
+        if importlib.util.find_spec(module) is not None:
+            continue
+        found = sorted(wheels.glob(f"{module}-*.whl")) if wheels.is_dir() else []
+        if not found:
+            return (f"skipped: {module} is not installed and {wheels} holds no "
+                    f"{module}-*.whl (make gpu-pyg-wheels builds it)")
+        wanted.append(str(found[-1]))
+    wanted += ["scipy"] if importlib.util.find_spec("scipy") is None else []
     s.note(f"== torch-sparse: installing {', '.join(Path(w).name for w in wanted)} "
            f"into {PEER_SITE}")
     pip = subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps",

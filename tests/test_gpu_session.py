@@ -243,12 +243,15 @@ def test_the_pyg_step_installs_only_a_wheel_that_loads_and_wraps_the_peer_python
     broken = tmp_path / "wheels"
     broken.mkdir()
     (broken / "torch_sparse-0.6.18-cp312-cp312-linux_x86_64.whl").write_bytes(b"not a zip")
+    why = peer.install_torch_sparse(session, sys.executable, broken)
+    assert why.startswith("skipped: torch_scatter is not installed"), why  # torch-sparse needs it
+    (broken / "torch_scatter-2.1.2-cp312-cp312-linux_x86_64.whl").write_bytes(b"not a zip")
     (broken / "scipy-1.0-py3-none-any.whl").write_bytes(b"not a zip")
     why = peer.install_torch_sparse(session, sys.executable, broken)
     assert why.startswith("skipped: installing torch-sparse failed"), why
-    assert "torch_sparse-0.6.18" in notes[-1] and "scipy" in notes[-1]
+    assert all(name in notes[-1] for name in ("torch_sparse-0.6.18", "torch_scatter", "scipy"))
     loads_not = tmp_path / "no-ops"
-    for name in ("torch_sparse", "scipy"):  # install fine; torch_sparse registers no op
+    for name in ("torch_sparse", "torch_scatter", "scipy"):  # install; torch_sparse has no op
         pure_wheel(loads_not, name)
     why = peer.install_torch_sparse(session, sys.executable, loads_not)
     assert why.startswith("skipped: the torch-sparse wheel does not load"), why

@@ -24,6 +24,7 @@ from gnnrepro.experiments import gpu_results  # noqa: E402
 from checkpoint_tables import cost_table, fault_table  # noqa: E402
 from figures_page import figures_block  # noqa: E402
 from headline import headline_table  # noqa: E402
+from peers_table import peers_table  # noqa: E402
 from results_page import results_table  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -111,6 +112,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "checkpoint-faults": (ROOT / "docs" / "checkpoints.md", fault_table),
     "checkpoint-cost": (ROOT / "docs" / "checkpoints.md", cost_table),
     "figures": (ROOT / "docs" / "figures.md", figures_block),
+    "peers": (ROOT / "docs" / "peers.md", peers_table),
 }
 
 
