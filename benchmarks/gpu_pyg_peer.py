@@ -7,13 +7,14 @@ torch-sparse there does not fit a session: its 12 extensions compile one after a
 than 195 s on the lent machine's 16 cores, and beside the session it starved the timed steps).
 So `make gpu-pyg-wheels` builds its wheel here, CPU ops only, against the lent machines' torch,
 with torch-scatter's (which torch-sparse imports), and puts them with scipy's (imported too) in a
-folder carried along; this step installs them into a folder of its own in seconds. The peer's Python is the machine's own with
-that folder on its path. Where there is no wheel, or it does not import, the step says why and
-is skipped.
+folder carried along; this step installs them into a folder of its own in seconds. The peer's
+Python is the machine's own with that folder on its path. Where there is no wheel, or it does
+not load, the step says why and is skipped.
 """
 from __future__ import annotations
 
 import importlib.util
+import os
 import stat
 import subprocess
 from pathlib import Path
@@ -54,16 +55,20 @@ def install_torch_sparse(s: SessionLike, python: str, wheels: Path) -> str:
     wanted += ["scipy"] if importlib.util.find_spec("scipy") is None else []
     s.note(f"== torch-sparse: installing {', '.join(Path(w).name for w in wanted)} "
            f"into {PEER_SITE}")
-    pip = subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                          "--find-links", str(wheels), "--target", str(PEER_SITE), "--upgrade",
-                          *wanted], cwd=ROOT, env=s.env, capture_output=True, text=True,
-                         timeout=120)
-    if pip.returncode != 0:
-        return f"skipped: installing torch-sparse failed: {(pip.stdout + pip.stderr)[-600:]}"
-    probe = subprocess.run([python, "-c", "import torch, torch_sparse; "
-                            "torch.ops.torch_sparse.neighbor_sample"], cwd=ROOT,
-                           env=dict(s.env, PYTHONPATH=f"{PEER_SITE}:{s.env.get('PYTHONPATH', '')}"),
-                           capture_output=True, text=True, timeout=120)
+    try:
+        pip = subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                              "--find-links", str(wheels), "--target", str(PEER_SITE),
+                              "--upgrade", *wanted], cwd=ROOT, env=s.env, capture_output=True,
+                             text=True, timeout=120)
+        if pip.returncode != 0:
+            return f"skipped: installing torch-sparse failed: {(pip.stdout + pip.stderr)[-600:]}"
+        probe = subprocess.run([python, "-c", "import torch, torch_sparse; "
+                                "torch.ops.torch_sparse.neighbor_sample"], cwd=ROOT,
+                               env=dict(s.env, PYTHONPATH=os.pathsep.join(
+                                   [str(PEER_SITE), s.env.get("PYTHONPATH", "")])),
+                               capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as timeout:
+        return f"skipped: installing torch-sparse: {timeout}"
     if probe.returncode != 0:
         return (f"skipped: the torch-sparse wheel does not load with this torch (built for "
                 f"another?): {probe.stderr[-600:]}")

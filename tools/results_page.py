@@ -96,8 +96,9 @@ RESULTS: dict[str, tuple[str, str]] = {
         "--epochs 3 --repeats 2 --threads 2 --target-acc 0.6` (after `make peers`)",
         "[own-loop](own-loop.md)"),
     "gpu-h100": ("`python3 benchmarks/gpu_session.py --out $OUT --commit <sha> --deadline-s "
-                 "440` on a lent H100 (`run1-20ceee2/`: the first run, before its mends; `run2-126acd1/`: "
-                 "the second; `run3-0ed3096/`: the third, whose fused@gpu rung failed in "
+                 "440` on a lent H100 (`run1-20ceee2/`: the first run, before its mends; "
+                 "`run2-126acd1/`: the second; `run3-0ed3096/`: the third, whose fused@gpu rung "
+                 "failed in "
                  "layer-wise evaluation, mended in 6f73370; `run5-e82e6bd/`: the fifth, cut short "
                  "by a torch-sparse build beside it, with tests/gpu run again alone)",
                  "README, On a GPU; notebooks 02 and 03"),
@@ -128,63 +129,63 @@ NOV27 = ("from 212b85e on (2026-11-27) came `bench sampling --ceiling` (a probe 
 AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached pages and its "
                  "parent dropping its dataset before the stores run, a resumed epoch's "
                  "progress line, peers training on the run's device (the CPU's unchanged), "
-                 "the GPU session's PyG step and README row, and tools: none on this "
-                 "result's path")
-#: The results measured again at 4fec949 (2026-11-27 05:20-06:20 UTC), and what came after.
-REMEASURED_4FEC949 = (
-    "disk-same-as-memory-cpu-papers.json", "loader-cpu.json", "sampling-cpu.json",
-    "sampling-cpu-products.json", "scaling-cpu.json", "partitioned-cpu-10ep.json",
-    "own-model-dgl-cpu.json", "train-cpu.json", "locality-order-sbm-cpu.json",
-    "locality-order-cpu.json", "disk-same-as-memory-cpu.json", "loader-cpu-products.json",
-    "own-model-pyg-cpu.json", "checkpoint-cost-cpu.json", "checkpoint-faults-cpu.json",
-    "peers-sampling-cpu.json", "peers-loader-cpu.json", "peers-train-cpu.json")
-AFTER_4FEC949 = ("measured at 4fec949; after it only bench storage changed (its parent drops "
-                 "its dataset before the stores' children run, so none of the feature file "
-                 "stays mapped and cached; its printed table's words for the disk store's "
-                 "cap), and tools: not on this result's path")
+                 "the GPU session's PyG step and README row, layer-wise evaluation taking "
+                 "its targets to the graph's device itself (a no-op on the CPU), bench "
+                 "disk-training's step times and checkpoint fields read through functions "
+                 "(no step time claimed for a run resumed at its last step; the same fields "
+                 "otherwise, tested), and tools: none changing this result's numbers")
+#: What came after NOV27's list, up to the code measured last (e82e6bd's source).
+LATER = ("then bench storage's page-cache counts and its parent dropping its dataset, bench "
+         "disk-training's checkpoints, a resumed epoch's progress line (the loop passes the "
+         "resumed step to it), peers training on the run's device (the CPU's unchanged) and "
+         "layer-wise evaluation taking its targets to the graph's device itself (a no-op on the "
+         "CPU): none changing this result's path")
 STALE_REASONS: dict[str, str] = {
-    **{name: AFTER_4FEC949 for name in REMEASURED_4FEC949},
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
         "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
-        f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
+        f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
     "storage-cpu.json": (
         "measured at 5b04a8f, its cap bound (mmap and LMDB at their limits, none of the file "
         "cached at their start: benchmarks/NOTES.md, \"A memory cap that binds\"); after it "
         "only the words its printed table uses for the disk store's cap changed"),
     "disk-training-cpu-papers.json": (
         f"40 minutes and 65 GB of disk; measured at 656edc0, {AFTER_656EDC0}"),
-    "gpu-h100": ("it needs a GPU (the next lent one runs the session again, docs/gpu.md); "
-                 "measured at 6f73370, after which came bench storage's cap checks, bench "
-                 "disk-training's checkpoints (off unless asked), log axes' minor labels, "
-                 "peers training on the run's device, the session's PyG step (a new last "
-                 "step), bench storage's parent dropping its dataset, a resumed epoch's "
-                 "progress line and tools: none on the session's measured path"),
+    "gpu-h100": ("it needs a GPU: measured at 6f73370; the session of e82e6bd was cut short by "
+                 "a torch-sparse build beside it, but tests/gpu passed there alone "
+                 "(`run5-e82e6bd/`, benchmarks/NOTES.md, \"The fifth GPU session\"); since "
+                 "6f73370 came bench storage's cap checks, bench disk-training's checkpoints, "
+                 "log axes' minor labels, peers training on the run's device, the session's PyG "
+                 "step, a resumed epoch's progress line, layer-wise evaluation taking its "
+                 "targets to the graph's device itself (on a GPU, the mend 6f73370 had made in "
+                 "its caller) and tools: none else on the session's measured path"),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "
-        f"bit-identical weights; {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
+        f"bit-identical weights; {LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
     "own-model-dgl-cpu-products.json": (
         "29 minutes; nothing on its path changed from 422b10c to d19ddec (the GPU session, "
         f"gpu_results, bench placements and make_sampler's GPU branch came in); {CHECKPOINTS}; "
-        f"{HOUSE}; {NOV27}"),
+        f"{HOUSE}; {NOV27}; {LATER}"),
     "train-cpu-products.json": (
         "11 minutes at products size; since 3f6af50 its path changed by refactors whose losses "
         "are bit-identical and by layer-wise evaluation writing into one preallocated tensor "
         f"(same accuracies); {CHECKPOINTS}: `train-cpu.json`, measured again, has the same "
-        f"losses as before them, to the last bit; {HOUSE}; {NOV27}"),
+        f"losses as before them, to the last bit; {HOUSE}; {NOV27}; {LATER}"),
     "scaling-cpu-products.json": (
         "10 minutes at products size; `scaling-cpu.json` (the same command at 0.05) was "
-        f"measured again; {LOOP_CHANGES}; {HOUSE}; {NOV27}"),
+        f"measured again; {LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
     "eval-methods-cpu.json": (
-        "8 minutes at products size; layer-wise evaluation is untouched since it was measured "
+        "8 minutes at products size; layer-wise evaluation's arithmetic is untouched since it "
+        "was measured "
         f"and sampled evaluation counts through `correct_in` with the same batches; "
-        f"{LOOP_CHANGES}; {HOUSE}; {NOV27}"),
+        f"{LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
 }
-PEERS_REASON = ("GraphBolt's environment (`make peers`: about 5 GB) is not set up on this VM "
-                f"now; our side of it was measured again in the matching rows above; "
+PEERS_REASON = ("not run again for time: at products size each peer's run takes tens of "
+                "minutes on 2 cores; our side of it was measured again in the matching rows "
+                f"above; "
                 f"{LOOP_CHANGES}, and replies are read from the peer's pipe into our own line "
-                f"buffer; {HOUSE}; {NOV27}")
+                f"buffer; {HOUSE}; {NOV27}; {LATER}")
 
 
 def _measured_at(name: str) -> tuple[str, bool]:
