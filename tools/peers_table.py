@@ -9,6 +9,8 @@ tools/generated_blocks.py writes the block between its markers.
 """
 from __future__ import annotations
 
+import functools
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +20,7 @@ TOOLS = str(Path(__file__).resolve().parent)
 if TOOLS not in sys.path:
     sys.path.insert(0, TOOLS)  # headline.py beside this file, also when loaded by path
 
-import headline  # noqa: E402  (its RESULTS folder and loader: one folder for both tables)
+import headline  # noqa: E402  (its RESULTS folder: one folder for both tables)
 
 __all__ = ["MissingField", "peers_table"]
 
@@ -55,10 +57,19 @@ class MissingField(LookupError):
     """A stored result lacks the file or field a cell is read from."""
 
 
+@functools.lru_cache(maxsize=32)
+def _read(path: Path, version: tuple[int, int]) -> dict[str, Any]:
+    """The JSON at `path` as of `version` (its mtime and size): each file parsed once per
+    version, not once per cell."""
+    return json.loads(path.read_text())
+
+
 def _load(name: str) -> dict[str, Any]:
-    if not (headline.RESULTS / f"{name}.json").exists():
+    path = headline.RESULTS / f"{name}.json"
+    if not path.exists():
         raise MissingField(f"benchmarks/results/{name}.json: no such file")
-    return headline._load(name)
+    stat = path.stat()
+    return _read(path, (stat.st_mtime_ns, stat.st_size))
 
 
 def _get(name: str, *path: str | int) -> Any:
