@@ -206,7 +206,9 @@ bench-end-to-end: setup
 # The paper's tables and figures: every notebook through papermill with $(PARAMS), cells logged
 # as they run; executed notebooks go to build/notebooks/, figures and tables to figures/ (other
 # PARAMS: to figures/<figures_name>/ or figures/<dataset>-<scale>-<hash>/), results to results/
-# (stored results are reused for identical parameters and code; FORCE=1 measures again).
+# (stored results are reused for identical parameters and code; FORCE=1 measures again;
+# REDRAW=1 draws from the newest stored result of the same parameters even where older code
+# measured it, e.g. after a change to the plots, and each figure names both commits).
 # papermill's cell progress bar is off: --log-output already shows every cell as it runs, and the
 # long loops inside the notebooks report their own progress.
 PARAMS    ?= notebooks/params/default.yaml
@@ -214,6 +216,8 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 NB_OUT    := build/notebooks
 FORCE     ?=
 FORCE_ARG := $(if $(filter 1 true yes,$(FORCE)),-p force True,)
+REDRAW    ?=
+REDRAW_ARG := $(if $(filter 1 true yes,$(REDRAW)),-p redraw True,)
 
 # One run id for all notebooks: force=True re-measures a run that several notebooks share once.
 figures: setup
@@ -221,7 +225,7 @@ figures: setup
 	@set -e; export GNNREPRO_FIGURES_RUN="figures-$$(date +%s)-$$$$"; for nb in $(NOTEBOOKS); do \
 	  echo "== $$nb ($(PARAMS))"; \
 	  $(PY) -m papermill --log-output --no-progress-bar -f $(PARAMS) -p out_dir "$(CURDIR)" \
-	    $(FORCE_ARG) $$nb $(NB_OUT)/$$(basename $$nb); \
+	    $(FORCE_ARG) $(REDRAW_ARG) $$nb $(NB_OUT)/$$(basename $$nb); \
 	done
 	@echo "figures and tables: figures/ (other PARAMS: a folder in it, named by figures_name or" \
 	  "by the parameters); executed notebooks: $(NB_OUT)/ (make report renders them)"

@@ -74,6 +74,8 @@ def test_unknown_parameters_are_named_with_suggestions():
     ({"device": "tpu"}, ValueError, "device must be 'auto'"),
     ({"device": "cuda:x"}, ValueError, "device must be 'auto'"),
     ({"force": 1}, TypeError, "force must be a bool"),
+    ({"redraw": "yes"}, TypeError, "redraw must be a bool"),
+    ({"force": True, "redraw": True}, ValueError, "force .* and redraw .* exclude each other"),
     ({"sweep_fanouts": [[5, 5], 3]}, TypeError, r"sweep_fanouts\[1\] must be a list"),
 ])
 def test_bad_values_name_the_parameter(values, error, message):
@@ -240,8 +242,11 @@ def test_a_saved_notebook_figure_writes_its_record_beside_it(tmp_path):
     paths = plots.save_figure(fig, params, record, "fig")
     saved = json.loads((params.figures_dir / "fig.json").read_text())
     assert params.figures_dir / "fig.json" in paths and (params.figures_dir / "fig.png").exists()
+    label = experiments.figure_label(params, record)
     assert saved == {"env": {"cpu": "test cpu", "cpu_count": 2}, "created": "2026-11-27",
-                     "params": {"scale": 0.002}}  # nothing that changes between equal runs
+                     "params": {"scale": 0.002},  # nothing that changes between equal runs
+                     "label": label}  # and the label drawn in its corner
+    assert label.startswith("products-sim scale 0.05 · test cpu (2 cores) · 2026-11-27")
     matplotlib.pyplot.close(fig)
 
 

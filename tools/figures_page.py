@@ -26,8 +26,11 @@ def _measured(record_path: Path) -> str:
     if env.get("gpu"):
         machine += f", {env.get('gpu_count') or 1} x {env['gpu']}"
     commit = (record.get("code", {}).get("git_commit") or env.get("git_commit") or "?")[:7]
-    return (f"{commit}, {str(record.get('created', '?'))[:10]}, {machine}; datasets: "
-            f"{', '.join(record.get('datasets', [])) or '?'}")
+    shown = (f"data: {record['label'].split(' · ')[0]}" if record.get("label")
+             else "its data: named in its corner label")
+    redrawn = (record.get("redrawn_by") or {}).get("git_commit")
+    drawn = f", drawn by {redrawn[:7]}" if redrawn else ""
+    return f"{commit}, {str(record.get('created', '?'))[:10]}, {machine}{drawn}; {shown}"
 
 
 def _figure(folder: Path, stem: str) -> str:

@@ -140,6 +140,13 @@ LATER = ("then bench storage's page-cache counts and its parent dropping its dat
          "resumed step to it), peers training on the run's device (the CPU's unchanged) and "
          "layer-wise evaluation taking its targets to the graph's device itself (a no-op on the "
          "CPU): none changing this result's path")
+#: The notebooks' layer only (gnnrepro/experiments/, which no bench imports), after e82e6bd.
+NOTEBOOK_LAYER = ("after it, only the notebooks' layer changed: `make figures REDRAW=1` (the "
+                  "store drawing from an older result of the same parameters when asked) and "
+                  "the figures' corner label; gnnrepro/experiments/ is not on a bench's path")
+LATER += f"; {NOTEBOOK_LAYER}"
+#: Sources (env.source_hash) after which only NOTEBOOK_LAYER changed: e82e6bd's.
+SOURCE_REASONS = {"eff014bd86b806fa": f"measured by e82e6bd's source; {NOTEBOOK_LAYER}"}
 STALE_REASONS: dict[str, str] = {
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
@@ -150,7 +157,8 @@ STALE_REASONS: dict[str, str] = {
         "cached at their start: benchmarks/NOTES.md, \"A memory cap that binds\"); after it "
         "only the words its printed table uses for the disk store's cap changed"),
     "disk-training-cpu-papers.json": (
-        f"40 minutes and 65 GB of disk; measured at 656edc0, {AFTER_656EDC0}"),
+        f"40 minutes and 65 GB of disk; measured at 656edc0, {AFTER_656EDC0}; "
+        f"{NOTEBOOK_LAYER}"),
     "gpu-h100": ("it needs a GPU: measured at 6f73370; the session of e82e6bd was cut short by "
                  "a torch-sparse build beside it, but tests/gpu passed there alone "
                  "(`run5-e82e6bd/`, benchmarks/NOTES.md, \"The fifth GPU session\"); since "
@@ -158,7 +166,8 @@ STALE_REASONS: dict[str, str] = {
                  "log axes' minor labels, peers training on the run's device, the session's PyG "
                  "step, a resumed epoch's progress line, layer-wise evaluation taking its "
                  "targets to the graph's device itself (on a GPU, the mend 6f73370 had made in "
-                 "its caller) and tools: none else on the session's measured path"),
+                 "its caller) and tools: none else on the session's measured path; "
+                 f"{NOTEBOOK_LAYER}"),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "
@@ -188,20 +197,20 @@ PEERS_REASON = ("not run again for time: at products size each peer's run takes 
                 f"buffer; {HOUSE}; {NOV27}; {LATER}")
 
 
-def _measured_at(name: str) -> tuple[str, bool]:
-    """(the commit the result names, whether today's code measured it)."""
+def _measured_at(name: str) -> tuple[str, str | None]:
+    """(the commit the result names, the source hash of the code that measured it)."""
     path = RESULTS_DIR / name
     if path.is_dir():
         session = json.loads((path / "session.json").read_text())
         env = json.loads((path / "placements.json").read_text())["env"]
-        return str(session.get("commit") or "?"), env.get("source_hash") == source_hash()
+        return str(session.get("commit") or "?"), env.get("source_hash")
     env = json.loads(path.read_text())["env"]
     commit = env.get("git_commit") or "?"
     dirty = env.get("git_dirty_files") or []
     code = [f for f in dirty if f.startswith(("gnnrepro/", "csrc/"))]
     short = commit[:7] + (f" + {len(code)} uncommitted code files (its source hash says whose)"
                           if code else "")
-    return short, env.get("source_hash") == source_hash()
+    return short, env.get("source_hash")
 
 
 def stored() -> list[str]:
@@ -218,12 +227,15 @@ def results_table() -> str:
     lines = ["| result | measured at | by today's code | command | its numbers |",
              "| --- | --- | --- | --- | --- |"]
     for name, (command, shown) in RESULTS.items():
-        commit, current = _measured_at(name)
+        commit, measured_by = _measured_at(name)
+        current = measured_by == source_hash()
         if current and "uncommitted code" in commit:
             why = ("yes: the same code (its source hash is today's), measured before that code "
                    "was committed")
         elif current:
             why = "yes"
+        elif measured_by in SOURCE_REASONS:
+            why = "no: " + SOURCE_REASONS[measured_by]
         elif name in STALE_REASONS:
             why = "no: " + STALE_REASONS[name]
         elif name.startswith("peers-"):

@@ -80,7 +80,8 @@ def disk_training(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                 "paper": {"gids_speedup_vs_mmap": paper.GIDS_SPEEDUP_VS_MMAP}}
         return pd.DataFrame(rows), meta
 
-    return results.cached(NAME, params.key(PARAMETERS), compute, params.force)
+    return results.cached(NAME, params.key(PARAMETERS), compute, params.force,
+                        redraw=params.redraw)
 
 
 def disk_training_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -56,7 +56,8 @@ def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                 "epochs_s": {p: r["epochs_s"] for p, r in result["pipelines"].items()}}
         return pd.DataFrame(rows), meta
 
-    return store.cached(NAME, params.key(measurements.LADDER_KEY), compute, params.force)
+    return store.cached(NAME, params.key(measurements.LADDER_KEY), compute, params.force,
+                        redraw=params.redraw)
 
 
 def end_to_end_table(data: pd.DataFrame) -> pd.DataFrame:
@@ -108,7 +109,7 @@ def pipeline_alone(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                                     "peers_not_run": result.get("peers_not_run", {})}
 
     return store.cached(f"{NAME}_pipeline_alone", params.key(ALONE_PARAMETERS), compute,
-                        params.force)
+                        params.force, redraw=params.redraw)
 
 
 def pipeline_alone_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -3,7 +3,8 @@
 A figure copied out of its folder (into a slide, a paper, an issue) must still say that it came
 from a 0.002-scale smoke run on a 2-core VM, not from the paper's hardware. The machine and date
 come from the stored result's record, so a figure redrawn from a reused result names the
-machine that measured it, not the one that drew it.
+machine that measured it, not the one that drew it; a redraw (make figures REDRAW=1) adds
+the commit whose plotting code drew it.
 """
 from __future__ import annotations
 
@@ -39,5 +40,8 @@ def figure_label(params: Params, record: Mapping[str, Any],
     commit = (record.get("code") or {}).get("git_commit") or env.get("git_commit")
     if commit:
         parts.append(str(commit)[:7])
+    redrawn_by = (record.get("redrawn_by") or {}).get("git_commit")
+    if redrawn_by:
+        parts.append(f"drawn by {str(redrawn_by)[:7]}")
     return " · ".join(parts)
 

@@ -34,7 +34,7 @@ Check = Callable[[str, Any], Any]
 _FOLDER_NAME = re.compile(r"[A-Za-z0-9._-]+")
 # Parameters that do not change what is measured (where data and output live, re-measuring):
 # they never move the figures to a subfolder.
-_NOT_MEASURED = ("root", "out_dir", "force", "figures_name")
+_NOT_MEASURED = ("root", "out_dir", "force", "redraw", "figures_name")
 
 
 def _check_path(name: str, value: Any) -> str:
@@ -215,6 +215,11 @@ class Params:
     force: bool = _param(
         False, _bool, "re-measure even if results for these parameters and this code are "
                       "stored (once per make figures: runs shared by notebooks are kept)")
+    redraw: bool = _param(
+        False, _bool, "draw the figures from the newest stored results of these parameters, "
+                      "even where other code measured them (after a change to the plots; the "
+                      "figure names the commit that measured it); what has none is measured. "
+                      "Not with force")
     figures_name: Optional[str] = _param(
         None, _figures_name,
         "folder under figures/ for this run's figures and tables. None: figures/ itself "
@@ -247,6 +252,9 @@ class Params:
         for f in dataclasses.fields(cls):
             value = values[f.name] if f.name in values else getattr(defaults, f.name)
             checked[f.name] = f.metadata["check"](f.name, value)
+        if checked["force"] and checked["redraw"]:
+            raise ValueError("force (measure again) and redraw (draw from stored results) "
+                             "exclude each other: set one")
         checked["device"] = resolve_device(checked["device"])
         return cls(**checked)
 

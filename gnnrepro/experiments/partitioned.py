@@ -67,7 +67,8 @@ def partitioned(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         return data, {"partitions": {str(r["machines"]): r["partition"]
                                      for r in result["runs"]}}
 
-    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force,
+                        redraw=params.redraw)
 
 
 def partitioned_table(data: pd.DataFrame) -> pd.DataFrame:

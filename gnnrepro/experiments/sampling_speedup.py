@@ -50,7 +50,8 @@ def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
             not_run |= result.get("peers_not_run", {})
         return pd.DataFrame(rows), {"datasets": datasets, "peers_not_run": not_run}
 
-    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force,
+                        redraw=params.redraw)
 
 
 def speedup_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -73,7 +73,8 @@ def scale_growth(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         datasets = [DATASET] + ([PAPERS] if params.growth_papers_scale > 0 else [])
         return pd.DataFrame(rows), {"datasets": datasets, "systems": SYSTEMS}
 
-    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force,
+                        redraw=params.redraw)
 
 
 def _papers_rows(params: Params, store: Store) -> list[dict[str, Any]]:

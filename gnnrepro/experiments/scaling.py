@@ -71,7 +71,8 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                              oversubscribed=bool(run["oversubscribed"])))
         return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": result["num_train_ids"]}
 
-    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force,
+                        redraw=params.redraw)
 
 
 def _mb(nbytes: float | None) -> float:

@@ -77,7 +77,8 @@ def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                    "seeds_per_s", "test_acc", *(f"{stage}_s" for stage in STAGES)]
         return pd.DataFrame(rows, columns=columns), {"pipeline": pipeline}
 
-    return store.cached(NAME, params.key(PARAMETERS), compute, params.force)
+    return store.cached(NAME, params.key(PARAMETERS), compute, params.force,
+                        redraw=params.redraw)
 
 
 def sensitivity_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -36,7 +36,8 @@ def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         data = pd.DataFrame(rows).astype({"exposed_s": float})
         return data, {"dataset": result["dataset"]}
 
-    return store.cached(NAME, params.key(measurements.LADDER_KEY), compute, params.force)
+    return store.cached(NAME, params.key(measurements.LADDER_KEY), compute, params.force,
+                        redraw=params.redraw)
 
 
 def stage_table(data: pd.DataFrame) -> pd.DataFrame:

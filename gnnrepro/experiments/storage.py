@@ -87,7 +87,8 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                           "graphbolt_read_amplification": paper.GRAPHBOLT_READ_AMPLIFICATION}}
         return pd.DataFrame(rows), meta
 
-    return results.cached(NAME, params.key(PARAMETERS), compute, params.force)
+    return results.cached(NAME, params.key(PARAMETERS), compute, params.force,
+                        redraw=params.redraw)
 
 
 def storage_table(data: pd.DataFrame) -> pd.DataFrame:

@@ -1,7 +1,9 @@
 """Results store: results/<experiment>/<hash>/ holds an experiment's tidy CSV (data.csv) and
 run.json (parameters, metadata, code version, environment); the hash covers the parameters
 and the code that measures (gnnrepro.env.source_hash), so identical parameters on identical
-code reuse a result and anything else measures again.
+code reuse a result and anything else measures again. A redraw (make figures REDRAW=1) draws
+from the newest result of identical parameters that other code measured, where this code has
+none, so mended plotting needs no hour of re-measuring; its record names both commits.
 
 Benchmark runs behind the experiments are stored too, under results/_runs/<benchmark>/, so
 notebooks that need the same run (01 and 03 share one training run; 05's sweeps share their
@@ -66,7 +68,8 @@ class Store:
 
     def cached(self, name: str, key: Mapping[str, Any],
                compute: Callable[[], tuple[pd.DataFrame, dict[str, Any]]],
-               force: bool = False) -> tuple[pd.DataFrame, dict[str, Any]]:
+               force: bool = False, redraw: bool = False
+               ) -> tuple[pd.DataFrame, dict[str, Any]]:
         """(tidy data, record) of experiment `name` for parameters `key` on this code.
 
         Computed by `compute() -> (DataFrame, JSON-ready metadata)` unless stored (or forced).
@@ -75,14 +78,28 @@ class Store:
         dtypes; the returned copy
         adds reused (bool) and path. The data is always read back from the CSV, so a fresh
         result and a reused one are identical.
+
+        `redraw=True` (not with force): where this code has no result, the newest one of the
+        same parameters measured by other code is used instead of measuring; its record keeps
+        the code that measured it and adds redrawn_by (this code).
         """
+        if force and redraw:
+            raise ValueError(f"{name}: force (measure again) and redraw (draw from what is "
+                             f"stored) exclude each other")
         directory = self.directory(name, key)
-        record_file = directory / "run.json"
-        reused = not self._stale(record_file, force)
-        if reused:
+        stale = self._stale(directory / "run.json", force)
+        older = self.newest_other_code(name, key) if redraw and stale else None
+        reused = older is not None or not stale
+        if older is not None:
+            directory = older
+            measured = json.loads((older / "run.json").read_text()).get("code") or {}
+            print(f"{name}: redrawing from {older}, measured by other code (commit "
+                  f"{str(measured.get('git_commit'))[:7]})")
+        elif reused:
             print(f"{name}: reusing {directory}, measured by this code (force=True re-measures)")
         else:
-            print(f"{name}: computing into {directory}")
+            print(f"{name}: computing into {directory}"
+                  + (" (nothing stored to redraw from)" if redraw else ""))
             start = time.perf_counter()
             data, meta = compute()
             clash = sorted(set(meta) & set(_RECORD_KEYS))
@@ -97,12 +114,28 @@ class Store:
                 "columns": {col: str(dtype) for col, dtype in data.dtypes.items()},
             }
             write_atomic(directory / "data.csv", lambda tmp: data.to_csv(tmp, index=False))
-            write_json_atomic(record_file, record)
-        record = json.loads(record_file.read_text())
+            write_json_atomic(directory / "run.json", record)
+        record = json.loads((directory / "run.json").read_text())
         dtypes = {col: (str if dtype == "object" else dtype)
                   for col, dtype in record["columns"].items()}
         data = pd.read_csv(directory / "data.csv", dtype=dtypes)
+        if older is not None:
+            record["redrawn_by"] = code_version()
         return data, record | {"reused": reused, "path": str(directory)}
+
+    def newest_other_code(self, name: str, key: Mapping[str, Any]) -> Path | None:
+        """The directory of the newest complete result of `name` with parameters `key`
+        measured by any code (None if there is none): what a redraw draws from."""
+        wanted = json.dumps(dict(key), sort_keys=True, default=str)
+        found: list[tuple[str, Path]] = []
+        for record_file in (self.root / name).glob("*/run.json"):
+            try:
+                record = json.loads(record_file.read_text())
+            except (OSError, ValueError):
+                continue
+            if json.dumps(record.get("params"), sort_keys=True, default=str) == wanted:
+                found.append((str(record.get("created", "")), record_file.parent))
+        return max(found)[1] if found else None
 
     def memo(self, benchmark: str, key: Mapping[str, Any], compute: Callable[[], Any],
              force: bool = False) -> Any:

@@ -47,9 +47,11 @@ def save_figure(fig: Figure, params: Params, record: Mapping[str, Any], stem: st
     """A notebook's figure: params.figures_dir/stem.{png,pdf} (beside its tables), labelled
     by gnnrepro.experiments.figure_label(params, record, scales, dataset), and its record
     (the stored run.json: parameters, versions, hardware, what it drew from; less
-    _NOT_COMMITTED) as stem.json, so the figure's provenance is committed with it."""
-    paths = save(fig, params.figures_dir / stem, figure_label(params, record, scales, dataset))
+    _NOT_COMMITTED, plus the label drawn) as stem.json, so the figure's provenance is
+    committed with it."""
+    label = figure_label(params, record, scales, dataset)
+    paths = save(fig, params.figures_dir / stem, label)
     record_path = params.figures_dir / f"{stem}.json"
-    kept = {k: v for k, v in record.items() if k not in _NOT_COMMITTED}
+    kept = {k: v for k, v in record.items() if k not in _NOT_COMMITTED} | {"label": label}
     write_json_atomic(record_path, json.loads(json.dumps(kept, default=str)))
     return [*paths, record_path]

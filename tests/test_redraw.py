@@ -1,0 +1,94 @@
+"""make figures REDRAW=1: figures drawn from results that other (older) code measured, where
+this code has none, naming both commits; everything else measured as usual."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gnnrepro import experiments
+from gnnrepro.env import source_hash
+from gnnrepro.experiments.params import Params
+from gnnrepro.experiments.store import Store
+
+
+def _as_if_measured_by_older_code(store: Store, name: str, key: dict, commit: str,
+                                  created: str) -> Path:
+    """Move this code's stored result of (name, key) to another hash, as older code keyed
+    it, and stamp it with that code's commit and date."""
+    directory = store.directory(name, key)
+    older = directory.with_name(commit[:16])
+    shutil.move(directory, older)
+    record = json.loads((older / "run.json").read_text())
+    record |= {"hash": older.name, "created": created,
+               "code": {"git_commit": commit, "source_hash": "0" * 16}}
+    (older / "run.json").write_text(json.dumps(record))
+    return older
+
+
+def test_redraw_draws_from_the_newest_result_of_the_same_parameters(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"x": [len(calls)]}), {"note": "measured"}
+
+    store = Store(tmp_path)
+    for commit, created in (("a" * 40, "2026-11-20T00:00:00+00:00"),
+                            ("b" * 40, "2026-11-25T00:00:00+00:00")):
+        store.cached("exp", {"k": 1}, compute)
+        _as_if_measured_by_older_code(store, "exp", {"k": 1}, commit, created)
+    assert len(calls) == 2
+
+    data, record = store.cached("exp", {"k": 1}, compute, redraw=True)
+    assert len(calls) == 2, "a redraw must not measure what is stored"
+    assert data["x"].tolist() == [2] and record["reused"] is True  # the newer of the two
+    assert record["code"]["git_commit"] == "b" * 40 and record["note"] == "measured"
+    assert record["redrawn_by"]["source_hash"] == source_hash()
+    assert Path(record["path"]).name == ("b" * 40)[:16]
+
+    params = Params.from_mapping({"out_dir": str(tmp_path), "scale": 0.002})
+    label = experiments.figure_label(params, record)
+    assert label.split(" · ")[-2] == "bbbbbbb" and label.endswith("drawn by "
+                                                                  + str(record["redrawn_by"]
+                                                                        ["git_commit"])[:7])
+
+
+def test_without_redraw_or_a_stored_match_it_measures(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"x": [len(calls)]}), {}
+
+    store = Store(tmp_path)
+    store.cached("exp", {"k": 1}, compute)
+    _as_if_measured_by_older_code(store, "exp", {"k": 1}, "c" * 40, "2026-11-20T00:00:00")
+    _, record = store.cached("exp", {"k": 1}, compute)  # other code's result is not reused
+    assert len(calls) == 2 and "redrawn_by" not in record
+    _, record = store.cached("exp", {"k": 2}, compute, redraw=True)  # other parameters
+    assert len(calls) == 3 and record["reused"] is False and "redrawn_by" not in record
+    (tmp_path / "exp" / ("c" * 16) / "run.json").write_text("{torn")  # unreadable: skipped
+    shutil.rmtree(store.directory("exp", {"k": 1}))
+    _, record = store.cached("exp", {"k": 1}, compute, redraw=True)
+    assert len(calls) == 4 and record["reused"] is False
+
+
+def test_redraw_prefers_this_codes_own_result_and_excludes_force(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"x": [len(calls)]}), {}
+
+    store = Store(tmp_path)
+    store.cached("exp", {"k": 1}, compute)
+    _as_if_measured_by_older_code(store, "exp", {"k": 1}, "d" * 40, "2030-01-01T00:00:00")
+    store.cached("exp", {"k": 1}, compute)  # this code's own, older by its date
+    data, record = store.cached("exp", {"k": 1}, compute, redraw=True)
+    assert len(calls) == 2 and data["x"].tolist() == [2] and "redrawn_by" not in record
+    with pytest.raises(ValueError, match="force .* and redraw .* exclude each other"):
+        store.cached("exp", {"k": 1}, compute, force=True, redraw=True)
