@@ -618,3 +618,41 @@ def test_log_axes_label_minor_ticks_only_where_they_do_not_crowd():
     assert {"20", "30"} <= labels(narrow, True) and "10" in labels(narrow, False)
     assert labels(wide, True) == set() and {"100k", "1B"} <= labels(wide, False)
     matplotlib.pyplot.close(fig)
+
+
+def test_a_speedup_panel_goes_log_when_its_lines_and_bars_span_widely():
+    """02 at products size: bars of 3x to 67x over the 1x line and the paper's 1.52x span 67x,
+    so the axis is log with plain labels (a linear one squashed the DGL bars onto the paper's
+    line); bars of 1.1x to 2.7x stay linear."""
+    rows = [{"dataset": "products-sim", "sampler": s, "ms_per_batch": ms,
+             "fused_speedup": speedup}
+            for s, ms, speedup in (("fused", 12.3, 1.0), ("dgl-fused", 36.8, 2.98),
+                                   ("pyg", 830.0, 67.3))]
+    fig = plots.speedup_bars(pd.DataFrame(rows), paper.SAMPLING_SPEEDUP)
+    right = fig.axes[1]
+    assert right.get_yscale() == "log"
+    fig.canvas.draw()
+    assert {"1", "10"} <= {t.get_text() for t in right.yaxis.get_ticklabels()}
+    matplotlib.pyplot.close(fig)
+    rows[2] |= {"ms_per_batch": 33.0, "fused_speedup": 2.7}
+    fig = plots.speedup_bars(pd.DataFrame(rows), paper.SAMPLING_SPEEDUP)
+    assert fig.axes[1].get_yscale() == "linear"
+    matplotlib.pyplot.close(fig)
+
+
+def test_a_cpu_figure_naming_fused_pinned_says_nothing_was_pinned(tmp_path):
+    """fused+pinned means nothing on the CPU: such a figure says so under its corner label;
+    one measured on a GPU, or one not naming it, does not."""
+    from gnnrepro.plots.saving import CPU_PINNED_NOTE
+    params = Params(out_dir=str(tmp_path), figures_name="t")
+    record = {"env": {"cpu": "test cpu", "cpu_count": 2}, "created": "2026-11-27"}
+    for device, pipelines, noted in (("cpu", ["dgl", "fused+pinned"], True),
+                                     ("cuda", ["dgl", "fused+pinned"], False),
+                                     ("cpu", ["dgl", "fused"], False)):
+        fig, ax = matplotlib.pyplot.subplots()
+        ax.bar(pipelines, [1.0, 2.0])
+        plots.save_figure(fig, params, record | {"params": {"device": device}}, "fig")
+        saved = json.loads((params.figures_dir / "fig.json").read_text())
+        assert saved["label"].endswith("\n" + CPU_PINNED_NOTE) is noted, (device, pipelines)
+        assert any(CPU_PINNED_NOTE in t.get_text() for t in fig.texts) is noted
+        matplotlib.pyplot.close(fig)

@@ -140,10 +140,13 @@ LATER = ("then bench storage's page-cache counts and its parent dropping its dat
          "resumed step to it), peers training on the run's device (the CPU's unchanged) and "
          "layer-wise evaluation taking its targets to the graph's device itself (a no-op on the "
          "CPU): none changing this result's path")
-#: The notebooks' layer only (gnnrepro/experiments/, which no bench imports), after e82e6bd.
+#: The notebooks' layer only (gnnrepro/experiments/ and plots/, which no bench imports),
+#: after e82e6bd.
 NOTEBOOK_LAYER = ("after it, only the notebooks' layer changed: `make figures REDRAW=1` (the "
-                  "store drawing from an older result of the same parameters when asked) and "
-                  "the figures' corner label; gnnrepro/experiments/ is not on a bench's path")
+                  "store drawing from an older result of the same parameters when asked), "
+                  "the figures' corner label (with, on the CPU, a note that fused+pinned pins "
+                  "nothing) and a speedup panel's choice of a log axis; "
+                  "gnnrepro/experiments/ and gnnrepro/plots/ are not on a bench's path")
 LATER += f"; {NOTEBOOK_LAYER}"
 #: Sources (env.source_hash) after which only NOTEBOOK_LAYER changed: e82e6bd's.
 SOURCE_REASONS = {"eff014bd86b806fa": f"measured by e82e6bd's source; {NOTEBOOK_LAYER}"}

@@ -68,7 +68,8 @@ def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
     left.set_title("Sampling time per mini-batch")
     left.legend(fontsize=8)
     others = [s for s in samplers if s != "fused"]
-    _grouped_bars(right, datasets, series("fused_speedup", others), SAMPLER_COLORS, "%.2fx")
+    _grouped_bars(right, datasets, series("fused_speedup", others), SAMPLER_COLORS, "%.2fx",
+                  marks=(1.0, paper_speedup))
     right.axhline(1.0, color="#777777", linewidth=0.8)
     _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x vs DGL")
     right.set_ylabel("fused sampler's speedup (x)")
@@ -97,7 +98,8 @@ def gpu_bars(data: pd.DataFrame, category: str, value: str, paper_value: float,
         table = measured.pivot(index="machine", columns=category, values=value)
         colors = {**SAMPLER_COLORS, **PIPELINE_COLORS}
         _grouped_bars(ax, [m.split(" (")[0] for m in machines],
-                      {n: table.loc[machines, n].tolist() for n in names}, colors, "%.3gx")
+                      {n: table.loc[machines, n].tolist() for n in names}, colors, "%.3gx",
+                      marks=(1.0, paper_value))
         ax.axhline(1.0, color="#777777", linewidth=0.8)
         _mark_paper(ax, paper_value, paper_text)
         ax.legend(fontsize=8)
@@ -128,7 +130,7 @@ def _pipeline_pair(data: pd.DataFrame, left: tuple[str, str, str, str],
             bars = ax.bar(pipelines, values, 0.6, color=colors, yerr=error, capsize=3,
                           error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
             ax.bar_label(bars, fmt=fmt, fontsize=8, padding=2)
-        _log_scale_if_wide(ax, values.tolist())
+        _log_scale_if_wide(ax, values.tolist(), marks=(1.0,) if ax is axes[1] else ())
         ax.set_xlabel("pipeline")
         ax.set_ylabel(ylabel)
         ax.set_title(title)

@@ -20,6 +20,10 @@ _LABEL_GID = "gnnrepro-figure-label"
 #: Record keys left out of a figure's committed JSON: whether it was reused and where it is
 #: stored change between identical runs, and the timeline's spans are its own figure's data.
 _NOT_COMMITTED = ("reused", "path", "timeline")
+#: Under the corner label of a figure that names fused+pinned and was measured on the CPU:
+#: there the name means nothing (gnnrepro.config.machine.check_placement).
+CPU_PINNED_NOTE = ("measured on the CPU: fused+pinned pins nothing and copies on no CUDA "
+                   "stream (its slots are plain shared memory)")
 
 
 def save(fig: Figure, stem: Path | str, label: str | None = None) -> list[Path]:
@@ -48,10 +52,26 @@ def save_figure(fig: Figure, params: Params, record: Mapping[str, Any], stem: st
     by gnnrepro.experiments.figure_label(params, record, scales, dataset), and its record
     (the stored run.json: parameters, versions, hardware, what it drew from; less
     _NOT_COMMITTED, plus the label drawn) as stem.json, so the figure's provenance is
-    committed with it."""
+    committed with it. A figure of the CPU that names fused+pinned says, under the label,
+    that nothing was pinned (CPU_PINNED_NOTE)."""
     label = figure_label(params, record, scales, dataset)
+    device = (record.get("params") or {}).get("device", params.device)
+    if str(device) == "cpu" and _names(fig, "fused+pinned"):
+        label += "\n" + CPU_PINNED_NOTE
     paths = save(fig, params.figures_dir / stem, label)
     record_path = params.figures_dir / f"{stem}.json"
     kept = {k: v for k, v in record.items() if k not in _NOT_COMMITTED} | {"label": label}
     write_json_atomic(record_path, json.loads(json.dumps(kept, default=str)))
     return [*paths, record_path]
+
+
+def _names(fig: Figure, name: str) -> bool:
+    """Whether `name` is written on `fig`: a title, tick label, legend entry or text."""
+    texts = [t.get_text() for t in fig.texts]  # the suptitle is one of them
+    for ax in fig.axes:
+        texts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        texts += [t.get_text() for t in (*ax.get_xticklabels(), *ax.get_yticklabels(), *ax.texts)]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += [t.get_text() for t in legend.get_texts()]
+    return any(name in text for text in texts)

@@ -126,19 +126,23 @@ def _footer(fig: Figure, text: str) -> None:
 LOG_SCALE_RATIO = 30.0
 
 
-def _log_scale_if_wide(ax: Axes, values: Sequence[float]) -> None:
-    """A log y-axis when the positive finite `values` span more than LOG_SCALE_RATIO."""
-    positive = [v for v in values if v > 0 and np.isfinite(v)]
+def _log_scale_if_wide(ax: Axes, values: Sequence[float], marks: Sequence[float] = ()) -> None:
+    """A log y-axis, with plain tick labels, when the positive finite `values` and `marks`
+    (lines drawn on the panel: 1x, the paper's value) span more than LOG_SCALE_RATIO, so a
+    wide span never squashes the small bars onto the lines beside them."""
+    positive = [v for v in (*values, *marks) if v > 0 and np.isfinite(v)]
     if positive and max(positive) / min(positive) > LOG_SCALE_RATIO:
         ax.set_yscale("log")
+        _plain_log_ticks(ax)
 
 
 def _grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[float]],
                   colors: dict[str, str], fmt: str,
-                  spread: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None
-                  ) -> None:
+                  spread: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+                  marks: Sequence[float] = ()) -> None:
     """Bars of each series side by side within each group, each labelled with its value;
-    `spread[name]`: (low, high) per group, drawn as error bars."""
+    `spread[name]`: (low, high) per group, drawn as error bars; `marks`: the values of the
+    lines the caller draws on the panel (they count in the choice of a log axis)."""
     width = 0.8 / max(len(series), 1)
     x = np.arange(len(groups))
     for i, (name, values) in enumerate(series.items()):
@@ -152,4 +156,4 @@ def _grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[fl
                       capsize=2, error_kw={"elinewidth": 0.7, "ecolor": "#333333"})
         ax.bar_label(bars, fmt=fmt, fontsize=7.5, padding=1)
     ax.set_xticks(x, groups)
-    _log_scale_if_wide(ax, [v for values in series.values() for v in values])
+    _log_scale_if_wide(ax, [v for values in series.values() for v in values], marks)
