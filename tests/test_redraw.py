@@ -29,13 +29,28 @@ def _as_if_measured_by_older_code(store: Store, name: str, key: dict, commit: st
     return older
 
 
-def test_redraw_draws_from_the_newest_result_of_the_same_parameters(tmp_path):
-    calls = []
-
+def _counting(calls: list[int], **meta: str):
+    """An experiment's compute that counts its calls in `calls` and returns the count."""
     def compute():
         calls.append(1)
-        return pd.DataFrame({"x": [len(calls)]}), {"note": "measured"}
+        return pd.DataFrame({"x": [len(calls)]}), dict(meta)
+    return compute
 
+
+def _one_older_result(tmp_path: Path, commit: str, created: str):
+    """A store holding one result of ("exp", {"k": 1}) as if `commit` had measured it, and
+    the counting compute that made it."""
+    calls: list[int] = []
+    compute = _counting(calls)
+    store = Store(tmp_path)
+    store.cached("exp", {"k": 1}, compute)
+    _as_if_measured_by_older_code(store, "exp", {"k": 1}, commit, created)
+    return store, calls, compute
+
+
+def test_redraw_draws_from_the_newest_result_of_the_same_parameters(tmp_path):
+    calls: list[int] = []
+    compute = _counting(calls, note="measured")
     store = Store(tmp_path)
     for commit, created in (("a" * 40, "2026-11-20T00:00:00+00:00"),
                             ("b" * 40, "2026-11-25T00:00:00+00:00")):
@@ -58,15 +73,7 @@ def test_redraw_draws_from_the_newest_result_of_the_same_parameters(tmp_path):
 
 
 def test_without_redraw_or_a_stored_match_it_measures(tmp_path):
-    calls = []
-
-    def compute():
-        calls.append(1)
-        return pd.DataFrame({"x": [len(calls)]}), {}
-
-    store = Store(tmp_path)
-    store.cached("exp", {"k": 1}, compute)
-    _as_if_measured_by_older_code(store, "exp", {"k": 1}, "c" * 40, "2026-11-20T00:00:00")
+    store, calls, compute = _one_older_result(tmp_path, "c" * 40, "2026-11-20T00:00:00")
     _, record = store.cached("exp", {"k": 1}, compute)  # other code's result is not reused
     assert len(calls) == 2 and "redrawn_by" not in record
     _, record = store.cached("exp", {"k": 2}, compute, redraw=True)  # other parameters
@@ -78,15 +85,7 @@ def test_without_redraw_or_a_stored_match_it_measures(tmp_path):
 
 
 def test_redraw_prefers_this_codes_own_result_and_excludes_force(tmp_path):
-    calls = []
-
-    def compute():
-        calls.append(1)
-        return pd.DataFrame({"x": [len(calls)]}), {}
-
-    store = Store(tmp_path)
-    store.cached("exp", {"k": 1}, compute)
-    _as_if_measured_by_older_code(store, "exp", {"k": 1}, "d" * 40, "2030-01-01T00:00:00")
+    store, calls, compute = _one_older_result(tmp_path, "d" * 40, "2030-01-01T00:00:00")
     store.cached("exp", {"k": 1}, compute)  # this code's own, older by its date
     data, record = store.cached("exp", {"k": 1}, compute, redraw=True)
     assert len(calls) == 2 and data["x"].tolist() == [2] and "redrawn_by" not in record
