@@ -187,11 +187,6 @@ STALE_REASONS: dict[str, str] = {
     "scaling-cpu-products.json": (
         "10 minutes at products size; `scaling-cpu.json` (the same command at 0.05) was "
         f"measured again; {LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
-    "eval-methods-cpu.json": (
-        "8 minutes at products size; layer-wise evaluation's arithmetic is untouched since it "
-        "was measured "
-        f"and sampled evaluation counts through `correct_in` with the same batches; "
-        f"{LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
 }
 PEERS_REASON = ("not run again for time: at products size each peer's run takes tens of "
                 "minutes on 2 cores; our side of it was measured again in the matching rows "
