@@ -134,12 +134,6 @@ AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached 
                  "disk-training's step times and checkpoint fields read through functions "
                  "(no step time claimed for a run resumed at its last step; the same fields "
                  "otherwise, tested), and tools: none changing this result's numbers")
-#: What came after NOV27's list, up to the code measured last (e82e6bd's source).
-LATER = ("then bench storage's page-cache counts and its parent dropping its dataset, bench "
-         "disk-training's checkpoints, a resumed epoch's progress line (the loop passes the "
-         "resumed step to it), peers training on the run's device (the CPU's unchanged) and "
-         "layer-wise evaluation taking its targets to the graph's device itself (a no-op on the "
-         "CPU): none changing this result's path")
 #: The notebooks' layer only (gnnrepro/experiments/ and plots/, which no bench imports),
 #: after e82e6bd.
 NOTEBOOK_LAYER = ("after it, only the notebooks' layer changed: `make figures REDRAW=1` (the "
@@ -147,7 +141,12 @@ NOTEBOOK_LAYER = ("after it, only the notebooks' layer changed: `make figures RE
                   "the figures' corner label (with, on the CPU, a note that fused+pinned pins "
                   "nothing) and a speedup panel's choice of a log axis; "
                   "gnnrepro/experiments/ and gnnrepro/plots/ are not on a bench's path")
-LATER += f"; {NOTEBOOK_LAYER}"
+#: What came after NOV27's list, up to the code measured last (e82e6bd's source).
+LATER = ("then bench storage's page-cache counts and its parent dropping its dataset, bench "
+         "disk-training's checkpoints, a resumed epoch's progress line (the loop passes the "
+         "resumed step to it), peers training on the run's device (the CPU's unchanged) and "
+         "layer-wise evaluation taking its targets to the graph's device itself (a no-op on the "
+         f"CPU): none changing this result's path; {NOTEBOOK_LAYER}")
 #: Sources (env.source_hash) after which only NOTEBOOK_LAYER changed: e82e6bd's.
 SOURCE_REASONS = {"eff014bd86b806fa": f"measured by e82e6bd's source; {NOTEBOOK_LAYER}"}
 STALE_REASONS: dict[str, str] = {
