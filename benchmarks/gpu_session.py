@@ -15,6 +15,9 @@ copy-overlap.json, end-to-end.json, h2d.json, own-model-pyg.json: PyG's model on
 loader and on ours, last, benchmarks/gpu_pyg_peer.py) and the built extension (_C*.so: carried back,
 `--reuse-build` spares a second session on the same GPU kind the build).
 
+`--steps` names the steps to run (default all): a second call within one loan runs only what
+the first left failed, the dataset and the build coming with them.
+
 `--dry-run` runs the same steps and writes the same files on the CPU at a tiny scale (tests run
 it): steps that need a GPU or compute-sanitizer say why they were skipped.
 
@@ -57,6 +60,8 @@ SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows
                    "tests/gpu/test_sample_errors.py"]
 RACECHECK_SELECTION = "test_blocks_are_right_and_equal_the_cpu_op and cuda and fanouts1 and device"
 MEASUREMENTS = ("placements", "copy-overlap", "end-to-end")
+#: What `--steps` can name (the dataset and the build come with whatever needs them).
+STEPS = ("tests", "sanitizers", "measurements", "h2d", "pyg")
 REFUSED = "skipped: compute-sanitizer refused this device"
 
 
@@ -534,7 +539,13 @@ def main(argv: list[str] | None = None) -> int:
                              "with its CUDA kernels (one returned by an earlier session)")
     parser.add_argument("--commit", default=os.environ.get("GNNREPRO_COMMIT"),
                         help="the commit the tree is (where .git did not travel)")
+    parser.add_argument("--steps", default=",".join(STEPS),
+                        help="the steps to run, comma-separated, of " + ", ".join(STEPS) +
+                             " (default all; a second call in one loan runs only what failed)")
     args = parser.parse_args(argv)
+    steps = {name.strip() for name in args.steps.split(",") if name.strip()}
+    if not steps or steps - set(STEPS):
+        parser.error(f"--steps: {sorted(steps - set(STEPS)) or 'none'} not among {list(STEPS)}")
     scale = args.scale if args.scale is not None else (0.002 if args.dry_run else 1.0)
     import torch
     cuda = torch.cuda.is_available() and not args.dry_run
@@ -550,7 +561,8 @@ def main(argv: list[str] | None = None) -> int:
     if not cuda:
         env["CUDA_VISIBLE_DEVICES"] = ""  # the rehearsal never touches a GPU
     s = Session(args.out, args.dry_run, args.deadline_s, env)
-    s.report.update(machine=machine(), commit=args.commit, scale=scale, modules=status)
+    s.report.update(machine=machine(), commit=args.commit, scale=scale, modules=status,
+                    steps_asked=[name for name in STEPS if name in steps])
     missing = [m for m, v in status.items() if v == "missing"]
     if missing:
         s.note(f"gpu-session: cannot run without {missing}; put their wheels in {args.wheels}")
@@ -559,15 +571,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     s.save()
     began = time.monotonic()
-    dataset = step_dataset(s, scale)
+    dataset = step_dataset(s, scale) if steps & {"measurements", "pyg"} else None
     try:
         built = step_build(s, cuda, args.reuse_build)
-        if built:
+        if built and "tests" in steps:
             step_tests(s, cuda)
+        if built and "sanitizers" in steps:
             step_sanitizers(s, cuda)
-        measurements(s, cuda, built, scale, dataset, began)
-        step_h2d(s, cuda)
-        step_pyg_peer(s, cuda, built, scale, args.pyg_wheels)
+        if "measurements" in steps:
+            measurements(s, cuda, built, scale, dataset, began)
+        elif built and dataset is not None:
+            wait_dataset(s, dataset, began)
+        if "h2d" in steps:
+            step_h2d(s, cuda)
+        if "pyg" in steps:
+            step_pyg_peer(s, cuda, built, scale, args.pyg_wheels)
         headline(s)
     finally:
         if isinstance(dataset, subprocess.Popen) and dataset.poll() is None:

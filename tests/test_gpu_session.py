@@ -71,6 +71,24 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     assert "== placements" in log and "passed" in log
 
 
+def test_steps_runs_only_the_named_steps_with_what_they_need(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
+    command = [sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out", str(out),
+               "--pyg-wheels", str(tmp_path / "none")]
+    wrong = subprocess.run(command + ["--steps", "pyg,sanitiser"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 2 and "--steps: ['sanitiser'] not among" in wrong.stderr
+    assert not out.exists()
+    run = subprocess.run(command + ["--steps", "pyg"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads((out / "session.json").read_text())
+    assert report["steps_asked"] == ["pyg"]
+    assert list(report["steps"]) == ["dataset", "build", "own-model-pyg"]
+    assert report["steps"]["dataset"]["ok"] and report["steps"]["build"]["ok"]
+
+
 def test_a_step_past_its_time_is_stopped_and_later_ones_skipped(tmp_path: Path) -> None:
     session = _session_module()
     s = session.Session(tmp_path / "out", dry_run=True, deadline_s=8.0, env=dict(os.environ))

@@ -182,6 +182,46 @@ def test_a_real_peer_samples_loads_and_trains_when_set_up(name, tmp_path):
 
 
 
+#: In the pyg environment: a NeighborLoader batch's adj_t turned into edge_index (what the PyG
+#: peer's model takes on a GPU where torch-sparse has no CUDA ops) holds the same edges, and
+#: PyG's SAGEConv model gives the same output on both.
+EDGE_INDEX_CHECK = """
+import torch
+from torch_geometric.data import Data
+from torch_geometric.loader import NeighborLoader
+from torch_sparse import SparseTensor
+from gnnrepro.peers.pyg_model import PyGSAGE
+from gnnrepro.peers.pyg_peer import torch_sparse_has_cuda, with_edge_index
+torch.manual_seed(0)
+n = 200
+edges = torch.unique(torch.randint(0, n, (2, 1500)), dim=1)
+adj_t = SparseTensor(row=edges[1], col=edges[0], sparse_sizes=(n, n))
+batch = next(iter(NeighborLoader(Data(x=torch.randn(n, 8), adj_t=adj_t, num_nodes=n), [5, 3],
+                                 batch_size=16)))
+model = PyGSAGE(8, 16, 4, 2, 0.0).eval()
+expected, dense = model(batch.x, batch.adj_t), batch.adj_t.to_dense()
+converted = with_edge_index(batch.clone())
+assert "adj_t" not in converted
+source, target = converted.edge_index
+counts = torch.zeros_like(dense).index_put_((target, source), torch.ones(source.numel()),
+                                            accumulate=True)
+assert torch.equal(counts, dense), "edge_index holds other edges than adj_t"
+assert torch.allclose(model(converted.x, converted.edge_index), expected, atol=1e-5)
+print("cuda ops:", torch_sparse_has_cuda())
+"""
+
+
+def test_the_pyg_peers_edge_index_is_its_adj_t(tmp_path):
+    if unavailable("pyg"):
+        pytest.skip(f"pyg: {unavailable('pyg')}")
+    import subprocess
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS.parent)}
+    done = subprocess.run([str(peer_python("pyg")), "-c", EDGE_INDEX_CHECK], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() in ("cuda ops: True", "cuda ops: False")
+
+
 def test_a_reply_read_together_with_a_beat_is_not_waited_for() -> None:
     """A beat and the reply arriving in one read: the reply is taken from what was read, not
     waited for on the pipe (which stays quiet: the peer has said everything)."""

@@ -4,7 +4,10 @@ pyg-lib PyG samples with torch-sparse's `neighbor_sample` op. Runs only in the p
 
 PyG counts hops from the seeds, so its num_neighbors is our fanouts reversed (ours, like DGL's,
 are listed input layer first). The graph is handed over as `adj_t`, the CSC arrays of the cache
-as a SparseTensor, so PyG builds no second copy of the edges.
+as a SparseTensor, so PyG builds no second copy of the edges. The model takes each batch's
+`adj_t` (SpMM, as in PyG's OGB examples) where torch-sparse runs on the model's device; on a GPU
+with a torch-sparse built without CUDA it takes the batch's `edge_index` (made from `adj_t` on
+the CPU, before the copy), as NeighborLoader hands over a graph given as edge_index.
 """
 from __future__ import annotations
 
@@ -41,7 +44,8 @@ class Adapter(PeerAdapter):
         import torch_sparse
         return {"torch_geometric": torch_geometric.__version__,
                 "torch_sparse": torch_sparse.__version__, "torch": torch.__version__,
-                "pyg_lib": str(pyg_typing.WITH_PYG_LIB)}
+                "pyg_lib": str(pyg_typing.WITH_PYG_LIB),
+                "torch_sparse_cuda": str(torch_sparse_has_cuda())}
 
     def sample_stream(self, batches: torch.Tensor) -> Iterator[tuple[int, int]]:
         from torch_geometric.sampler import NodeSamplerInput
@@ -62,7 +66,30 @@ class Adapter(PeerAdapter):
         return PyGSAGE(self.data.num_features, hidden, self.data.num_classes,
                        len(self.fanouts), dropout)
 
+    def to_device(self, batch: Any) -> Any:
+        """The batch on the model's device; its adj_t as edge_index first where torch-sparse's
+        ops cannot run there (see the module doc)."""
+        if self.device.type != "cpu" and not torch_sparse_has_cuda():
+            batch = with_edge_index(batch)
+        return super().to_device(batch)
+
     def logits(self, model: nn.Module, batch: Any) -> torch.Tensor:
         # A graph given as adj_t comes back as the batch's adj_t (a SparseTensor), which
         # PyG's layers take directly (its sparse-matrix path, as in PyG's OGB examples).
-        return model(batch.x, batch.adj_t)[:batch.batch_size]
+        edges = batch.adj_t if "adj_t" in batch else batch.edge_index
+        return model(batch.x, edges)[:batch.batch_size]
+
+
+def torch_sparse_has_cuda() -> bool:
+    """Whether the installed torch-sparse was built with its CUDA ops."""
+    import torch_sparse  # noqa: F401  (registers torch.ops.torch_sparse)
+    return int(torch.ops.torch_sparse.cuda_version()) != -1
+
+
+def with_edge_index(batch: Any) -> Any:
+    """`batch` with its adj_t (row = target, column = source) replaced by edge_index
+    [2, E] (source -> target), in adj_t's CSR order."""
+    target, source, _ = batch.adj_t.coo()
+    batch.edge_index = torch.stack([source, target])
+    del batch.adj_t
+    return batch
