@@ -223,6 +223,12 @@ def test_gpu_rows_name_their_machine_or_say_not_measured(tmp_path: Path) -> None
     assert rows["machine"].iloc[0] == "Some GPU (firecracker, torch 2.11, abc1234)"
     assert gpu_results.gpu_sampling(sessions)["machine"].tolist() == [gpu_results.NOT_MEASURED]
     assert "PyG" not in gpu_results.readme_block(sessions)  # no own-model-pyg.json: no row
+    (gpu / "own-model-pyg.json").write_text(json.dumps({  # the peer failed: said, no ratio
+        "pipelines": {"fused": {"epoch_s": 2.0}}, "peers": {},
+        "peers_not_run": {"pyg": "Traceback ...\nRuntimeError: Not compiled with CUDA\n"}}))
+    row = [line for line in gpu_results.readme_block(sessions).splitlines() if "PyG" in line]
+    assert len(row) == 1 and "not run: RuntimeError: Not compiled with CUDA |" in row[0]
+    assert "x**" not in row[0]
     (gpu / "own-model-pyg.json").write_text(json.dumps({
         "pipelines": {"fused": {"epoch_s": 2.0}}, "peers": {"pyg": {"epoch_s": 11.0}}}))
     row = [line for line in gpu_results.readme_block(sessions).splitlines() if "PyG" in line]

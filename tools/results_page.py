@@ -96,11 +96,12 @@ RESULTS: dict[str, tuple[str, str]] = {
         "--epochs 3 --repeats 2 --threads 2 --target-acc 0.6` (after `make peers`)",
         "[own-loop](own-loop.md)"),
     "gpu-h100": ("`python3 benchmarks/gpu_session.py --out $OUT --commit <sha> --deadline-s "
-                 "440` on a lent H100 (`run1-20ceee2/`: the first run, before its mends; "
-                 "`run2-126acd1/`: the second; `run3-0ed3096/`: the third, whose fused@gpu rung "
-                 "failed in "
-                 "layer-wise evaluation, mended in 6f73370; `run5-e82e6bd/`: the fifth, cut short "
-                 "by a torch-sparse build beside it, with tests/gpu run again alone)",
+                 "520 --reuse-build` on a lent H100 (`run1-20ceee2/`: the first run, before its "
+                 "mends; `run2-126acd1/`: the second; `run3-0ed3096/`: the third, whose fused@gpu "
+                 "rung failed in layer-wise evaluation, mended in 6f73370; `run4-6f73370/`: the "
+                 "fourth; `run5-e82e6bd/`: the fifth, cut short by a torch-sparse build beside "
+                 "it; `run7-ec8cd93/`: `--steps pyg` after this run's PyG peer failed, cut off "
+                 "by the loan's end)",
                  "README, On a GPU; notebooks 02 and 03"),
 }
 
@@ -134,21 +135,28 @@ AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached 
                  "disk-training's step times and checkpoint fields read through functions "
                  "(no step time claimed for a run resumed at its last step; the same fields "
                  "otherwise, tested), and tools: none changing this result's numbers")
+#: The one change after d130e1e's source (c5b6f9a's is the same), the code measured last.
+PYG_ON_GPU = ("the PyG peer's model input on a GPU where torch-sparse has no CUDA ops "
+              "(edge_index made from the batch's adj_t; the CPU's path unchanged) and the GPU "
+              "results' README row saying that a PyG peer did not run")
 #: The notebooks' layer only (gnnrepro/experiments/ and plots/, which no bench imports),
-#: after e82e6bd.
+#: after e82e6bd, then PYG_ON_GPU.
 NOTEBOOK_LAYER = ("after it, only the notebooks' layer changed: `make figures REDRAW=1` (the "
                   "store drawing from an older result of the same parameters when asked), "
                   "the figures' corner label (with, on the CPU, a note that fused+pinned pins "
                   "nothing) and a speedup panel's choice of a log axis; "
-                  "gnnrepro/experiments/ and gnnrepro/plots/ are not on a bench's path")
+                  "gnnrepro/experiments/ and gnnrepro/plots/ are not on a bench's path; "
+                  f"then {PYG_ON_GPU}")
 #: What came after NOV27's list, up to the code measured last (e82e6bd's source).
 LATER = ("then bench storage's page-cache counts and its parent dropping its dataset, bench "
          "disk-training's checkpoints, a resumed epoch's progress line (the loop passes the "
          "resumed step to it), peers training on the run's device (the CPU's unchanged) and "
          "layer-wise evaluation taking its targets to the graph's device itself (a no-op on the "
          f"CPU): none changing this result's path; {NOTEBOOK_LAYER}")
-#: Sources (env.source_hash) after which only NOTEBOOK_LAYER changed: e82e6bd's.
-SOURCE_REASONS = {"eff014bd86b806fa": f"measured by e82e6bd's source; {NOTEBOOK_LAYER}"}
+#: Why the results of an older source (env.source_hash) are not today's, by source.
+SOURCE_REASONS = {"eff014bd86b806fa": f"measured by e82e6bd's source; {NOTEBOOK_LAYER}",
+                  "7a11c2ed93f3d747": ("measured by d130e1e's source (c5b6f9a's is the same); "
+                                       f"after it only {PYG_ON_GPU} changed")}
 STALE_REASONS: dict[str, str] = {
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
@@ -161,15 +169,6 @@ STALE_REASONS: dict[str, str] = {
     "disk-training-cpu-papers.json": (
         f"40 minutes and 65 GB of disk; measured at 656edc0, {AFTER_656EDC0}; "
         f"{NOTEBOOK_LAYER}"),
-    "gpu-h100": ("it needs a GPU: measured at 6f73370; the session of e82e6bd was cut short by "
-                 "a torch-sparse build beside it, but tests/gpu passed there alone "
-                 "(`run5-e82e6bd/`, benchmarks/NOTES.md, \"The fifth GPU session\"); since "
-                 "6f73370 came bench storage's cap checks, bench disk-training's checkpoints, "
-                 "log axes' minor labels, peers training on the run's device, the session's PyG "
-                 "step, a resumed epoch's progress line, layer-wise evaluation taking its "
-                 "targets to the graph's device itself (on a GPU, the mend 6f73370 had made in "
-                 "its caller) and tools: none else on the session's measured path; "
-                 f"{NOTEBOOK_LAYER}"),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "

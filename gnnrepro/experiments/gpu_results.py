@@ -174,10 +174,16 @@ def _pyg_row(s: GpuSession) -> str | None:
     """The PyG user's row: PyG's SAGEConv on PyG's NeighborLoader against the same model on
     our loader (own-model-pyg.json, written by the session's last step), where it ran."""
     result = s.result("own-model-pyg")
-    theirs = (result or {}).get("peers", {}).get("pyg")
-    if not theirs:
+    if not result:
         return None
+    theirs = result.get("peers", {}).get("pyg")
     ours = next(iter(result["pipelines"].values()))
+    if not theirs:
+        failure = result.get("peers_not_run", {}).get("pyg", "").strip()
+        return (f"| training epoch, PyG's own model (SAGEConv): what a PyG user gains by "
+                f"changing the loader | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader "
+                f"not run: {failure.splitlines()[-1] if failure else '?'} | - | "
+                f"{_link(s, 'own-model-pyg')} |")
     return (f"| training epoch, PyG's own model (SAGEConv): what a PyG user gains by changing "
             f"the loader | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader "
             f"{theirs['epoch_s']:.3g} s | **{theirs['epoch_s'] / ours['epoch_s']:.3g}x** | "
