@@ -20,6 +20,7 @@ import gnnrepro
 from gnnrepro import experiments, plots
 from gnnrepro.experiments import paper
 from gnnrepro.atomic import write_atomic, write_text_atomic
+from gnnrepro.config.machine import resolve_workers
 from gnnrepro.env import source_hash
 from gnnrepro.experiments.params import Params, from_namespace, runnable_world_sizes
 from gnnrepro.experiments.sensitivity import NO_CUDA, NO_STREAMS
@@ -562,6 +563,20 @@ def test_sensitivity_measures_the_base_point_once(fake_train, params):
     again, meta = experiments.sensitivity(params)
     assert meta["reused"] and len(fake_train) == 3
     pd.testing.assert_frame_equal(again, data)
+
+
+def test_sensitivity_resolves_workers_left_to_the_machine(fake_train, params):
+    machine_workers = resolve_workers(None, "cpu")
+    auto = dataclasses.replace(params, workers=None, sweep_batch_sizes=[params.batch_size],
+                               sweep_workers=sorted({machine_workers, machine_workers + 1}))
+    data, _ = experiments.sensitivity(auto)
+    workers = data[data["axis"] == "workers"]
+    assert workers.loc[workers["is_base"], "value"].tolist() == [str(machine_workers)]
+    assert (data["workers"].isin([machine_workers, machine_workers + 1])).all()
+    # the base point (batch, fanouts, placement, and workers at the resolved count) and the
+    # other worker count: two measurements, every run with an explicit count
+    assert len(fake_train) == 2 and {kw["workers"] for kw in fake_train} == {
+        machine_workers, machine_workers + 1}
 
 
 def test_scaling_with_the_benchmark(params, monkeypatch):

@@ -135,10 +135,12 @@ AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached 
                  "disk-training's step times and checkpoint fields read through functions "
                  "(no step time claimed for a run resumed at its last step; the same fields "
                  "otherwise, tested), and tools: none changing this result's numbers")
-#: The one change after d130e1e's source (c5b6f9a's is the same), the code measured last.
+#: The changes after d130e1e's source (c5b6f9a's is the same), the code measured last.
 PYG_ON_GPU = ("the PyG peer's model input on a GPU where torch-sparse has no CUDA ops "
-              "(edge_index made from the batch's adj_t; the CPU's path unchanged) and the GPU "
-              "results' README row saying that a PyG peer did not run")
+              "(edge_index made from the batch's adj_t; the CPU's path unchanged), the GPU "
+              "results' README row saying that a PyG peer did not run and 05_sensitivity "
+              "resolving workers left to the machine before its sweep (the last two in "
+              "gnnrepro/experiments/, on no bench's path)")
 #: The notebooks' layer only (gnnrepro/experiments/ and plots/, which no bench imports),
 #: after e82e6bd, then PYG_ON_GPU.
 NOTEBOOK_LAYER = ("after it, only the notebooks' layer changed: `make figures REDRAW=1` (the "
@@ -156,7 +158,7 @@ LATER = ("then bench storage's page-cache counts and its parent dropping its dat
 #: Why the results of an older source (env.source_hash) are not today's, by source.
 SOURCE_REASONS = {"eff014bd86b806fa": f"measured by e82e6bd's source; {NOTEBOOK_LAYER}",
                   "7a11c2ed93f3d747": ("measured by d130e1e's source (c5b6f9a's is the same); "
-                                       f"after it only {PYG_ON_GPU} changed")}
+                                       f"after it came only {PYG_ON_GPU}")}
 STALE_REASONS: dict[str, str] = {
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
+from gnnrepro.config.machine import resolve_workers
 from gnnrepro.experiments import measurements
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
@@ -40,11 +41,16 @@ def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     each stage's work (<stage>_s). The pipeline is fused+pinned (on the CPU: the fused sampler
     with `workers` workers preparing batches ahead; streams only matter for host-to-device
     copies, so that axis is not run there, nor are the GPU placements). Each point is stored
-    as it finishes, and the point equal to the base settings is measured once for all axes."""
+    as it finishes, and the point equal to the base settings (workers left to the machine
+    resolved as the pipeline resolves them) is measured once for all axes."""
     cuda = params.device.startswith("cuda")
     pipeline = "fused+pinned"
     store = Store(params.results_dir)
     base = {axis: getattr(params, axis) for axis in AXES if axis != "placement"}
+    # Workers left to the machine (None) are the count the pipeline resolves: so the workers
+    # panel marks its base bar, and the base point and that sweep value are one measurement.
+    base["workers"] = resolve_workers(params.workers, params.device, params.sampler_device,
+                                      feature_store=params.feature_store)
     base["placement"] = f"{params.sampler_device}/{params.feature_source}"
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
