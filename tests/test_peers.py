@@ -182,16 +182,16 @@ def test_a_real_peer_samples_loads_and_trains_when_set_up(name, tmp_path):
 
 
 
-#: In the pyg environment: a NeighborLoader batch's adj_t turned into edge_index (what the PyG
-#: peer's model takes on a GPU where torch-sparse has no CUDA ops) holds the same edges, and
-#: PyG's SAGEConv model gives the same output on both.
-EDGE_INDEX_CHECK = """
+#: In the pyg environment: a NeighborLoader batch's adj_t turned into torch's sparse CSR (what
+#: the PyG peer's model takes on a GPU where torch-sparse has no CUDA ops) holds the same
+#: edges, and PyG's SAGEConv model gives the same output on both.
+TORCH_CSR_CHECK = """
 import torch
 from torch_geometric.data import Data
 from torch_geometric.loader import NeighborLoader
 from torch_sparse import SparseTensor
 from gnnrepro.peers.pyg_model import PyGSAGE
-from gnnrepro.peers.pyg_peer import torch_sparse_has_cuda, with_edge_index
+from gnnrepro.peers.pyg_peer import torch_sparse_has_cuda, with_torch_csr
 torch.manual_seed(0)
 n = 200
 edges = torch.unique(torch.randint(0, n, (2, 1500)), dim=1)
@@ -200,26 +200,53 @@ batch = next(iter(NeighborLoader(Data(x=torch.randn(n, 8), adj_t=adj_t, num_node
                                  batch_size=16)))
 model = PyGSAGE(8, 16, 4, 2, 0.0).eval()
 expected, dense = model(batch.x, batch.adj_t), batch.adj_t.to_dense()
-converted = with_edge_index(batch.clone())
-assert "adj_t" not in converted
-source, target = converted.edge_index
-counts = torch.zeros_like(dense).index_put_((target, source), torch.ones(source.numel()),
-                                            accumulate=True)
-assert torch.equal(counts, dense), "edge_index holds other edges than adj_t"
-assert torch.allclose(model(converted.x, converted.edge_index), expected, atol=1e-5)
+converted = with_torch_csr(batch.clone())
+assert converted.adj_t.layout == torch.sparse_csr and converted.adj_t.dtype == torch.float32
+assert torch.equal(converted.adj_t.to_dense(), dense), "other edges than adj_t's"
+assert torch.allclose(model(converted.x, converted.adj_t), expected, atol=1e-5)
 print("cuda ops:", torch_sparse_has_cuda())
 """
 
 
-def test_the_pyg_peers_edge_index_is_its_adj_t(tmp_path):
+def test_the_pyg_peers_torch_csr_is_its_adj_t(tmp_path):
     if unavailable("pyg"):
         pytest.skip(f"pyg: {unavailable('pyg')}")
     import subprocess
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS.parent)}
-    done = subprocess.run([str(peer_python("pyg")), "-c", EDGE_INDEX_CHECK], env=env,
+    done = subprocess.run([str(peer_python("pyg")), "-c", TORCH_CSR_CHECK], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() in ("cuda ops: True", "cuda ops: False")
+
+
+#: In the pyg environment: the PyG peer trains with NeighborLoader's worker processes (what it
+#: uses on a GPU, here forced on the CPU) and leaves its data and device as they were.
+WORKERS_CHECK = """
+from gnnrepro.peers.pyg_peer import Adapter
+class TwoWorkers(Adapter):
+    def loader_workers(self):
+        return 2
+peer = TwoWorkers()
+peer.open("products-sim", None, 0.002, [4, 3], 64, 1, 0)
+assert Adapter.loader_workers(peer) == 0, "no workers on the CPU"
+trained = peer.train(epochs=1, lr=0.01, hidden=16, dropout=0.5)
+assert len(trained["epochs_s"]) == 1 and 0 <= trained["val_acc"][0] <= 1
+assert peer.device.type == "cpu" and peer.pyg_data.x.device.type == "cpu"
+print("trained with workers")
+"""
+
+
+def test_the_pyg_peer_trains_with_loader_workers(tmp_path):
+    if unavailable("pyg"):
+        pytest.skip(f"pyg: {unavailable('pyg')}")
+    import os
+    import subprocess
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS.parent),
+           "GNNREPRO_DATA": os.environ["GNNREPRO_DATA"]}
+    done = subprocess.run([str(peer_python("pyg")), "-c", WORKERS_CHECK], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("trained with workers")
 
 
 def test_a_reply_read_together_with_a_beat_is_not_waited_for() -> None:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from gnnrepro.env import source_hash  # noqa: E402
 
-__all__ = ["results_table"]
+__all__ = ["changes_list", "results_table"]
 
 PEERS = "[the peers](peers.md#measured)"
 #: Result (a JSON, or a GPU session's folder) -> (command, where its numbers are shown).
@@ -105,94 +105,91 @@ RESULTS: dict[str, tuple[str, str]] = {
                  "README, On a GPU; notebooks 02 and 03"),
 }
 
-#: Why a result measured by older code was not measured again: what changed on its path.
-CHECKPOINTS = ("after d19ddec came checkpoints (issue 34): without them the epochs run the "
-               "same train_epoch with one more `if` a step, and a Loader not told to start_at "
-               "yields every batch as before")
-LOOP_CHANGES = ("since, the training loop calls the model through interop.model_logits (the "
-                "same call for our model), the CPU gather raises after its parallel region "
-                "instead of inside it, shared memory goes through share_memory_in_place "
-                f"(the same share_memory_() where nothing is pinned), and {CHECKPOINTS}")
-#: This evening's code changes, on every result not measured again after them.
-HOUSE = ("after 3c31191 the code was split into smaller modules without changing behaviour "
-         "(issue 36: config, plots, the command line, the storage benches; every moved function "
-         "byte-identical, `--help` identical), igb-sim's build moved into a module shared with "
-         "papers-sim (bit-identical arrays, tested), and PyG's `adj_t` layout came in (only "
-         "`--model pyg-sage` uses it)")
-#: The code changes of 2026-11-27, on every result not measured again after them.
-NOV27 = ("from 212b85e on (2026-11-27) came `bench sampling --ceiling` (a probe and a second, "
-         "timed pass of the sampler, run only when asked), the CPU sampler's prefetch "
-         "distances moved into a header (the same "
-         "constants), papers-sim in `bench disk-training` and notebook 08, an end-to-end "
-         "result's added `steady_epochs_s` list and the figures' drawing: none on this "
-         "result's path")
-#: What changed after 656edc0 (2026-11-27), where the papers training was measured.
-AFTER_656EDC0 = ("after which came: bench storage's count of each file's cached pages and its "
-                 "parent dropping its dataset before the stores run, a resumed epoch's "
-                 "progress line, peers training on the run's device (the CPU's unchanged), "
-                 "the GPU session's PyG step and README row, layer-wise evaluation taking "
-                 "its targets to the graph's device itself (a no-op on the CPU), bench "
-                 "disk-training's step times and checkpoint fields read through functions "
-                 "(no step time claimed for a run resumed at its last step; the same fields "
-                 "otherwise, tested), and tools: none changing this result's numbers")
-#: The changes after d130e1e's source (c5b6f9a's is the same), the code measured last.
-PYG_ON_GPU = ("the PyG peer's model input on a GPU where torch-sparse has no CUDA ops "
-              "(edge_index made from the batch's adj_t; the CPU's path unchanged), the GPU "
-              "results' README row saying that a PyG peer did not run and 05_sensitivity "
-              "resolving workers left to the machine before its sweep (the last two in "
-              "gnnrepro/experiments/, on no bench's path)")
-#: The notebooks' layer only (gnnrepro/experiments/ and plots/, which no bench imports),
-#: after e82e6bd, then PYG_ON_GPU.
-NOTEBOOK_LAYER = ("after it, only the notebooks' layer changed: `make figures REDRAW=1` (the "
-                  "store drawing from an older result of the same parameters when asked), "
-                  "the figures' corner label (with, on the CPU, a note that fused+pinned pins "
-                  "nothing) and a speedup panel's choice of a log axis; "
-                  "gnnrepro/experiments/ and gnnrepro/plots/ are not on a bench's path; "
-                  f"then {PYG_ON_GPU}")
-#: What came after NOV27's list, up to the code measured last (e82e6bd's source).
-LATER = ("then bench storage's page-cache counts and its parent dropping its dataset, bench "
-         "disk-training's checkpoints, a resumed epoch's progress line (the loop passes the "
-         "resumed step to it), peers training on the run's device (the CPU's unchanged) and "
-         "layer-wise evaluation taking its targets to the graph's device itself (a no-op on the "
-         f"CPU): none changing this result's path; {NOTEBOOK_LAYER}")
-#: Why the results of an older source (env.source_hash) are not today's, by source.
-SOURCE_REASONS = {"eff014bd86b806fa": f"measured by e82e6bd's source; {NOTEBOOK_LAYER}",
-                  "7a11c2ed93f3d747": ("measured by d130e1e's source (c5b6f9a's is the same); "
-                                       f"after it came only {PYG_ON_GPU}")}
-STALE_REASONS: dict[str, str] = {
+#: The code changes after the older results' sources, oldest first: name -> what changed and
+#: why it leaves a result's path as it was. A row names those after its source (its links).
+CHANGES: dict[str, str] = {
+    "loop": ("the training loop calls the model through interop.model_logits (the same call "
+             "for our model), the CPU gather raises after its parallel region instead of "
+             "inside it, and shared memory goes through share_memory_in_place (the same "
+             "share_memory_() where nothing is pinned)"),
+    "checkpoints": ("after d19ddec, checkpoints (issue 34): without them the epochs run the "
+                    "same train_epoch with one more `if` a step, and a Loader not told to "
+                    "start_at yields every batch as before"),
+    "peer-pipe": "a peer's replies are read from its pipe into our own line buffer",
+    "house": ("after 3c31191 the code was split into smaller modules without changing "
+              "behaviour (issue 36: config, plots, the command line, the storage benches; every "
+              "moved function byte-identical, `--help` identical), igb-sim's build moved into a "
+              "module shared with papers-sim (bit-identical arrays, tested), and PyG's `adj_t` "
+              "layout came in (only `--model pyg-sage` uses it)"),
+    "nov27": ("from 212b85e on (2026-11-27): `bench sampling --ceiling` (a probe and a second, "
+              "timed pass of the sampler, run only when asked), the CPU sampler's prefetch "
+              "distances moved into a header (the same constants), papers-sim in `bench "
+              "disk-training` and notebook 08, an end-to-end result's added `steady_epochs_s` "
+              "list and the figures' drawing: none on a measured result's path"),
+    "later": ("then, up to e82e6bd's source: bench storage's page-cache counts and its parent "
+              "dropping its dataset, bench disk-training's checkpoints, a resumed epoch's "
+              "progress line (the loop passes the resumed step to it), peers training on the "
+              "run's device (the CPU's unchanged) and layer-wise evaluation taking its targets "
+              "to the graph's device itself (a no-op on the CPU): none changing a measured "
+              "result's path"),
+    "after-656edc0": ("after 656edc0, up to e82e6bd's source: bench storage's count of each "
+                      "file's cached pages and its parent dropping its dataset before the "
+                      "stores run, a resumed epoch's progress line, peers training on the run's "
+                      "device (the CPU's unchanged), the GPU session's PyG step and README row, "
+                      "layer-wise evaluation taking its targets to the graph's device itself (a "
+                      "no-op on the CPU), bench disk-training's step times and checkpoint fields "
+                      "read through functions (no step time claimed for a run resumed at its "
+                      "last step; the same fields otherwise, tested), and tools: none changing "
+                      "this result's numbers"),
+    "notebook-layer": ("after e82e6bd's source, only the notebooks' layer (gnnrepro/experiments/ "
+                       "and gnnrepro/plots/, on no bench's path): `make figures REDRAW=1` (the "
+                       "store drawing from an older result of the same parameters when asked), "
+                       "the figures' corner label (with, on the CPU, a note that fused+pinned "
+                       "pins nothing) and a speedup panel's choice of a log axis"),
+    "pyg-on-gpu": ("after d130e1e's source (c5b6f9a's is the same): the PyG peer on a GPU "
+                   "(its batches' adj_t as torch's sparse CSR where torch-sparse has no CUDA ops, "
+                   "as our PyG view hands it; x and y on the GPU and NeighborLoader's workers, "
+                   "as PyG's OGB example; the CPU's path unchanged), the GPU results' README row saying that a PyG peer did not "
+                   "run and 05_sensitivity resolving workers left to the machine before its "
+                   "sweep (the last two in gnnrepro/experiments/, on no bench's path)"),
+}
+SINCE_E82E6BD = ["notebook-layer", "pyg-on-gpu"]
+SINCE_D19DDEC = ["checkpoints", "house", "nov27", "later", *SINCE_E82E6BD]
+SINCE_LOOP = ["loop", *SINCE_D19DDEC]
+#: Why the results of an older source (env.source_hash) are not today's, by source:
+#: (what, the CHANGES after it).
+SOURCE_REASONS: dict[str, tuple[str, list[str]]] = {
+    "eff014bd86b806fa": ("measured by e82e6bd's source", SINCE_E82E6BD),
+    "7a11c2ed93f3d747": ("measured by d130e1e's source (c5b6f9a's is the same)",
+                         ["pyg-on-gpu"]),
+}
+#: Why a result measured by older code was not measured again, by result: (what, CHANGES).
+STALE_REASONS: dict[str, tuple[str, list[str]]] = {
     "partitioned-cpu-products.json": (
         "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
         "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
-        f"accuracies (benchmarks/NOTES.md); {LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
-    "storage-cpu.json": (
-        "measured at 5b04a8f, its cap bound (mmap and LMDB at their limits, none of the file "
-        "cached at their start: benchmarks/NOTES.md, \"A memory cap that binds\"); after it "
-        "only the words its printed table uses for the disk store's cap changed"),
+        "accuracies (benchmarks/NOTES.md)", SINCE_LOOP),
     "disk-training-cpu-papers.json": (
-        f"40 minutes and 65 GB of disk; measured at 656edc0, {AFTER_656EDC0}; "
-        f"{NOTEBOOK_LAYER}"),
+        "40 minutes and 65 GB of disk; measured at 656edc0", ["after-656edc0", *SINCE_E82E6BD]),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; the disk store itself is unchanged, and "
         "`tests/test_disk_store.py` checks on every run that the memory and disk stores train "
-        f"bit-identical weights; {LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
-    "own-model-dgl-cpu-products.json": (
-        "29 minutes; nothing on its path changed from 422b10c to d19ddec (the GPU session, "
-        f"gpu_results, bench placements and make_sampler's GPU branch came in); {CHECKPOINTS}; "
-        f"{HOUSE}; {NOV27}; {LATER}"),
-    "train-cpu-products.json": (
-        "11 minutes at products size; since 3f6af50 its path changed by refactors whose losses "
-        "are bit-identical and by layer-wise evaluation writing into one preallocated tensor "
-        f"(same accuracies); {CHECKPOINTS}: `train-cpu.json`, measured again, has the same "
-        f"losses as before them, to the last bit; {HOUSE}; {NOV27}; {LATER}"),
-    "scaling-cpu-products.json": (
-        "10 minutes at products size; `scaling-cpu.json` (the same command at 0.05) was "
-        f"measured again; {LOOP_CHANGES}; {HOUSE}; {NOV27}; {LATER}"),
+        "bit-identical weights", SINCE_LOOP),
 }
 PEERS_REASON = ("not run again for time: at products size each peer's run takes tens of "
                 "minutes on 2 cores; our side of it was measured again in the matching rows "
-                f"above; "
-                f"{LOOP_CHANGES}, and replies are read from the peer's pipe into our own line "
-                f"buffer; {HOUSE}; {NOV27}; {LATER}")
+                "above", ["loop", "peer-pipe", *SINCE_D19DDEC])
+
+
+def _reason(what: str, changes: list[str]) -> str:
+    """`what`, then links to the CHANGES after the result's source."""
+    return f"{what}; code changes since: " + ", ".join(f"[{c}](#{c})" for c in changes)
+
+
+def changes_list(named: set[str]) -> str:
+    """The CHANGES that rows link to, each with its anchor, in order."""
+    return "\n".join(f'- <a id="{name}"></a>**{name}**: {text}.'
+                     for name, text in CHANGES.items() if name in named)
 
 
 def _measured_at(name: str) -> tuple[str, str | None]:
@@ -224,6 +221,7 @@ def results_table() -> str:
         raise ValueError(f"results without an entry in tools/results_page.py: {unlisted}")
     lines = ["| result | measured at | by today's code | command | its numbers |",
              "| --- | --- | --- | --- | --- |"]
+    linked: set[str] = set()
     for name, (command, shown) in RESULTS.items():
         commit, measured_by = _measured_at(name)
         current = measured_by == source_hash()
@@ -232,13 +230,16 @@ def results_table() -> str:
                    "was committed")
         elif current:
             why = "yes"
-        elif measured_by in SOURCE_REASONS:
-            why = "no: " + SOURCE_REASONS[measured_by]
-        elif name in STALE_REASONS:
-            why = "no: " + STALE_REASONS[name]
-        elif name.startswith("peers-"):
-            why = "no: " + PEERS_REASON
         else:
-            why = "no: not measured again since (what changed: benchmarks/NOTES.md)"
+            reason = (SOURCE_REASONS.get(measured_by or "") or STALE_REASONS.get(name)
+                      or (PEERS_REASON if name.startswith("peers-") else None))
+            if reason is None:
+                why = "no: not measured again since (what changed: benchmarks/NOTES.md)"
+            else:
+                why = "no: " + _reason(*reason)
+                linked.update(reason[1])
         lines.append(f"| `{name}` | {commit} | {why} | {command} | {shown} |")
+    if linked:
+        lines += ["", "The code changes the rows link to, oldest first:", "",
+                  changes_list(linked)]
     return "\n".join(lines)
