@@ -53,8 +53,9 @@ SITE = ROOT / "build" / "gpu-site"
 PY = sys.executable
 #: Modules beyond torch that building, testing and measuring need.
 MODULES = ["setuptools", "ninja", "numpy", "pandas", "yaml", "psutil", "tqdm", "pytest"]
-#: Wall-clock seconds the whole session may take (a second try must fit a 15-minute loan).
-DEADLINE_S = 400
+#: Wall-clock seconds the whole session may take, the PyG step included: with a machine's
+#: start (35 s to 4.5 minutes seen) it fits a 15-minute loan once, not twice.
+DEADLINE_S = 540
 #: The CUDA op tests run under memcheck (their cuda cases), and the few under racecheck.
 SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows.py",
                    "tests/gpu/test_sample_errors.py"]
