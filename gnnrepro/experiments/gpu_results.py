@@ -178,16 +178,14 @@ def _pyg_row(s: GpuSession) -> str | None:
         return None
     theirs = result.get("peers", {}).get("pyg")
     ours = next(iter(result["pipelines"].values()))
-    if not theirs:
+    row = (f"| training epoch, PyG's own model (SAGEConv): what a PyG user gains by changing "
+           f"the loader | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader ")
+    if theirs:
+        row += f"{theirs['epoch_s']:.3g} s | **{theirs['epoch_s'] / ours['epoch_s']:.3g}x** | "
+    else:
         failure = result.get("peers_not_run", {}).get("pyg", "").strip()
-        return (f"| training epoch, PyG's own model (SAGEConv): what a PyG user gains by "
-                f"changing the loader | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader "
-                f"not run: {failure.splitlines()[-1] if failure else '?'} | - | "
-                f"{_link(s, 'own-model-pyg')} |")
-    return (f"| training epoch, PyG's own model (SAGEConv): what a PyG user gains by changing "
-            f"the loader | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader "
-            f"{theirs['epoch_s']:.3g} s | **{theirs['epoch_s'] / ours['epoch_s']:.3g}x** | "
-            f"{_link(s, 'own-model-pyg')} |")
+        row += f"not run: {failure.splitlines()[-1] if failure else '?'} | - | "
+    return row + f"{_link(s, 'own-model-pyg')} |"
 
 
 def readme_block(sessions: list[GpuSession]) -> str:

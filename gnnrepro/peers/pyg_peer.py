@@ -49,6 +49,7 @@ class Adapter(PeerAdapter):
         self.pyg_data = Data(x=self.data.features, y=self.data.labels, adj_t=adj_t,
                              num_nodes=n)
         self.sampler = NeighborSampler(self.pyg_data, list(reversed(self.fanouts)))
+        self.sparse_has_cuda = torch_sparse_has_cuda()  # fixed for this process
 
     def versions(self) -> dict[str, str]:
         import torch_geometric
@@ -103,7 +104,7 @@ class Adapter(PeerAdapter):
     def to_device(self, batch: Any) -> Any:
         """The batch on the model's device; its adj_t as torch's sparse CSR first where
         torch-sparse's ops cannot run there (see the module doc)."""
-        if self.device.type != "cpu" and not torch_sparse_has_cuda():
+        if self.device.type != "cpu" and not self.sparse_has_cuda:
             batch = with_torch_csr(batch)
         return super().to_device(batch)
 
