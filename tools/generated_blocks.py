@@ -3,7 +3,8 @@
 A block sits between `<!-- generated:NAME -->` and `<!-- /generated:NAME -->` in a page; its
 text comes from BLOCKS[NAME], a function of the stored JSONs.
 
-    python tools/generated_blocks.py          # rewrite every block in place
+    python tools/generated_blocks.py          # record new results' code paths (code_paths.py),
+                                              # then rewrite every block in place
     python tools/generated_blocks.py --check  # exit 1 naming each stale block
 """
 from __future__ import annotations
@@ -22,10 +23,11 @@ import json  # noqa: E402
 
 from gnnrepro.experiments import gpu_results  # noqa: E402
 from checkpoint_tables import cost_table, fault_table  # noqa: E402
+from code_paths import record  # noqa: E402
 from figures_page import figures_block  # noqa: E402
 from headline import headline_table  # noqa: E402
 from peers_table import peers_table  # noqa: E402
-from results_page import results_table  # noqa: E402
+from results_page import result_entries, results_table  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -147,6 +149,8 @@ def main(argv: list[str]) -> int:
         for name in stale:
             print(f"stale generated block {name!r}: run python tools/generated_blocks.py")
         return 1 if stale else 0
+    for name in record(result_entries()):
+        print(f"recorded the code path of {name}")
     write_blocks()
     return 0
 

@@ -54,9 +54,11 @@ def module_name(path: Path, package: Path) -> str:
     return ".".join(names)
 
 
-def imports_of(path: Path, module: str) -> set[str]:
-    """Absolute names of the gnnrepro modules `path` imports (relative imports resolved)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+def imports_of(path: Path, module: str, tree: ast.AST | None = None) -> set[str]:
+    """Absolute names of the gnnrepro modules `path` imports (relative imports resolved); `tree`
+    is its parsed source where the caller has it (read from elsewhere than the disk)."""
+    if tree is None:
+        tree = ast.parse(path.read_text(), filename=str(path))
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
