@@ -448,6 +448,18 @@ def step_dataset(s: Session, scale: float) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
+def settle_dataset(s: Session, proc: subprocess.Popen | None) -> None:
+    """At the session's end: stop a background dataset build still running, and report one
+    that no step waited for (those that needed it were skipped, e.g. after a failed build) as
+    not used, not as failed."""
+    if proc is None:
+        return
+    if proc.poll() is None:
+        _stop(proc)
+    if s.report["steps"]["dataset"]["status"] == "running":
+        s.skip("dataset", "not used: no step waited for it")
+
+
 def wait_dataset(s: Session, proc: subprocess.Popen, began: float) -> bool:
     """Wait for the background dataset build (at most until a minute before the deadline)."""
     try:
@@ -589,8 +601,7 @@ def main(argv: list[str] | None = None) -> int:
             step_pyg_peer(s, cuda, built, scale, args.pyg_wheels)
         headline(s)
     finally:
-        if isinstance(dataset, subprocess.Popen) and dataset.poll() is None:
-            _stop(dataset)
+        settle_dataset(s, dataset)
     failed = [n for n, st in s.report["steps"].items() if not st["ok"]]
     s.note(f"gpu-session: {args.out}/session.json; " +
            (f"FAILED or cut short: {', '.join(failed)}" if failed else "every step passed"))

@@ -671,3 +671,24 @@ def test_a_cpu_figure_naming_fused_pinned_says_nothing_was_pinned(tmp_path):
         assert saved["label"].endswith("\n" + CPU_PINNED_NOTE) is noted, (device, pipelines)
         assert any(CPU_PINNED_NOTE in t.get_text() for t in fig.texts) is noted
         matplotlib.pyplot.close(fig)
+
+
+def test_the_growth_figures_scale_labels_stay_inside_their_panel():
+    """08: each point's scale label lies inside the sampling panel (the lowest one used to sit
+    on the x axis, the last one past the right edge), for products 0.05 to 1.0 as measured."""
+    measured = [(0.05, 6.19e6, 5.23, 17.0), (0.25, 3.09e7, 7.5, 21.0), (1.0, 1.24e8, 11.3, 33.8)]
+    rows = [{"dataset": "products-sim", "scale": scale, "system": system, "features": "memory",
+             "edges": edges, "sample_ms": ms, "loader_batches_per_s": 100.0 / ms,
+             "epoch_s": edges / 4e6, "peak_rss_gb": edges / 2e7, "test_acc": 0.8}
+            for scale, edges, ours, dgl in measured
+            for system, ms in (("ours", ours), ("dgl", dgl))]
+    fig = plots.growth_lines(pd.DataFrame(rows))
+    fig.canvas.draw()
+    panel = fig.axes[0].get_window_extent()
+    labels = [t for t in fig.axes[0].texts if t.get_text().startswith("products")]
+    assert [t.get_text() for t in labels] == ["products 0.05", "products 0.25", "products 1"]
+    for text in labels:
+        box = text.get_window_extent()
+        assert panel.x0 <= box.x0 and box.x1 <= panel.x1, text.get_text()
+        assert panel.y0 <= box.y0 and box.y1 <= panel.y1, text.get_text()
+    matplotlib.pyplot.close(fig)

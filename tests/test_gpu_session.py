@@ -89,6 +89,27 @@ def test_steps_runs_only_the_named_steps_with_what_they_need(tmp_path: Path) -> 
     assert report["steps"]["dataset"]["ok"] and report["steps"]["build"]["ok"]
 
 
+def test_a_dataset_no_step_waited_for_is_stopped_and_not_counted_as_failed(tmp_path) -> None:
+    """As after a failed build with `--steps pyg`: the build's failure is the session's, the
+    background dataset it never used is not; a dataset that a step waited for keeps its status."""
+    session = _session_module()
+    s = session.Session(tmp_path / "out", dry_run=True, deadline_s=60, env=dict(os.environ))
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True)
+    s.report["steps"]["dataset"] = {"status": "running", "ok": False, "seconds": 0.0}
+    session.settle_dataset(s, sleeper)
+    assert sleeper.poll() is not None, "still running"
+    assert s.report["steps"]["dataset"] == {"status": "not used: no step waited for it",
+                                            "ok": True, "seconds": 0.0}
+    failed = {"status": "failed: exit 1", "ok": False, "seconds": 3.0}
+    s.report["steps"]["dataset"] = dict(failed)
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    session.settle_dataset(s, finished)
+    assert s.report["steps"]["dataset"] == failed
+    session.settle_dataset(s, None)
+
+
 def test_a_step_past_its_time_is_stopped_and_later_ones_skipped(tmp_path: Path) -> None:
     session = _session_module()
     s = session.Session(tmp_path / "out", dry_run=True, deadline_s=8.0, env=dict(os.environ))

@@ -87,10 +87,14 @@ def growth_lines(data: pd.DataFrame) -> Figure:
         _plain_log_ticks(ax)
         ax.set_xlabel("edges")
         ax.set_title(label, fontsize=10)
-    for _, point in data[data["system"] == "ours"].iterrows():  # each point's scale
+    # Each point's scale, above it (below the lowest it would sit on the x axis), the first
+    # and last aligned inwards so that no label leaves the panel.
+    ours = data[data["system"] == "ours"].dropna(subset=["sample_ms"]).sort_values("edges")
+    for i, (_, point) in enumerate(ours.iterrows()):
         axes[0].annotate(f"{point['dataset'].removesuffix('-sim')} {point['scale']:g}",
                          (point["edges"], point["sample_ms"]), textcoords="offset points",
-                         xytext=(4, -10), fontsize=6.5, color="#444444")
+                         xytext=(0, 6), ha="left" if i == 0 else "right" if i == len(ours) - 1
+                         else "center", fontsize=6.5, color="#444444")
     axes[0].legend(fontsize=8)
     axes[2].legend(fontsize=8)
     return fig
