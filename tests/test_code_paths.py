@@ -83,7 +83,7 @@ def test_changed_on_path_names_the_files_changed_added_or_removed(tmp_path, monk
     record.write_text(json.dumps({"loader-cpu.json": {"files": then}}))
     assert code_paths.changed_on_path("loader-cpu.json", entries) == [
         "gnnrepro/bench/loader.py", "gnnrepro/env.py", "gnnrepro/gone.py"]
-    record.write_text(json.dumps({"loader-cpu.json": None}))
+    record.write_text(json.dumps({"loader-cpu.json": {"files": None}}))
     assert code_paths.changed_on_path("loader-cpu.json", entries) is None
 
 

@@ -165,36 +165,34 @@ def peers_run(name: str) -> list[str]:
     return sorted(asked | set(data.get("peers") or {}) | set(data.get("peers_not_run") or {}))
 
 
-def measured_path(name: str, entries: list[str]) -> dict | None:
-    """The record of a result: its commit, source hash and its path's file hashes then; None
-    where the code that measured it cannot be read (uncommitted code of another source)."""
+def measured_path(name: str, entries: list[str]) -> dict:
+    """The record of a result: its commit, source hash and its path's file hashes then (None
+    where the code that measured it cannot be read: uncommitted code of another source)."""
     commit, measured_by, dirty = result_source(name)
+    entry = {"commit": commit, "source_hash": measured_by, "files": None}
     if measured_by == source_hash():
         read, files = working_tree, tree_files()
     elif dirty or not commit:
-        return None
+        return entry
     else:
         read, files = at_commit(commit)
     path = code_path(entries, peers_run(name), read, files)
-    return {"commit": commit, "source_hash": measured_by, "files": file_hashes(path, read)}
+    return entry | {"files": file_hashes(path, read)}
 
 
-def load_record() -> dict[str, dict | None]:
+def load_record() -> dict[str, dict]:
     return json.loads(RECORD.read_text()) if RECORD.exists() else {}
 
 
-def _is_current(entry: dict | None, name: str) -> bool:
+def _is_current(entry: dict, name: str) -> bool:
     commit, measured_by, _ = result_source(name)
-    return entry is not None and (entry.get("commit"), entry.get("source_hash")) == (commit,
-                                                                                    measured_by)
+    return (entry.get("commit"), entry.get("source_hash")) == (commit, measured_by)
 
 
 def unrecorded(results: dict[str, list[str]]) -> list[str]:
     """The results whose record is missing or names another commit or source."""
     known = load_record()
-    return [name for name in results
-            if name not in known or (known[name] is not None and not _is_current(known[name],
-                                                                                  name))]
+    return [name for name in results if name not in known or not _is_current(known[name], name)]
 
 
 def record(results: dict[str, list[str]]) -> list[str]:
@@ -212,9 +210,9 @@ def changed_on_path(name: str, entries: list[str]) -> list[str] | None:
     """The files on a result's path that differ from when it was measured (added, removed or
     changed), today's path compared with the recorded one; None where nothing is recorded."""
     entry = load_record().get(name)
-    if entry is None:
+    then = entry and entry["files"]
+    if then is None:
         return None
-    then = entry["files"]
     now = file_hashes(code_path(entries, peers_run(name), working_tree, tree_files()),
                       working_tree)
     return sorted(p for p in set(then) | set(now) if then.get(p) != now.get(p))
