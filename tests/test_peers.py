@@ -208,15 +208,23 @@ print("cuda ops:", torch_sparse_has_cuda())
 """
 
 
-def test_the_pyg_peers_torch_csr_is_its_adj_t(tmp_path):
+def run_in_pyg_env(code: str) -> str:
+    """`code` run by the pyg environment's Python with this checkout importable and the tests'
+    data folder; its stdout (the test fails on a non-zero exit, skips without the env)."""
     if unavailable("pyg"):
         pytest.skip(f"pyg: {unavailable('pyg')}")
+    import os
     import subprocess
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS.parent)}
-    done = subprocess.run([str(peer_python("pyg")), "-c", TORCH_CSR_CHECK], env=env,
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS.parent),
+           "GNNREPRO_DATA": os.environ["GNNREPRO_DATA"]}
+    done = subprocess.run([str(peer_python("pyg")), "-c", code], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() in ("cuda ops: True", "cuda ops: False")
+    return done.stdout.strip()
+
+
+def test_the_pyg_peers_torch_csr_is_its_adj_t():
+    assert run_in_pyg_env(TORCH_CSR_CHECK) in ("cuda ops: True", "cuda ops: False")
 
 
 #: In the pyg environment: the PyG peer trains with NeighborLoader's worker processes (what it
@@ -236,17 +244,8 @@ print("trained with workers")
 """
 
 
-def test_the_pyg_peer_trains_with_loader_workers(tmp_path):
-    if unavailable("pyg"):
-        pytest.skip(f"pyg: {unavailable('pyg')}")
-    import os
-    import subprocess
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(TESTS.parent),
-           "GNNREPRO_DATA": os.environ["GNNREPRO_DATA"]}
-    done = subprocess.run([str(peer_python("pyg")), "-c", WORKERS_CHECK], env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().endswith("trained with workers")
+def test_the_pyg_peer_trains_with_loader_workers():
+    assert run_in_pyg_env(WORKERS_CHECK).endswith("trained with workers")
 
 
 def test_a_reply_read_together_with_a_beat_is_not_waited_for() -> None:
