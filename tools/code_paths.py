@@ -20,6 +20,7 @@ today's files without git.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import re
@@ -35,6 +36,7 @@ RECORD = ROOT / "benchmarks" / "code_paths.json"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(TOOLS))
 
+from gnnrepro.atomic import write_text_atomic  # noqa: E402
 from gnnrepro.env import source_hash  # noqa: E402
 from gnnrepro.peers.environments import PEERS  # noqa: E402
 from import_graph import imports_of  # noqa: E402
@@ -181,6 +183,7 @@ def measured_path(name: str, entries: list[str]) -> dict:
 
 
 def load_record() -> dict[str, dict]:
+    """RECORD's entries by result (none before the first recording)."""
     return json.loads(RECORD.read_text()) if RECORD.exists() else {}
 
 
@@ -202,8 +205,14 @@ def record(results: dict[str, list[str]]) -> list[str]:
     for name in todo:
         known[name] = measured_path(name, results[name])
     kept = {name: known[name] for name in sorted(known) if name in results}
-    RECORD.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(RECORD, json.dumps(kept, indent=1, sort_keys=True) + "\n")
     return todo
+
+
+@functools.lru_cache(maxsize=None)
+def _path_today(entries: tuple[str, ...], peers: tuple[str, ...]) -> dict[str, str]:
+    """Today's file hashes on the path of `entries` (results share entries: computed once)."""
+    return file_hashes(code_path(entries, peers, working_tree, tree_files()), working_tree)
 
 
 def changed_on_path(name: str, entries: list[str]) -> list[str] | None:
@@ -213,8 +222,7 @@ def changed_on_path(name: str, entries: list[str]) -> list[str] | None:
     then = entry and entry["files"]
     if then is None:
         return None
-    now = file_hashes(code_path(entries, peers_run(name), working_tree, tree_files()),
-                      working_tree)
+    now = _path_today(tuple(entries), tuple(peers_run(name)))
     return sorted(p for p in set(then) | set(now) if then.get(p) != now.get(p))
 
 

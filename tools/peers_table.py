@@ -57,6 +57,11 @@ class MissingField(LookupError):
     """A stored result lacks the file or field a cell is read from."""
 
 
+def _plain(value: float) -> str:
+    """Three significant digits, without an exponent for values of 1,000 and more."""
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
 @functools.lru_cache(maxsize=32)
 def _read(path: Path, version: tuple[int, int]) -> dict[str, Any]:
     """The JSON at `path` as of `version` (its mtime and size): each file parsed once per
@@ -102,7 +107,7 @@ def _sampling(sampler: str, peer: bool) -> Callable[[str], str]:
     def cell(name: str) -> str:
         at = ("samplers", sampler)
         return _not_run(name, *at, peer) or (
-            f"{_get(name, *at, 'ms_per_batch'):.3g} ms, "
+            f"{_plain(_get(name, *at, 'ms_per_batch'))} ms, "
             f"{_get(name, *at, 'edges_per_s') / 1e6:.3g}M/s")
     return cell
 
@@ -110,14 +115,14 @@ def _sampling(sampler: str, peer: bool) -> Callable[[str], str]:
 def _loader(pipeline: str, peer: bool) -> Callable[[str], str]:
     def cell(name: str) -> str:
         return (_not_run(name, "pipelines", pipeline, peer)
-                or f"{_get(name, 'pipelines', pipeline, 'batches_per_s'):.3g}")
+                or _plain(_get(name, 'pipelines', pipeline, 'batches_per_s')))
     return cell
 
 
 def _epoch(stack: str, peer: bool) -> Callable[[str], str]:
     def cell(name: str) -> str:
         at = ("peers" if peer else "pipelines", stack)
-        return _not_run(name, *at, peer) or f"{_get(name, *at, 'epoch_s'):.3g}"
+        return _not_run(name, *at, peer) or _plain(_get(name, *at, 'epoch_s'))
     return cell
 
 
