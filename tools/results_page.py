@@ -143,7 +143,8 @@ STALE_REASONS: dict[str, str] = {
     "disk-training-cpu-papers.json": "40 minutes and 65 GB of disk",
     "sampling-cpu-papers.json": (
         "papers-sim 1.0 takes 65 GB of disk to build; the changes on its path are in the "
-        "command line and other bench modules, not in the sampler's code or the C++ sources"),
+        "command line, other benches, the progress line and training, not in the sampler's "
+        "code or the C++ sources"),
     "disk-training-cpu-igb.json": (
         "21 minutes and 42 GB of disk; `tests/test_disk_store.py` checks on every run that the "
         "memory and disk stores train bit-identical weights"),
