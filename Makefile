@@ -208,7 +208,8 @@ bench-end-to-end: setup
 # PARAMS: to figures/<figures_name>/ or figures/<dataset>-<scale>-<hash>/), results to results/
 # (stored results are reused for identical parameters and code; FORCE=1 measures again;
 # REDRAW=1 draws from the newest stored result of the same parameters even where older code
-# measured it, e.g. after a change to the plots, and each figure names both commits).
+# measured it, e.g. after a change to the plots, and each figure names both commits; in a fresh
+# checkout, from the results committed beside the figures in their folder's data/).
 # papermill's cell progress bar is off: --log-output already shows every cell as it runs, and the
 # long loops inside the notebooks report their own progress.
 PARAMS    ?= notebooks/params/default.yaml

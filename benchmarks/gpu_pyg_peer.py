@@ -31,7 +31,7 @@ COMPILED = ("torch_sparse", "torch_scatter")
 
 
 class SessionLike(Protocol):
-    """What of gpu_session.Session this step uses."""
+    """What of gpu_runner.Session this step uses."""
 
     env: dict[str, str]
 

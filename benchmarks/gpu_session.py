@@ -21,6 +21,11 @@ the first left failed, the dataset and the build coming with them.
 `--dry-run` runs the same steps and writes the same files on the CPU at a tiny scale (tests run
 it): steps that need a GPU or compute-sanitizer say why they were skipped.
 
+Its parts, beside it: gpu_runner.py (the steps' processes against the deadline, the readers
+of pytest's and the sanitizer's output), gpu_machine.py (modules, tools and the device found
+here), gpu_build.py (the build step), gpu_pyg_peer.py (the PyG step); this file holds the other
+steps and their order.
+
 Offline: nothing is downloaded. The Python that runs this is used as it is (a GPU node's own
 torch); modules it lacks are installed from `--wheels` (pip --no-index) into build/gpu-site, and
 the PyG step's torch-sparse from `--pyg-wheels` (benchmarks/gpu_pyg_peer.py).
@@ -28,29 +33,24 @@ the PyG step's torch-sparse from `--pyg-wheels` (benchmarks/gpu_pyg_peer.py).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
-import platform
-import re
-import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from gnnrepro.atomic import (write_json_atomic,  # noqa: E402  (stdlib only: runs before
-                             write_text_atomic)   # the modules are installed)
-sys.path.insert(0, str(ROOT / "benchmarks"))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]  # the package, and the session's modules beside it
+from gnnrepro.atomic import write_json_atomic  # noqa: E402  (stdlib only: runs before the
+#                                                 modules are installed)
+from gpu_build import step_build  # noqa: E402
+from gpu_machine import PY, SITE, has_module, install_missing, machine, sanitizer  # noqa: E402
+from gpu_runner import (ROOT, WORK, Session, log_since, pytest_counts,  # noqa: E402
+                        sanitizer_findings, sanitizer_refused, stop_group)
 import gpu_pyg_peer  # noqa: E402  (stdlib only)
 
-WORK = ROOT / "build" / "gpu-session"
-SITE = ROOT / "build" / "gpu-site"
-PY = sys.executable
 #: Modules beyond torch that building, testing and measuring need.
 MODULES = ["setuptools", "ninja", "numpy", "pandas", "yaml", "psutil", "tqdm", "pytest"]
 #: Wall-clock seconds the whole session may take, the PyG step included: with a machine's
@@ -66,322 +66,7 @@ STEPS = ("tests", "sanitizers", "measurements", "h2d", "pyg")
 REFUSED = "skipped: compute-sanitizer refused this device"
 
 
-def has_module(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
-
-
-#: The distribution that provides a module, where their names differ.
-DISTRIBUTIONS = {"yaml": "pyyaml"}
-
-
-def install_missing(modules: list[str], wheels: Path, site: Path = SITE) -> dict[str, str]:
-    """Each module: 'present', 'installed' (from the wheels in `wheels`, into `site`, no
-    network) or 'missing'. One pip call for all (one at a time if that fails, so one missing
-    wheel costs only its own module). `site` goes first on sys.path, for this process and its
-    steps."""
-    missing = [m for m in modules if not has_module(m)]
-    if missing and wheels.is_dir() and any(wheels.glob("*.whl")):
-        def pip(names: list[str]) -> int:
-            return subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index",
-                                   "--find-links", str(wheels), "--target", str(site),
-                                   "--upgrade", *[DISTRIBUTIONS.get(n, n) for n in names]]
-                                  ).returncode
-        if pip(missing) != 0:
-            for module in missing:
-                pip([module])
-        if str(site) not in sys.path:
-            sys.path.insert(0, str(site))
-        importlib.invalidate_caches()
-    return {m: "present" if m not in missing else "installed" if has_module(m) else "missing"
-            for m in modules}
-
-
-def nvcc() -> str | None:
-    """nvcc from $CUDA_HOME, the PATH or /usr/local/cuda, as torch's build finds it."""
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    for candidate in ([os.path.join(home, "bin", "nvcc")] if home else []) + [
-            shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]:
-        if candidate and os.path.exists(candidate):
-            return candidate
-    return None
-
-
-def sanitizer() -> str | None:
-    home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    found = shutil.which("compute-sanitizer") or str(Path(home) / "bin" / "compute-sanitizer")
-    return found if os.path.exists(found) else None
-
-
-def machine() -> dict[str, Any]:
-    """The device and its runtime, as a result must name them."""
-    import torch
-    info: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
-                            "cuda": torch.version.cuda, "kernel": platform.release(),
-                            "cpu_count": os.cpu_count(), "gpu": None}
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        info.update(gpu=props.name, capability=f"{props.major}.{props.minor}",
-                    gpu_memory_gib=round(props.total_memory / 2**30, 1),
-                    multiprocessors=props.multi_processor_count)
-        smi = shutil.which("nvidia-smi")
-        if smi:
-            out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=30).stdout.strip()
-            info["driver"] = out or None
-    # Firecracker and gVisor, the two runtimes lent GPU machines run under, differ for the
-    # sanitizer; the kernel release names them (gVisor reports 4.4.0).
-    info["runtime"] = ("gVisor" if platform.release().startswith("4.4.0") else
-                       "firecracker" if "-fc-" in platform.release() else "unknown")
-    return info
-
-
-class Session:
-    """Runs steps against one deadline and keeps OUT up to date after each."""
-
-    def __init__(self, out: Path, dry_run: bool, deadline_s: float, env: dict[str, str]):
-        self.out, self.dry_run, self.env = out, dry_run, env
-        self.start = time.monotonic()
-        self.deadline = self.start + deadline_s
-        out.mkdir(parents=True, exist_ok=True)
-        WORK.mkdir(parents=True, exist_ok=True)
-        self.log = out / "session.log"
-        self.log.write_text("")
-        self.report: dict[str, Any] = {"dry_run": dry_run, "deadline_s": deadline_s,
-                                       "steps": {}, "figures": {}}
-
-    def left(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def note(self, text: str) -> None:
-        line = f"[{time.monotonic() - self.start:6.1f} s] {text}"
-        print(line, flush=True)
-        with open(self.log, "a") as log:
-            log.write(line + "\n")
-
-    def save(self) -> None:
-        self.report["elapsed_s"] = round(time.monotonic() - self.start, 1)
-        # Not sorted: the steps stay in the order they ran.
-        write_text_atomic(self.out / "session.json", json.dumps(self.report, indent=2) + "\n")
-
-    def skip(self, name: str, why: str) -> None:
-        self.report["steps"][name] = {"status": why, "ok": True, "seconds": 0.0}
-        self.note(f"== {name}: {why}")
-        self.save()
-
-    def run(self, name: str, cmd: list[str], timeout_s: float, reserve_s: float = 0.0,
-            env: dict[str, str] | None = None) -> dict[str, Any]:
-        """Run `cmd` (its own process group), at most `timeout_s` and never past the deadline
-        less `reserve_s`; append its output to session.log; record and return its step."""
-        limit = min(timeout_s, self.left() - reserve_s)
-        if limit < min(5.0, timeout_s):  # too little time left to be worth starting
-            step = {"status": f"skipped: {max(0, round(self.left()))} s left of the session's "
-                              f"deadline", "ok": False, "seconds": 0.0}
-            self.report["steps"][name] = step
-            self.note(f"== {name}: {step['status']}")
-            self.save()
-            return step
-        self.note(f"== {name} (at most {limit:.0f} s): {' '.join(cmd)}")
-        began = time.monotonic()
-        with open(self.log, "a") as log:
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env or self.env, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-            try:
-                rc: int | None = proc.wait(timeout=limit)
-            except subprocess.TimeoutExpired:
-                _stop(proc)
-                rc = None
-        seconds = round(time.monotonic() - began, 1)
-        status = ("ok" if rc == 0 else f"failed (exit {rc})" if rc is not None
-                  else f"timed out after {seconds:.0f} s")
-        step = {"status": status, "ok": rc == 0, "seconds": seconds, "returncode": rc}
-        self.report["steps"][name] = step
-        self.note(f"   {name}: {status} in {seconds} s")
-        self.save()
-        return step
-
-    def keep(self, name: str, produced: Path) -> dict[str, Any] | None:
-        """Copy a step's JSON into OUT and return it (None if the step wrote none)."""
-        if not produced.exists():
-            return None
-        result = json.loads(produced.read_text())
-        shutil.copyfile(produced, self.out / produced.name)
-        self.report["steps"][name]["result"] = produced.name
-        return result
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the step's process group, SIGKILL what is left after 5 s."""
-    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def log_since(session: Session, mark: int) -> str:
-    """What session.log gained after byte `mark`."""
-    return session.log.read_bytes()[mark:].decode(errors="replace")
-
-
-def pytest_counts(text: str) -> dict[str, int]:
-    """{'passed': n, 'failed': n, ...} from pytest's last summary line in `text` (the one
-    that ends in its time, so a sanitizer's "ERROR SUMMARY: 0 errors" is not taken for it)."""
-    summaries = [line for line in text.splitlines()
-                 if re.search(r"\d+ (passed|failed|errors?|skipped|deselected)", line)
-                 and re.search(r" in [\d.]+s( \([\d:]+\))?\W*$", line)]
-    if not summaries:
-        return {}
-    return {kind: int(n) for n, kind in
-            re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)",
-                       summaries[-1])}
-
-
-def sanitizer_findings(text: str, tool: str) -> int | None:
-    """Errors (memcheck) or hazards (racecheck) in the sanitizer's last summary, or None."""
-    pattern = (r"ERROR SUMMARY: (\d+) error" if tool == "memcheck"
-               else r"RACECHECK SUMMARY: (\d+) hazard")
-    found = re.findall(pattern, text)
-    return int(found[-1]) if found else None
-
-
-def sanitizer_refused(text: str) -> bool:
-    """What compute-sanitizer prints where the runtime does not let it attach (gVisor)."""
-    return "Device not supported" in text or "error 999" in text.lower() or \
-        "unknown error" in text.lower()
-
-
 # ---- the steps ----
-
-def built_extension() -> Path | None:
-    """The extension built in place for this Python, if there is one."""
-    import sysconfig
-    found = ROOT / "gnnrepro" / f"_C{sysconfig.get_config_var('EXT_SUFFIX')}"
-    return found if found.exists() else None
-
-
-def cuda_kernels_load(s: Session) -> tuple[bool, str]:
-    """(whether the built extension imports here with its CUDA kernels, what it printed)."""
-    probe = subprocess.run([PY, "-c", "from gnnrepro import _ops; print(_ops.cuda_compiled())"],
-                           cwd=ROOT, env=s.env, capture_output=True, text=True, timeout=120)
-    return probe.stdout.strip() == "True", (probe.stdout + probe.stderr)[-800:]
-
-
-#: A C++ error from the extension must reach Python as an exception: the probe makes the CPU
-#: gather raise (an index past the table's end).
-RAISE_PROBE = ("import torch\nfrom gnnrepro._ops import ops\ntry:\n"
-               "    ops.gather_rows(torch.zeros(4, 2), torch.tensor([9]), torch.zeros(1, 2))\n"
-               "except RuntimeError as exc:\n    print('raised:', str(exc).splitlines()[0])\n")
-
-
-def errors_reach_python(s: Session) -> tuple[bool, str]:
-    """(whether a C++ error raised in the extension arrives as a Python exception, output).
-    Where it crashes instead (a toolchain whose unwinding breaks), cuda-gdb's backtrace of the
-    crash goes to the log."""
-    probe = subprocess.run([PY, "-X", "faulthandler", "-c", RAISE_PROBE], cwd=ROOT, env=s.env,
-                           capture_output=True, text=True, timeout=120)
-    output = (probe.stdout + probe.stderr)[-3000:]
-    if probe.returncode == 0 and "raised:" in probe.stdout:
-        return True, output
-    debugger = shutil.which("cuda-gdb")
-    if debugger:
-        trace = subprocess.run([debugger, "-batch", "-ex", "run", "-ex", "bt 25", "--args", PY,
-                                "-c", RAISE_PROBE], cwd=ROOT, env=s.env, capture_output=True,
-                               text=True, timeout=120)
-        output += "\n-- cuda-gdb --\n" + (trace.stdout + trace.stderr)[-6000:]
-    return False, output
-
-
-def compilers() -> dict[str, str | None]:
-    """The C++ compiler a build uses (CXX, else c++ on the PATH) and the system's, by version."""
-    def version(cmd: str | None) -> str | None:
-        if not cmd or not shutil.which(cmd):
-            return None
-        out = subprocess.run([cmd, "--version"], capture_output=True, text=True, timeout=30)
-        return f"{shutil.which(cmd)}: {out.stdout.splitlines()[0] if out.stdout else '?'}"
-    return {"default": version(os.environ.get("CXX") or "c++"),
-            "system": version("/usr/bin/g++")}
-
-
-def step_build(s: Session, cuda: bool, reuse: bool) -> bool:
-    """Build the extension in place (for this GPU's architecture, every core), or with
-    `reuse` keep one already there that loads with its CUDA kernels (one a previous session
-    returned, carried along). The built extension is copied into OUT for such a reuse."""
-    import torch
-    if reuse and cuda and built_extension() and cuda_kernels_load(s)[0]:
-        s.skip("build", "reused: the extension in gnnrepro/ loads with its CUDA kernels")
-        return True
-    env = dict(s.env)
-    cmd = [PY, "setup.py", "-q", "build_ext", "--inplace"]
-    if cuda:
-        compiler = nvcc()
-        if compiler is None:
-            s.skip("build", "failed: nvcc not found (set CUDA_HOME): the kernels cannot be built")
-            s.report["steps"]["build"]["ok"] = False
-            return False
-        major, minor = torch.cuda.get_device_capability()
-        env.update(MAX_JOBS=str(os.cpu_count() or 1), TORCH_CUDA_ARCH_LIST=f"{major}.{minor}",
-                   CUDA_HOME=str(Path(compiler).parent.parent), FORCE_CUDA="1")
-        cmd.append("--force")
-    step = s.run("build", cmd, timeout_s=300, env=env)
-    s.report["figures"]["build_s"] = step["seconds"]
-    if step["ok"] and cuda:
-        step["compilers"] = compilers()
-        loads, output = cuda_kernels_load(s)
-        raises, probe = errors_reach_python(s) if loads else (False, "")
-        system = "/usr/bin/g++"
-        if loads and not raises and os.path.exists(system) and (
-                shutil.which(env.get("CXX") or "c++") != system):
-            # Another compiler's runtime broke unwinding: the system's, whose libgcc and
-            # libstdc++ are the ones the process loads.
-            s.note("   build: a C++ error from the extension crashed the probe "
-                   "(log below); rebuilding with the system compiler " + system)
-            with open(s.log, "a") as log:
-                log.write(probe + "\n")
-            first = step
-            env.update(CXX=system, CC="/usr/bin/gcc")
-            step = s.run("build", cmd, timeout_s=300, env=env)
-            step["first_build"] = first
-            step["compilers"] = compilers()
-            step["compilers"]["used"] = system
-            loads, output = cuda_kernels_load(s)
-            raises, probe = errors_reach_python(s) if loads else (False, "")
-        step["errors_reach_python"] = raises
-        if not loads:
-            step.update(ok=False, status="failed: the extension does not load with its CUDA "
-                                         "kernels: " + output)
-        elif not raises:
-            with open(s.log, "a") as log:
-                log.write(probe + "\n")
-            step.update(ok=False, status="failed: a C++ error raised in the extension crashes "
-                                         "the process instead of reaching Python (probe in the "
-                                         "log); the steps run anyway")
-        so = built_extension()
-        if loads and so:
-            keep_extension(s, so)
-            step["extension"] = so.name
-        s.save()
-        return loads
-    if step["ok"]:  # the rehearsal: the same probe, on the CPU build
-        step["errors_reach_python"] = errors_reach_python(s)[0]
-        s.save()
-    return step["ok"]
-
-
-def keep_extension(s: Session, so: Path) -> None:
-    """The built extension into OUT, without debug symbols where strip exists (a lent machine
-    returns files of at most 16 MiB)."""
-    strip = shutil.which("strip")
-    if strip:
-        subprocess.run([strip, "--strip-debug", "-o", str(s.out / so.name), str(so)],
-                       timeout=60, check=False)
-    if not (s.out / so.name).exists():
-        shutil.copyfile(so, s.out / so.name)
-
 
 def step_tests(s: Session, cuda: bool) -> None:
     env = dict(s.env, GNNREPRO_REQUIRE_CUDA="1" if cuda else "0")
@@ -455,7 +140,7 @@ def settle_dataset(s: Session, proc: subprocess.Popen | None) -> None:
     if proc is None:
         return
     if proc.poll() is None:
-        _stop(proc)
+        stop_group(proc)
     if s.report["steps"]["dataset"]["status"] == "running":
         s.skip("dataset", "not used: no step waited for it")
 
@@ -467,7 +152,7 @@ def wait_dataset(s: Session, proc: subprocess.Popen, began: float) -> bool:
         ok = proc.returncode == 0
         status = "ok" if ok else f"failed (exit {proc.returncode})"
     except subprocess.TimeoutExpired:
-        _stop(proc)
+        stop_group(proc)
         output, ok, status = proc.stdout.read() if proc.stdout else "", False, "timed out"
     with open(s.log, "a") as log:
         log.write(output or "")

@@ -1,5 +1,6 @@
 """The package's imports go one way, down the data flow (tools/import_graph.py: LAYERS), and its
-part graph has no cycle; the checker itself finds a cycle and an upward import."""
+part graph has no cycle; the checker itself finds a cycle and an upward import. No module is
+longer than the house allows."""
 from __future__ import annotations
 
 import importlib.util
@@ -41,3 +42,15 @@ def test_the_checker_finds_cycles_and_upward_imports(tmp_path):
     layer = {part: i for i, parts in enumerate(tool.LAYERS) for part in parts}
     assert tool.upward_imports(graph) == [
         f"pipeline (layer {layer['pipeline']}) -> training (layer {layer['training']})"]
+
+
+#: The house's limit on a module's length: a longer one is split by the seams it has.
+MAX_MODULE_LINES = 450
+
+
+def test_no_module_is_longer_than_the_house_allows():
+    code = [path for folder in ("gnnrepro", "tools", "benchmarks", "notebooks")
+            for path in (ROOT / folder).rglob("*.py")]
+    too_long = {str(path.relative_to(ROOT)): lines for path in code
+                if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert code and too_long == {}, f"split these by their seams: {too_long}"

@@ -1,18 +1,24 @@
 """make figures REDRAW=1: figures drawn from results that other (older) code measured, where
-this code has none, naming both commits; everything else measured as usual."""
+this code has none, naming both commits; everything else measured as usual. In a fresh
+checkout, from the results committed beside the figures."""
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
 
+import matplotlib
+import matplotlib.pyplot
 import pandas as pd
 import pytest
 
-from gnnrepro import experiments
+from gnnrepro import experiments, plots
 from gnnrepro.env import source_hash
+from gnnrepro.experiments.archive import archive_dir, archive_result
 from gnnrepro.experiments.params import Params
 from gnnrepro.experiments.store import Store
+
+matplotlib.use("Agg")
 
 
 def _as_if_measured_by_older_code(store: Store, name: str, key: dict, commit: str,
@@ -91,3 +97,55 @@ def test_redraw_prefers_this_codes_own_result_and_excludes_force(tmp_path):
     assert len(calls) == 2 and data["x"].tolist() == [2] and "redrawn_by" not in record
     with pytest.raises(ValueError, match="force .* and redraw .* exclude each other"):
         store.cached("exp", {"k": 1}, compute, force=True, redraw=True)
+
+
+def _draw(params: Params, record: dict, stem: str) -> None:
+    """A notebook's figure of `record` saved the way the notebooks save theirs."""
+    fig, _ = matplotlib.pyplot.subplots()
+    plots.save_figure(fig, params, record, stem)
+    matplotlib.pyplot.close(fig)
+
+
+def test_a_fresh_checkout_redraws_from_the_results_committed_beside_the_figures(tmp_path):
+    params = Params(out_dir=str(tmp_path), figures_name="t")
+    calls: list[int] = []
+    compute = _counting(calls, note="measured")
+    data, record = params.store().cached("exp", {"k": 1}, compute)
+    _draw(params, record, "fig")
+    archived = archive_dir(params.figures_dir) / "exp" / record["hash"]
+    for file in ("run.json", "data.csv"):  # the stored result, verbatim
+        assert (archived / file).read_bytes() == (Path(record["path"]) / file).read_bytes()
+
+    shutil.rmtree(params.results_dir)  # a fresh checkout: results/ is not committed
+    _, measured = params.store().cached("exp", {"k": 1}, compute)
+    assert len(calls) == 2 and measured["reused"] is False, \
+        "without a redraw a committed result is never taken for this machine's"
+    shutil.rmtree(params.results_dir)
+    redraw = Params(out_dir=str(tmp_path), figures_name="t", redraw=True)
+    again, redrawn = redraw.store().cached("exp", {"k": 1}, compute, redraw=True)
+    assert len(calls) == 2, "a redraw from the archive must not measure"
+    pd.testing.assert_frame_equal(again, data)
+    assert Path(redrawn["path"]) == archived and redrawn["note"] == "measured"
+    kept = (archived / "run.json").read_bytes()
+    _draw(redraw, redrawn, "fig")  # drawn again from the archived copy itself: kept as is
+    assert (archived / "run.json").read_bytes() == kept
+    assert sorted(p.name for p in archived.iterdir()) == ["data.csv", "run.json"]
+
+
+def test_the_archive_keeps_only_what_the_folders_figures_draw_from(tmp_path):
+    params = Params(out_dir=str(tmp_path), figures_name="t")
+    store = params.store()
+    _, first = store.cached("exp", {"k": 1}, _counting([]))
+    _, other = store.cached("other", {"k": 1}, _counting([]))
+    _draw(params, first, "fig")
+    _draw(params, first, "fig_timeline")  # a second figure of the same result
+    _draw(params, other, "other")
+    _, second = store.cached("exp", {"k": 2}, _counting([]))  # new parameters, one figure
+    _draw(params, second, "fig")
+    archive = archive_dir(params.figures_dir)
+    assert {p.name for p in (archive / "exp").iterdir()} == {first["hash"], second["hash"]}
+    _draw(params, second, "fig_timeline")  # now no figure draws from the first
+    assert {p.name for p in (archive / "exp").iterdir()} == {second["hash"]}
+    assert {p.name for p in (archive / "other").iterdir()} == {other["hash"]}
+    assert archive_result({"experiment": "exp", "hash": "x", "path": str(tmp_path / "none")},
+                          params.figures_dir) is None  # no stored result: nothing to keep

@@ -215,10 +215,12 @@ def _path_today(entries: tuple[str, ...], peers: tuple[str, ...]) -> dict[str, s
     return file_hashes(code_path(entries, peers, working_tree, tree_files()), working_tree)
 
 
-def changed_on_path(name: str, entries: list[str]) -> list[str] | None:
+def changed_on_path(name: str, entries: list[str],
+                    known: dict[str, dict] | None = None) -> list[str] | None:
     """The files on a result's path that differ from when it was measured (added, removed or
-    changed), today's path compared with the recorded one; None where nothing is recorded."""
-    entry = load_record().get(name)
+    changed), today's path compared with the recorded one; None where nothing is recorded.
+    `known` is RECORD's entries (load_record), read here if not given."""
+    entry = (load_record() if known is None else known).get(name)
     then = entry and entry["files"]
     if then is None:
         return None

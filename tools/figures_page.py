@@ -62,3 +62,25 @@ def figures_block() -> str:
         parts += [_figure(folder, stem) for stem in stems]
         parts.append("")
     return "\n".join(parts).rstrip("\n")
+
+
+def measuring_time(folder: Path = FIGURES) -> str:
+    """How long the measurements behind a folder's figures took, from their records
+    (duration_s, each stored result once: figures drawn from one result share it), the
+    longest named: what a newcomer's `make figures` costs on that machine."""
+    took: dict[tuple[str, str], tuple[float, str]] = {}
+    machines = set()
+    for path in sorted(folder.glob("*.json")):
+        record = json.loads(path.read_text())
+        env = record.get("env", {})
+        machines.add(f"{env.get('cpu') or '?'} ({env.get('cpu_count') or '?'} cores)")
+        took[(record.get("experiment"), record.get("hash"))] = (
+            float(record.get("duration_s") or 0.0), record.get("experiment") or path.stem)
+    if not took:
+        return "unknown: no figure in it carries a record yet"
+    total = sum(seconds for seconds, _ in took.values())
+    seconds, longest = max(took.values())
+    return (f"at least {total / 60:.0f} minutes on "
+            f"{', '.join(sorted(machines))}, {seconds / 60:.0f} of them in {longest} "
+            f"(each figure's record, `duration_s`; a run that several notebooks share counts "
+            f"once, where it was first measured)")

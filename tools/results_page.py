@@ -16,13 +16,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS_DIR = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "tools"))
 
 from gnnrepro.env import source_hash  # noqa: E402
-from code_paths import EVERY_FILE, changed_on_path, result_source, unrecorded  # noqa: E402
+from code_paths import (EVERY_FILE, RESULTS_DIR, changed_on_path, load_record,  # noqa: E402
+                        result_source, unrecorded)
 
 __all__ = ["result_entries", "results_table"]
 
@@ -136,10 +136,6 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
 
 #: Why a result measured by older code was not measured again, by result.
 STALE_REASONS: dict[str, str] = {
-    "partitioned-cpu-products.json": (
-        "19 minutes, and DistDGL's 2 machines are stopped by its partitioner (19 GB at its "
-        "METIS step) each time; ours was re-run at this size at 6a10dd2 with the same test "
-        "accuracies (benchmarks/NOTES.md)"),
     "disk-training-cpu-papers.json": "40 minutes and 65 GB of disk",
     "sampling-cpu-papers.json": (
         "papers-sim 1.0 takes 65 GB of disk to build; the changes on its path are in the "
@@ -166,12 +162,14 @@ def _changed_files(changed: list[str]) -> str:
     return named + (f" and {more} more" if more > 0 else "")
 
 
-def _current(name: str, measured_by: str | None, uncommitted: bool) -> str:
-    """The row's "by today's code" cell: its source hash, else its code path (code_paths)."""
+def _current(name: str, measured_by: str | None, uncommitted: bool,
+             known: dict[str, dict]) -> str:
+    """The row's "by today's code" cell: its source hash, else its code path (code_paths;
+    `known` is its record)."""
     if measured_by == source_hash():
         return ("yes: the same code (its source hash is today's), measured before that code "
                 "was committed") if uncommitted else "yes"
-    changed = changed_on_path(name, RESULTS[name][2])
+    changed = changed_on_path(name, RESULTS[name][2], known)
     if changed == []:
         return "yes: the code on its path is unchanged (the changes since are elsewhere)"
     why = (f"no: changed on its path since: {_changed_files(changed)}" if changed is not None
@@ -206,10 +204,11 @@ def results_table() -> str:
     if unrecorded_paths:
         raise ValueError(f"results whose code path is not recorded for their source: "
                          f"{unrecorded_paths} (run python tools/code_paths.py)")
+    known = load_record()
     lines = ["| result | measured at | by today's code | command | its numbers |",
              "| --- | --- | --- | --- | --- |"]
     for name, (command, shown, _) in RESULTS.items():
         commit, measured_by = _measured_at(name)
-        why = _current(name, measured_by, "uncommitted code" in commit)
+        why = _current(name, measured_by, "uncommitted code" in commit, known)
         lines.append(f"| `{name}` | {commit} | {why} | {command} | {shown} |")
     return "\n".join(lines)

@@ -17,7 +17,6 @@ from gnnrepro.config import DISK_TRAINING_DEFAULTS, SETTINGS, resolve_threads
 from gnnrepro.datasets import igb_sim
 from gnnrepro.experiments import paper
 from gnnrepro.experiments.params import Params
-from gnnrepro.experiments.store import Store
 
 __all__ = ["NAME", "PARAMETERS", "disk_training", "disk_training_table", "skip_reason"]
 
@@ -43,7 +42,7 @@ def disk_training(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     used, hit rate, share of fio's rate, time per training step (a lower bound where a slow
     baseline did not train) and per (extrapolated) epoch, test accuracy, training's peak RSS,
     rows identical to the regenerated ones; or an error."""
-    results = Store(params.results_dir)
+    results = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         kwargs = {"dataset": igb_sim.NAME, "scale": params.disk_training_scale,

@@ -12,7 +12,6 @@ import pandas as pd
 
 from gnnrepro.experiments import measurements, paper
 from gnnrepro.experiments.params import Params
-from gnnrepro.experiments.store import Store
 
 __all__ = ["NAME", "end_to_end", "end_to_end_table", "pipeline_alone", "pipeline_alone_table",
            "timeline_frame"]
@@ -25,7 +24,7 @@ def end_to_end(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     seeds_per_s, peak_rss_bytes, wait_s); the metadata holds every epoch's time (epochs_s) and
     the timeline spans (pipeline, batch, stage, lane, start_s, end_s; seconds from the
     pipeline's first span). Same training run as 01_stage_breakdown."""
-    store = Store(params.results_dir)
+    store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         result = measurements.ladder(params, store)
@@ -93,7 +92,7 @@ def pipeline_alone(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     epoch with no model, or a busy-wait standing in for a GPU step; what a GPU trainer would
     wait for; the peers (GraphBolt, PyG) that ran, beside them (only with no stand-in step).
     The metadata holds step_ms, its note and peers_not_run."""
-    store = Store(params.results_dir)
+    store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         result = measurements.loader_run(params, store)

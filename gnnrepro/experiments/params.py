@@ -26,6 +26,8 @@ from gnnrepro.checks import check_bool, check_fraction, check_int, check_positiv
 from gnnrepro.config import (FEATURE_SOURCES, SAMPLER_DEVICES, SETTINGS, fanouts_check, list_of,
                              resolve_device)
 from gnnrepro.distributed import unavailable
+from gnnrepro.experiments.archive import archive_dir
+from gnnrepro.experiments.store import Store
 from gnnrepro.peers import PEERS, SETUP_COMMAND
 
 __all__ = ["Params", "from_namespace", "runnable_world_sizes"]
@@ -218,7 +220,8 @@ class Params:
     redraw: bool = _param(
         False, _bool, "draw the figures from the newest stored results of these parameters, "
                       "even where other code measured them (after a change to the plots; the "
-                      "figure names the commit that measured it); what has none is measured. "
+                      "figure names the commit that measured it), in results/ or committed "
+                      "beside the figures (their folder's data/); what has none is measured. "
                       "Not with force")
     figures_name: Optional[str] = _param(
         None, _figures_name,
@@ -291,6 +294,11 @@ class Params:
     @property
     def results_dir(self) -> Path:
         return Path(self.out_dir) / "results"
+
+    def store(self) -> Store:
+        """The results store (results_dir); a redraw also draws from the results committed
+        beside the figures (gnnrepro.experiments.archive)."""
+        return Store(self.results_dir, archive=archive_dir(self.figures_dir))
 
     def key(self, names: Iterable[str]) -> dict[str, Any]:
         """The named parameters as a JSON-ready dict: what identifies an experiment's result."""

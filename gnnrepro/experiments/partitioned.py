@@ -12,7 +12,6 @@ import pandas as pd
 from gnnrepro.bench import partitioned as partitioned_bench
 from gnnrepro.experiments import measurements
 from gnnrepro.experiments.params import Params
-from gnnrepro.experiments.store import Store
 
 __all__ = ["MACHINES", "NAME", "partitioned", "partitioned_table"]
 
@@ -38,7 +37,7 @@ def partitioned(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     sent by a rank for sampling and for features, remote edge and row fractions, DistDGL's
     loopback bytes per step (all its traffic, gradients included), test_acc, blocks_identical
     (ours). The metadata holds each partition's statistics."""
-    store = Store(params.results_dir)
+    store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         result = partitioned_bench.measure(

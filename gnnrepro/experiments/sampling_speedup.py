@@ -12,7 +12,6 @@ from tqdm import tqdm
 from gnnrepro.bench.sampling_speed import SAMPLERS
 from gnnrepro.experiments import measurements, paper
 from gnnrepro.experiments.params import Params
-from gnnrepro.experiments.store import Store
 
 __all__ = ["NAME", "sampling_speedup", "speedup_table"]
 
@@ -27,7 +26,7 @@ def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     input_nodes, fused_speedup (this sampler's time / the fused sampler's) and paper_speedup
     (on dgl-unfused's row: the paper fuses sample_neighbors + to_block); the peers that ran
     follow. The metadata's peers_not_run says why the others did not."""
-    store = Store(params.results_dir)
+    store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         rows, datasets, not_run = [], {}, {}

@@ -43,7 +43,7 @@ def scale_growth(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per (dataset, scale, system): features (where they were read from), nodes, edges, train_ids, sample_ms (median per batch),
     sampled_edges_per_s, loader_batches_per_s, epoch_s, peak_rss_gb (the training process),
     test_acc, eval_methods (how val and test were evaluated)."""
-    store = Store(params.results_dir)
+    store = params.store()
     pipelines = tuple(pipeline for _, pipeline in SYSTEMS.values())
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:

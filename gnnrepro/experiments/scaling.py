@@ -11,7 +11,6 @@ import pandas as pd
 from gnnrepro.bench import scaling as scaling_bench
 from gnnrepro.experiments import measurements, paper
 from gnnrepro.experiments.params import Params, runnable_world_sizes
-from gnnrepro.experiments.store import Store
 
 __all__ = ["NAME", "scaling", "scaling_table"]
 
@@ -48,7 +47,7 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
     ranks_are = "GPUs" if params.device.startswith("cuda") else "CPU processes"
     runnable, reasons = runnable_world_sizes(params.gpus, params.device)
-    store = Store(params.results_dir)
+    store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         rows = [_row(p, size, reasons[size]) for size in reasons for p in PIPELINES]

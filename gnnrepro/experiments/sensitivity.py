@@ -12,7 +12,6 @@ from tqdm import tqdm
 from gnnrepro.config.machine import resolve_workers
 from gnnrepro.experiments import measurements
 from gnnrepro.experiments.params import Params
-from gnnrepro.experiments.store import Store
 from gnnrepro.pipeline.spans import STAGES
 
 __all__ = ["AXES", "NAME", "sensitivity", "sensitivity_table"]
@@ -45,7 +44,7 @@ def sensitivity(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     resolved as the pipeline resolves them) is measured once for all axes."""
     cuda = params.device.startswith("cuda")
     pipeline = "fused+pinned"
-    store = Store(params.results_dir)
+    store = params.store()
     base = {axis: getattr(params, axis) for axis in AXES if axis != "placement"}
     # Workers left to the machine (None) are the count the pipeline resolves: so the workers
     # panel marks its base bar, and the base point and that sweep value are one measurement.

@@ -8,7 +8,6 @@ import pandas as pd
 
 from gnnrepro.experiments import measurements
 from gnnrepro.experiments.params import Params
-from gnnrepro.experiments.store import Store
 from gnnrepro.pipeline.spans import STAGES
 
 __all__ = ["NAME", "stage_breakdown", "stage_table"]
@@ -20,7 +19,7 @@ def stage_breakdown(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows (pipeline, stage, work_s, exposed_s, share_of_work, epoch_s, wait_s): per
     epoch, median over the epochs after the first. exposed_s is NaN where the pipeline cannot
     split its wait between sample and extract (workers); wait_s is that wait."""
-    store = Store(params.results_dir)
+    store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         result = measurements.ladder(params, store)

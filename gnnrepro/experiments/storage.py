@@ -48,7 +48,7 @@ def storage(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per (store, budget): rows_per_s, speedup_vs_mmap, bytes_read_per_byte_used,
     hit rate of the last epoch, fraction of the device's row ceiling, epoch_s end to end and
     its ratio to the in-memory store, rows_identical and the memory cap's mode."""
-    results = Store(params.results_dir)
+    results = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         rows = []

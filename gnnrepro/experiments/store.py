@@ -3,7 +3,9 @@ run.json (parameters, metadata, code version, environment); the hash covers the 
 and the code that measures (gnnrepro.env.source_hash), so identical parameters on identical
 code reuse a result and anything else measures again. A redraw (make figures REDRAW=1) draws
 from the newest result of identical parameters that other code measured, where this code has
-none, so mended plotting needs no hour of re-measuring; its record names both commits.
+none, so mended plotting needs no hour of re-measuring; its record names both commits. A
+redraw also looks in the results committed beside the figures (`archive`:
+gnnrepro.experiments.archive), so a fresh checkout redraws them too.
 
 Benchmark runs behind the experiments are stored too, under results/_runs/<benchmark>/, so
 notebooks that need the same run (01 and 03 share one training run; 05's sweeps share their
@@ -60,8 +62,11 @@ class Store:
     several points or notebooks share is still measured once.
     """
 
-    def __init__(self, root: Path | str):
+    def __init__(self, root: Path | str, archive: Path | str | None = None):
+        """`root`: the results/ directory. `archive`: a folder of results laid out the same
+        way (the ones committed beside the figures) that only a redraw reads."""
         self.root = Path(root)
+        self.archive = Path(archive) if archive is not None else None
 
     def directory(self, name: str, key: Mapping[str, Any]) -> Path:
         return self.root / name / param_hash(name, key)
@@ -80,8 +85,8 @@ class Store:
         result and a reused one are identical.
 
         `redraw=True` (not with force): where this code has no result, the newest one of the
-        same parameters measured by other code is used instead of measuring; its record keeps
-        the code that measured it and adds redrawn_by (this code).
+        same parameters measured by other code (in root or the archive) is used instead of
+        measuring; its record keeps the code that measured it and adds redrawn_by (this code).
         """
         if force and redraw:
             raise ValueError(f"{name}: force (measure again) and redraw (draw from what is "
@@ -125,10 +130,12 @@ class Store:
 
     def newest_other_code(self, name: str, key: Mapping[str, Any]) -> Path | None:
         """The directory of the newest complete result of `name` with parameters `key`
-        measured by any code (None if there is none): what a redraw draws from."""
+        measured by any code, in root or the archive (None if there is none): what a redraw
+        draws from."""
         wanted = json.dumps(dict(key), sort_keys=True, default=str)
         found: list[tuple[str, Path]] = []
-        for record_file in (self.root / name).glob("*/run.json"):
+        roots = [self.root] + ([self.archive] if self.archive is not None else [])
+        for record_file in (f for root in roots for f in (root / name).glob("*/run.json")):
             try:
                 record = json.loads(record_file.read_text())
             except (OSError, ValueError):

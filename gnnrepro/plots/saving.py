@@ -11,6 +11,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from gnnrepro.atomic import write_atomic, write_json_atomic
+from gnnrepro.experiments.archive import archive_result
 from gnnrepro.experiments.labels import figure_label
 from gnnrepro.experiments.params import Params
 
@@ -52,8 +53,10 @@ def save_figure(fig: Figure, params: Params, record: Mapping[str, Any], stem: st
     by gnnrepro.experiments.figure_label(params, record, scales, dataset), and its record
     (the stored run.json: parameters, versions, hardware, what it drew from; less
     _NOT_COMMITTED, plus the label drawn) as stem.json, so the figure's provenance is
-    committed with it. A figure of the CPU that names fused+pinned says, under the label,
-    that nothing was pinned (CPU_PINNED_NOTE)."""
+    committed with it; and the stored result itself into the folder's archive
+    (gnnrepro.experiments.archive), so a fresh checkout can redraw it. A figure of the CPU
+    that names fused+pinned says, under the label, that nothing was pinned
+    (CPU_PINNED_NOTE)."""
     label = figure_label(params, record, scales, dataset)
     device = (record.get("params") or {}).get("device", params.device)
     if str(device) == "cpu" and _names(fig, "fused+pinned"):
@@ -62,7 +65,8 @@ def save_figure(fig: Figure, params: Params, record: Mapping[str, Any], stem: st
     record_path = params.figures_dir / f"{stem}.json"
     kept = {k: v for k, v in record.items() if k not in _NOT_COMMITTED} | {"label": label}
     write_json_atomic(record_path, json.loads(json.dumps(kept, default=str)))
-    return [*paths, record_path]
+    archived = archive_result(record, params.figures_dir)
+    return [*paths, record_path, *([archived] if archived else [])]
 
 
 def _names(fig: Figure, name: str) -> bool:
