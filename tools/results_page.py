@@ -135,16 +135,7 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
 }
 
 #: Why a result measured by older code was not measured again, by result.
-STALE_REASONS: dict[str, str] = {
-    "disk-training-cpu-papers.json": "40 minutes and 65 GB of disk",
-    "sampling-cpu-papers.json": (
-        "papers-sim 1.0 takes 65 GB of disk to build; the changes on its path are in the "
-        "command line, other benches, the progress line and training, not in the sampler's "
-        "code or the C++ sources"),
-    "disk-training-cpu-igb.json": (
-        "21 minutes and 42 GB of disk; `tests/test_disk_store.py` checks on every run that the "
-        "memory and disk stores train bit-identical weights"),
-}
+STALE_REASONS: dict[str, str] = {}
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
 #: How many changed files a row names before "and N more".
