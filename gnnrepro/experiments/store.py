@@ -98,8 +98,8 @@ class Store:
         if older is not None:
             directory = older
             measured = json.loads((older / "run.json").read_text()).get("code") or {}
-            print(f"{name}: redrawing from {older}, measured by other code (commit "
-                  f"{str(measured.get('git_commit'))[:7]})")
+            print(f"{name}: redrawing from {older}, measured at commit "
+                  f"{str(measured.get('git_commit'))[:7]}")
         elif reused:
             print(f"{name}: reusing {directory}, measured by this code (force=True re-measures)")
         else:
