@@ -1,8 +1,12 @@
 """Evaluation methods side by side: one model trained for `--epochs`, then its test (and val)
 accuracy by layer-wise full-neighbour inference and by sampled mini-batches, each timed, beside
 the time of a training epoch (the issue's bound: an evaluation costs no more than one epoch).
+`--architecture dgl-sage` trains DGL's example model instead (a caller's model of dgl.nn
+layers, evaluated layer-wise through its forward_layer: gnnrepro.training.layer_by_layer).
 
     .venv/bin/python benchmarks/eval_methods.py --scale 1.0 --out benchmarks/results/eval-methods-cpu.json
+    .venv/bin/python benchmarks/eval_methods.py --scale 1.0 --architecture dgl-sage \
+        --out benchmarks/results/eval-methods-dgl-cpu.json
 """
 from __future__ import annotations
 
@@ -17,9 +21,9 @@ import torch
 from gnnrepro.config import TrainConfig, resolve_threads
 from gnnrepro.datasets import load
 from gnnrepro.env import environment
-from gnnrepro.models import GraphSAGE
 from gnnrepro.sampling import FusedSampler
 from gnnrepro.training import accuracy, run_training
+from gnnrepro.training.loop import MODELS, build_model
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--architecture", choices=sorted(MODELS), default="graphsage")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(resolve_threads(args.threads))
@@ -35,10 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     load_s = time.perf_counter() - start
     config = TrainConfig(pipeline="fused+pinned", epochs=args.epochs, threads=args.threads,
                          eval_method="layerwise")
-    result = run_training(dataset, config)
-    model = GraphSAGE(dataset.num_features, config.hidden, dataset.num_classes,
-                      len(config.fanouts), config.dropout)
+    result = run_training(dataset, config, architecture=args.architecture)
+    model = build_model(dataset, len(config.fanouts), config.hidden, config.dropout,
+                        config.seed, torch.device("cpu"), args.architecture)
     model.load_state_dict(result.state)
+    layout = MODELS[args.architecture][2]
     evaluator = FusedSampler(dataset.graph, list(config.fanouts), seed=config.seed)
     rows = {}
     for split in ("val", "test"):
@@ -46,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         for method in ("layerwise", "sampled"):
             t0 = time.perf_counter()
             acc = accuracy(model, dataset, evaluator, ids, torch.device("cpu"),
-                           config.eval_batch_size, method=method)
+                           config.eval_batch_size, method=method, layout=layout)
             seconds = time.perf_counter() - t0
             rows[f"{split}/{method}"] = {"ids": ids.numel(), "accuracy": acc,
                                          "seconds": seconds}
@@ -54,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{seconds:7.1f} s", flush=True)
     epoch_s = [e.epoch_s for e in result.epochs]
     report = {"params": {"dataset": "products-sim", "scale": args.scale, "epochs": args.epochs,
+                         "architecture": args.architecture, "model": result.params["model"],
                          "config": config.to_dict(), "threads": torch.get_num_threads()},
               "load_s": load_s, "epoch_s": epoch_s, "evaluations": rows,
               "test_layerwise_over_epoch": rows["test/layerwise"]["seconds"] / min(epoch_s),

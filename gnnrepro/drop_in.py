@@ -1,13 +1,15 @@
-"""Drop-in loaders with the peers' call signatures: a DGL or PyG script changes two lines.
+"""Drop-in loaders with the peers' call signatures: a DGL or PyG script changes its import.
 
-`DataLoader(g, train_idx, fanouts, device=..., batch_size=...)` takes DGL's DataLoader's
-arguments (a DGLGraph with ndata "feat" and "label", the training ids, and the fanouts DGL's
-NeighborSampler takes, input layer first) and yields DGL's `(input_nodes, output_nodes,
-blocks)`. `NeighborLoader(data, num_neighbors=..., batch_size=..., input_nodes=...)` takes
-PyG's (a Data, fanouts from the seeds outward) and yields its batches. Both are our fused
-sampler and pinned, multi-worker loader underneath (gnnrepro.training.make_loader with the
-fused+pinned pipeline; any TrainConfig setting passes through `settings`); iterate them epoch
-after epoch, `len()` is the batches per epoch, `close()` stops the workers.
+`DataLoader(g, train_idx, sampler, device=..., batch_size=..., shuffle=..., drop_last=...,
+num_workers=..., use_uva=...)` takes DGL's DataLoader's arguments (a DGLGraph with ndata
+"feat" and "label", the ids, and DGL's NeighborSampler or its fanouts, input layer first) and
+yields DGL's `(input_nodes, output_nodes, blocks)`. `NeighborLoader(data, num_neighbors=...,
+batch_size=..., input_nodes=..., shuffle=..., num_workers=...)` takes PyG's (a Data, fanouts
+from the seeds outward) and yields its batches. Both are our fused sampler and pinned,
+multi-worker loader underneath (gnnrepro.training.make_loader with the fused+pinned pipeline;
+any TrainConfig setting passes through `settings`, `num_workers` is left to our loader's own
+choice of workers); iterate them epoch after epoch, `len()` is the batches per epoch,
+`close()` stops the workers.
 """
 from __future__ import annotations
 
@@ -38,40 +40,80 @@ class _DropIn(BatchView):
         self.close()
 
 
+#: The peers' loader arguments a drop-in takes for what ours does anyway: their worker
+#: processes (ours chooses its own workers from the machine unless workers=... is given).
+_PEER_WORKER_ARGS = ("num_workers", "persistent_workers")
+
+
 def _config(fanouts: Sequence[int], device: Any, batch_size: int, settings: dict) -> TrainConfig:
     """The loader's settings; a peer's argument that is no setting of ours is named (a
     TypeError), with what our loader does instead where that is the question."""
     known = {f.name for f in dataclasses.fields(TrainConfig)}
+    for name in _PEER_WORKER_ARGS:
+        settings.pop(name, None)
     unknown = sorted(set(settings) - known)
     if unknown:
-        raise TypeError(f"{', '.join(unknown)}: not settings of gnnrepro's loader (training "
-                        f"ids are shuffled by (seed, epoch) every epoch, the last partial "
-                        f"batch is kept, workers are chosen from the machine unless "
-                        f"workers=... is given); its settings: {', '.join(sorted(known))}")
+        raise TypeError(f"{', '.join(unknown)}: not settings of gnnrepro's loader (shuffle and "
+                        f"drop_last are, as in the peers'; workers are chosen from the "
+                        f"machine unless workers=... is given); its settings: "
+                        f"{', '.join(sorted(known))}")
     device = str(device) if isinstance(device, torch.device) else device
     return TrainConfig(fanouts=tuple(fanouts), batch_size=batch_size, device=device,
                        **settings)
 
 
-def DataLoader(g: Any, train_idx: Any, fanouts: Sequence[int], *, device: Any = "cpu",  # noqa: N802
-               batch_size: int = 1024, feat: str = "feat", label: str = "label",
+def _sampler_fanouts(sampler: Any) -> list[int]:
+    """The fanouts of a DGL NeighborSampler (or the fanouts themselves); what ours cannot
+    sample like it is a ValueError naming the option."""
+    if isinstance(sampler, Sequence) and not isinstance(sampler, str):
+        return list(sampler)
+    fanouts = getattr(sampler, "fanouts", None)
+    if fanouts is None:
+        raise TypeError(f"sampler must be the fanouts (input layer first) or DGL's "
+                        f"NeighborSampler, got {type(sampler).__name__}")
+    for option, plain in (("edge_dir", "in"), ("prob", None), ("replace", False)):
+        if getattr(sampler, option, plain) != plain:
+            raise ValueError(f"NeighborSampler({option}={getattr(sampler, option)!r}): "
+                             f"gnnrepro's sampler samples in-edges uniformly without "
+                             f"replacement; give {option}={plain!r}")
+    return list(fanouts)
+
+
+def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # noqa: N802
+               batch_size: int = 1024, shuffle: bool = False, drop_last: bool = False,
+               use_uva: bool = False, feat: str = "feat", label: str = "label",
                **settings: Any) -> _DropIn:
-    """DGL's `DataLoader(g, train_idx, NeighborSampler(fanouts), device=..., batch_size=...)`
-    on our loader: yields `(input_nodes, output_nodes, blocks)` with the batch's features in
-    `blocks[0].srcdata["feat"]` and labels in `blocks[-1].dstdata["label"]`."""
+    """DGL's `DataLoader(g, train_idx, NeighborSampler(fanouts), device=..., batch_size=...,
+    shuffle=..., drop_last=..., num_workers=..., use_uva=...)` on our loader: `sampler` is
+    DGL's NeighborSampler (or MultiLayerFullNeighborSampler) or its fanouts, input layer
+    first; `shuffle` (False by default) and `drop_last` as DGL's; `use_uva` samples on the GPU
+    from the graph in pinned host memory, as DGL's does (sampler_device="uva"). Yields `(input_nodes, output_nodes, blocks)` with the batch's
+    features in `blocks[0].srcdata["feat"]` and labels in `blocks[-1].dstdata["label"]`."""
+    if use_uva:
+        if not str(device).startswith("cuda"):
+            raise ValueError(f"use_uva=True samples on the GPU: device must be cuda, got "
+                             f"{device!r}")
+        settings.setdefault("sampler_device", "uva")
+    config = _config(_sampler_fanouts(sampler), device, batch_size, settings)
     data = from_dgl(g, train_idx, feat=feat, label=label)
-    return _DropIn(make_loader(data, _config(fanouts, device, batch_size, settings)), to_dgl)
+    return _DropIn(make_loader(data, config, shuffle=shuffle, drop_last=drop_last), to_dgl)
 
 
 def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int = 1024,  # noqa: N802
-                   input_nodes: Any = None, device: Any = "cpu", **settings: Any) -> _DropIn:
+                   input_nodes: Any = None, shuffle: bool = False, drop_last: bool = False,
+                   device: Any = "cpu", **settings: Any) -> _DropIn:
     """PyG's `NeighborLoader(data, num_neighbors, batch_size=..., input_nodes=...)` on our
     loader (sampled on our side, every batch on `device`): yields Data batches with `x`,
     `edge_index`, `y`, `batch_size` and `n_id` (`adj_t` in place of `edge_index` where `data`'s
     graph is an adj_t, as PyG's NeighborLoader does). `num_neighbors` counts from the seeds, as in
-    PyG; `input_nodes` is the training ids or mask (default: data.train_mask)."""
-    dataset = from_pyg(data, train_idx=input_nodes)
+    PyG; `input_nodes` is the seeds' ids or mask (None: every node, as in PyG); `shuffle`
+    (False by default, as PyG's) and `drop_last` as PyG's; `num_workers` is taken and left to
+    our loader, which chooses its workers."""
     fanouts = list(reversed(list(num_neighbors)))  # ours count from the input layer
+    config = _config(fanouts, device, batch_size, settings)
+    if input_nodes is None:
+        input_nodes = torch.ones(data.num_nodes, dtype=torch.bool)
+    dataset = from_pyg(data, train_idx=input_nodes)
     sparse = pyg_graph_is_adj_t(data)
-    return _DropIn(make_loader(dataset, _config(fanouts, device, batch_size, settings)),
+    return _DropIn(make_loader(dataset, config, shuffle=shuffle, drop_last=drop_last),
                    to_pyg_sparse if sparse else to_pyg)

@@ -15,6 +15,7 @@ from gnnrepro.interop import model_logits, pyg_adj_t, pyg_edge_index, to_dgl, to
 from gnnrepro.models import GraphSAGE
 from gnnrepro.pipeline.loader import Loader
 from gnnrepro.sampling import FusedSampler
+from gnnrepro.training.evaluate import choose_eval_method
 from gnnrepro.training.loop import train
 
 FANOUTS = [5, 4, 3]
@@ -190,6 +191,25 @@ def test_a_loader_in_the_middle_of_an_epoch_refuses_a_second_thread(dataset) -> 
     loader.close()
 
 
+def test_an_epoch_started_in_one_thread_and_taken_over_by_another_is_told(dataset) -> None:
+    """Both threads call iter() before either iterates: the older iterator's first next()
+    says another thread has the Loader, and the newer epoch runs whole."""
+    loader = Loader(dataset, FusedSampler(dataset.graph, FANOUTS, seed=0), "cpu", 64)
+    older = iter(loader)
+    newer: list = []
+    thread = threading.Thread(target=lambda: newer.append(iter(loader)))
+    thread.start()
+    thread.join()
+    with pytest.raises(RuntimeError, match="in the middle of an epoch in another thread"):
+        next(older)
+    results: list[int] = []
+    thread = threading.Thread(target=lambda: results.append(sum(1 for _ in newer[0])))
+    thread.start()
+    thread.join()
+    assert results == [len(loader)]
+    loader.close()
+
+
 @pytest.mark.parametrize("layout", ["blocks", "pyg", "pyg-sparse", "dgl"])
 def test_train_takes_the_callers_model(dataset, layout: str) -> None:
     if layout == "dgl":
@@ -226,9 +246,12 @@ def test_train_takes_the_callers_model(dataset, layout: str) -> None:
     assert first.losses == again.losses and first.losses[1] < first.losses[0]
     assert first.test_acc > 1.5 / dataset.num_classes  # learns something
     assert first.params["layout"] == layout and "(the caller's" in first.params["model"]
-    assert set(first.params["eval_methods"].values()) <= {"sampled", "layerwise"}
-    if layout != "blocks":
-        assert set(first.params["eval_methods"].values()) == {"sampled"}
+    # a model that exposes its layers (ours, DGL's example with forward_layer) is evaluated
+    # as auto picks by cost; PyG's SAGE here has no forward_layer: sampled
+    for split, method in first.params["eval_methods"].items():
+        ids = getattr(dataset, f"{split}_idx")
+        assert method == ("sampled" if layout.startswith("pyg") else
+                          choose_eval_method("auto", model, evaluator, ids.numel())), split
 
 
 def test_train_refuses_a_model_beside_an_architecture(dataset) -> None:
@@ -239,6 +262,8 @@ def test_train_refuses_a_model_beside_an_architecture(dataset) -> None:
                   architecture="dgl-sage")
         with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
             train(dataset, ld, evaluator, model="graphsage")
+        with pytest.raises(ValueError, match="layout='pyg' is for a caller's model"):
+            train(dataset, ld, evaluator, layout="pyg")  # refused before any training
 
 
 def test_from_pyg_and_from_dgl_keep_the_graph(dataset) -> None:
@@ -301,8 +326,8 @@ def test_drop_in_loaders_take_the_peers_arguments(dataset) -> None:
     pyg_data = pytest.importorskip("torch_geometric.data")
     data = pyg_data.Data(x=dataset.features, edge_index=torch.stack([src, dst]),
                          y=dataset.labels)
-    with NeighborLoader(data, num_neighbors=[3, 4, 5], batch_size=64,
-                        input_nodes=dataset.train_idx, threads=1) as loader:
+    with NeighborLoader(data, num_neighbors=[3, 4, 5], batch_size=64, shuffle=True,
+                        num_workers=4, input_nodes=dataset.train_idx, threads=1) as loader:
         batches = list(loader)
         assert len(batches) == len(loader) == -(-dataset.train_idx.numel() // 64)
         first = batches[0]
@@ -317,19 +342,47 @@ def test_drop_in_loaders_take_the_peers_arguments(dataset) -> None:
                                 adj_t=torch.sparse_coo_tensor(
                                     torch.stack([dst, src]), torch.ones(src.numel()),
                                     (g.num_nodes, g.num_nodes)).to_sparse_csr())
-    with NeighborLoader(sparse_data, num_neighbors=[3, 4, 5], batch_size=64,
+    with NeighborLoader(sparse_data, num_neighbors=[3, 4, 5], batch_size=64, shuffle=True,
                         input_nodes=dataset.train_idx, threads=1) as loader:
         sparse_first = next(iter(loader))  # PyG's: a graph given as adj_t comes as adj_t
     assert sparse_first.adj_t.layout == torch.sparse_csr
     assert torch.equal(sparse_first.n_id, first.n_id)
-    with pytest.raises(TypeError, match="shuffle: not settings of gnnrepro's loader"):
-        NeighborLoader(data, num_neighbors=[3], input_nodes=dataset.train_idx, shuffle=True)
+    with pytest.raises(TypeError, match="pin_memory: not settings of gnnrepro's loader"):
+        NeighborLoader(data, num_neighbors=[3], input_nodes=dataset.train_idx, pin_memory=True)
+    # PyG's defaults: every node is a seed, in order, unshuffled
+    with NeighborLoader(data, num_neighbors=[3], batch_size=1000, threads=1) as loader:
+        seeds = torch.cat([batch.n_id[:batch.batch_size] for batch in loader])
+    assert torch.equal(seeds, torch.arange(g.num_nodes))
     require_dgl()
     from gnnrepro.baselines.dgl_import import import_dgl
     dgl = import_dgl()
     dg = dgl.graph((src, dst), num_nodes=g.num_nodes)
     dg.ndata["feat"], dg.ndata["label"] = dataset.features, dataset.labels
-    with DataLoader(dg, dataset.train_idx, [5, 4, 3], batch_size=64, threads=1) as loader:
+    with DataLoader(dg, dataset.train_idx, [5, 4, 3], batch_size=64, shuffle=True,
+                    threads=1) as loader:
         input_nodes, output_nodes, blocks = next(iter(loader))
     assert torch.equal(input_nodes, mb.input_nodes) and torch.equal(output_nodes, mb.seeds)
     assert torch.equal(blocks[0].srcdata["feat"], dataset.features[input_nodes])
+    assert torch.equal(blocks[-1].dstdata["label"], dataset.labels[output_nodes])
+    assert torch.equal(blocks[0].srcdata[dgl.NID], input_nodes)
+    # DGL's own sampler and DataLoader arguments, as DGL's example passes them
+    sampler = dgl.dataloading.NeighborSampler([5, 4, 3], prefetch_node_feats=["feat"],
+                                              prefetch_labels=["label"])
+    with DataLoader(dg, dataset.train_idx, sampler, batch_size=64, shuffle=True,
+                    drop_last=False, num_workers=0, use_uva=False, threads=1) as loader:
+        assert torch.equal(next(iter(loader))[1], mb.seeds)
+    full = dgl.dataloading.MultiLayerFullNeighborSampler(1)
+    with DataLoader(dg, torch.arange(g.num_nodes), full, batch_size=1000,
+                    threads=1) as loader:  # DGL's default shuffle=False: contiguous batches
+        batches = list(loader)
+    assert torch.equal(torch.cat([b[1] for b in batches]), torch.arange(g.num_nodes))
+    assert all(b[2][0].num_edges() == int(g.in_degrees()[b[1]].sum()) for b in batches)
+    with DataLoader(dg, dataset.train_idx, [5], batch_size=100, drop_last=True,
+                    threads=1) as loader:
+        assert len(loader) == dataset.train_idx.numel() // 100
+    with pytest.raises(ValueError, match=r"NeighborSampler\(replace=True\)"):
+        DataLoader(dg, dataset.train_idx, dgl.dataloading.NeighborSampler([3], replace=True))
+    with pytest.raises(ValueError, match="use_uva=True samples on the GPU"):
+        DataLoader(dg, dataset.train_idx, [3], device="cpu", use_uva=True)
+    with pytest.raises(TypeError, match="sampler must be the fanouts"):
+        DataLoader(dg, dataset.train_idx, object())

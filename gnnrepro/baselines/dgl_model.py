@@ -36,6 +36,8 @@ class DGLGraphSAGE(nn.Module):
 
     `forward(blocks, x)`: blocks input layer first (DGL blocks or gnnrepro Blocks) and the
     input nodes' features x; returns logits for the last block's destinations.
+    `forward_layer(i, block, h)`: layer i alone with what follows it, so the model is
+    evaluated layer-wise (as DGL's example does in its `inference`).
     """
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int,
@@ -61,10 +63,14 @@ class DGLGraphSAGE(nn.Module):
         if len(blocks) != self.num_layers:
             raise ValueError(f"blocks has {len(blocks)} blocks but the model has "
                              f"{self.num_layers} layers")
-        dgl = import_dgl()
         h = x
-        for i, (layer, block) in enumerate(zip(self.layers, blocks)):
-            h = layer(as_dgl_block(dgl, block), h)
-            if i < self.num_layers - 1:
-                h = self.dropout(torch.relu(h))
+        for i, block in enumerate(blocks):
+            h = self.forward_layer(i, block, h)
+        return h
+
+    def forward_layer(self, index: int, block: Any, h: torch.Tensor) -> torch.Tensor:
+        """Layer `index` on `block` (DGL or gnnrepro), then ReLU and dropout unless last."""
+        h = self.layers[index](as_dgl_block(import_dgl(), block), h)
+        if index < self.num_layers - 1:
+            h = self.dropout(torch.relu(h))
         return h

@@ -6,16 +6,18 @@ where DGL's examples read them) and `dgl_batches(loader)` iterates those; one wr
 takes `to_pyg(mb)` (NeighborLoader's `x`, `edge_index`, `batch_size`, `n_id`; `adj_t` with
 `sparse=True`) and
 `pyg_batches(loader)`. `model_logits` calls a model on a batch in any of the LAYOUTS, with
-errors in the terms of the stack the model comes from; `from_dgl` and `from_pyg` make a
+errors in the terms of the stack the model comes from, and `layer_output` one layer of a model
+that `exposes_layers` (what layer-wise inference runs); `from_dgl` and `from_pyg` make a
 Dataset of a DGLGraph or a PyG Data, so a peer's user keeps their data.
 """
 from gnnrepro.interop.convert import from_dgl, from_pyg
 from gnnrepro.interop.dgl_view import dgl_batches, to_dgl
-from gnnrepro.interop.layout import LAYOUTS, check_layout, model_logits
+from gnnrepro.interop.layout import (LAYOUTS, check_layout, exposes_layers, layer_output,
+                                     model_logits)
 from gnnrepro.interop.pyg_view import (PyGBatch, pyg_adj_t, pyg_batches, pyg_edge_index, to_pyg,
                                        to_pyg_sparse)
 from gnnrepro.interop.view import BatchView
 
-__all__ = ["LAYOUTS", "BatchView", "PyGBatch", "check_layout", "dgl_batches", "from_dgl",
-           "from_pyg", "model_logits", "pyg_adj_t", "pyg_batches", "pyg_edge_index", "to_dgl",
-           "to_pyg", "to_pyg_sparse"]
+__all__ = ["LAYOUTS", "BatchView", "PyGBatch", "check_layout", "dgl_batches", "exposes_layers",
+           "from_dgl", "from_pyg", "layer_output", "model_logits", "pyg_adj_t", "pyg_batches",
+           "pyg_edge_index", "to_dgl", "to_pyg", "to_pyg_sparse"]

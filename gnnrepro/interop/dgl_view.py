@@ -30,7 +30,7 @@ def to_dgl(mb: MiniBatch) -> tuple[torch.Tensor, torch.Tensor, list[Any]]:
     dgl = import_dgl()
     blocks = [as_dgl_block(dgl, block) for block in mb.blocks]
     for dgl_block, block in zip(blocks, mb.blocks):
-        if isinstance(block, Block):  # DGL's own blocks (DGL's loader) carry their ids
+        if isinstance(block, Block):  # ours get the ids; DGL's own (its loader's) carry them
             dgl_block.srcdata[dgl.NID] = block.src_nodes
             dgl_block.dstdata[dgl.NID] = block.dst_nodes
     if mb.x is not None:

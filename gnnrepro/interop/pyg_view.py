@@ -7,9 +7,9 @@ hop's new nodes in order of first appearance, which is PyG's hop order (`n_id`, 
 the hop that first reaches it; our blocks sample a layer's destinations per layer. So
 `edge_index` takes each node's edges from the block in which it is first a destination: the
 seeds' from the last block, the first hop's new nodes' from the one before, and so on. Those
-are contiguous ranges of each block's CSC, so sources are slices of its `indices` (no copy);
-only the targets are materialised. Row 0 holds sources, row 1 targets (PyG's
-source_to_target flow), int64, on the batch's device.
+are contiguous ranges of each block's CSC, so sources are slices of its `indices`, copied once
+into the [2, E] result with the targets (written from the ranges' degrees). Row 0 holds
+sources, row 1 targets (PyG's source_to_target flow), int64, on the batch's device.
 
 `adj_t` is the same edges as PyG's transposed sparse adjacency (what NeighborLoader hands over
 for a Data whose graph is an `adj_t`, e.g. after `T.ToSparseTensor()`): row = target, column =

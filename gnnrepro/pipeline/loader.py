@@ -40,6 +40,10 @@ __all__ = ["Loader"]
 
 _SUPERSEDED = ("this epoch's iterator was superseded by a newer iter() or close() on the same "
                "Loader")
+_OTHER_THREAD = ("this Loader is in the middle of an epoch in another thread: a Loader feeds one "
+                 "training loop at a time (its workers and staging slots belong to the running "
+                 "epoch), unlike a DataLoader that each thread may iterate; give each thread "
+                 "its own Loader")
 
 
 def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: int) -> int:
@@ -191,6 +195,8 @@ class Loader:
         self._generation = 0  # bumped by each iter() and close(): older iterators stop
         self._running = False
         self._epoch_thread: int | None = None  # the thread iterating the running epoch
+        self._generation_thread: int | None = None  # the thread of the newest iter()
+        self._threads_lock = threading.Lock()  # iter() and an epoch's start, from any thread
         self._closed = False
         self._finalizer = weakref.finalize(self, _shutdown, self._workers.live)
 
@@ -268,18 +274,16 @@ class Loader:
     def __iter__(self) -> Iterator[MiniBatch]:
         if self._closed:
             raise RuntimeError("Loader is closed")
-        if self._running and self._epoch_thread != threading.get_ident():
-            raise RuntimeError(
-                "this Loader is in the middle of an epoch in another thread: a Loader feeds one "
-                "training loop at a time (its workers and staging slots belong to the running "
-                "epoch), unlike a DataLoader that each thread may iterate; give each thread its "
-                "own Loader")
-        if self._running:  # an unfinished epoch's iterator in this thread is superseded
-            self._abort()
-        self._generation += 1
-        epoch, self._epoch = self._epoch, self._epoch + 1
-        first, self._first_step = self._first_step, 0
-        return self._run_epoch(epoch, self._generation, first)
+        with self._threads_lock:
+            if self._running and self._epoch_thread != threading.get_ident():
+                raise RuntimeError(_OTHER_THREAD)
+            if self._running:  # an unfinished epoch's iterator in this thread is superseded
+                self._abort()
+            self._generation += 1
+            self._generation_thread = threading.get_ident()
+            epoch, self._epoch = self._epoch, self._epoch + 1
+            first, self._first_step = self._first_step, 0
+            return self._run_epoch(epoch, self._generation, first)
 
     def start_at(self, epoch: int, step: int = 0) -> None:
         """Make the next iter() epoch `epoch` from its batch `step` on (a resumed run: the
@@ -308,12 +312,17 @@ class Loader:
         self.close()
 
     def _run_epoch(self, epoch: int, generation: int, first: int) -> Iterator[MiniBatch]:
-        if generation != self._generation:
-            raise RuntimeError(_SUPERSEDED)
+        with self._threads_lock:
+            me = threading.get_ident()
+            if generation != self._generation:
+                raise RuntimeError(_SUPERSEDED if self._generation_thread == me
+                                   else _OTHER_THREAD)
+            if self._running and self._epoch_thread != me:
+                raise RuntimeError(_OTHER_THREAD)
+            self._running, self._epoch_thread = True, me
         order = self.plan.epoch_ids(epoch)
         self._log.reset()
         producer = self._local if self.workers == 0 else self._workers
-        self._running, self._epoch_thread = True, threading.get_ident()
         finished = False
         try:
             for prepared in producer.batches(order, epoch, first):

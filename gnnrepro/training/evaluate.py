@@ -5,7 +5,8 @@
   deterministic; with a torch.distributed group of several ranks each rank evaluates the
   batches b with b % world_size == rank.
 * "layerwise": full-neighbour inference, each layer once per needed node
-  (gnnrepro.training.layerwise); with several ranks each computes a share of every layer.
+  (gnnrepro.training.layerwise for our GraphSAGE; layer_by_layer for any model with a
+  `forward_layer`, in its layout); with several ranks each computes a share of every layer.
 * "auto" (the default) picks the one that costs less for these ids, counted in edges (a
   sampled edge weighs SAMPLED_EDGE_WEIGHT layer-wise ones, as measured): layer-wise for a
   large split (ogbn-products' 2.2M test ids), sampled for a small one.
@@ -29,7 +30,9 @@ from gnnrepro.features.store import FeatureStore
 from gnnrepro.graph import CSCGraph
 from gnnrepro.interop import model_logits
 from gnnrepro.progress import Progress
+from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.sampling.block import MiniBatch
+from gnnrepro.training.layer_by_layer import layer_by_layer_predict
 from gnnrepro.training.layerwise import (layerwise_cost, layerwise_predict, sampled_cost,
                                          supports_layerwise)
 
@@ -54,8 +57,9 @@ def choose_eval_method(method: str, model: nn.Module, sampler: Any, num_ids: int
     graph = getattr(sampler, "graph", None)
     runnable = supports_layerwise(model) and isinstance(graph, CSCGraph)
     if method == "layerwise" and not runnable:
-        raise TypeError(f"eval_method='layerwise' needs a GraphSAGE model and an evaluator with "
-                        f"a CSCGraph `graph`, got {type(model).__name__} and "
+        raise TypeError(f"eval_method='layerwise' needs a GraphSAGE model or one with "
+                        f"forward_layer(i, ...) (gnnrepro.interop.exposes_layers) and an "
+                        f"evaluator with a CSCGraph `graph`, got {type(model).__name__} and "
                         f"{type(sampler).__name__}; use eval_method='sampled'")
     if method != "auto":
         return method
@@ -79,10 +83,17 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
     neighbours (each id counted once). Rows come from `store` (None: dataset.features); the
     model takes its batches in `layout` (gnnrepro.interop.LAYOUTS)."""
     if method == "layerwise":
-        nodes, logits = layerwise_predict(model, sampler.graph,
-                                          dataset.features if store is None else store, ids,
-                                          device, rank, world_size, heartbeat)
+        table = dataset.features if store is None else store
+        if type(model) is GraphSAGE:
+            nodes, logits = layerwise_predict(model, sampler.graph, table, ids, device, rank,
+                                              world_size, heartbeat)
+        else:
+            nodes, logits = layer_by_layer_predict(model, sampler.graph, table, ids, device,
+                                                   layout, len(sampler.fanouts), rank,
+                                                   world_size, heartbeat)
         nodes = nodes.cpu()
+        if nodes.numel() == 0:  # this rank's share is empty (its logits may have no columns)
+            return torch.zeros((), dtype=torch.int64, device=device)
         # each node is computed once: an id given k times counts k times, as when sampled
         unique, counts = torch.unique(ids.cpu(), return_counts=True)
         times = counts[torch.searchsorted(unique, nodes)].to(device)

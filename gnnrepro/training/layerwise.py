@@ -25,11 +25,12 @@ from torch import nn
 from gnnrepro.checks import check_node_ids
 from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
 from gnnrepro.graph import CSCGraph
+from gnnrepro.interop.layout import exposes_layers
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.progress import Progress
 
-__all__ = ["CHUNK_NODES", "SAMPLED_EDGE_WEIGHT", "layerwise_cost", "layerwise_predict", "sampled_cost",
-           "supports_layerwise"]
+__all__ = ["CHUNK_NODES", "SAMPLED_EDGE_WEIGHT", "checked_inputs", "layerwise_cost",
+           "layerwise_predict", "sampled_cost", "supports_layerwise"]
 
 #: Destinations per chunk: bounds the per-chunk edge and output tensors (a few MB each).
 CHUNK_NODES = 16384
@@ -41,9 +42,10 @@ SAMPLED_EDGE_WEIGHT = 2.4
 
 
 def supports_layerwise(model: nn.Module) -> bool:
-    """True for models layer-wise inference knows how to run: GraphSAGE itself (a subclass may
-    compute something else in its forward)."""
-    return type(model) is GraphSAGE
+    """True for models layer-wise inference knows how to run: GraphSAGE itself (here; a
+    subclass may compute something else in its forward) and any model that exposes its layers
+    by a `forward_layer` method (gnnrepro.training.layer_by_layer)."""
+    return type(model) is GraphSAGE or exposes_layers(model)
 
 
 def layerwise_cost(graph: CSCGraph, num_layers: int) -> float:
@@ -148,6 +150,22 @@ def _all_gather_rows(part: torch.Tensor, total: int, world_size: int) -> torch.T
     return torch.cat([p[:hi - lo] for p, (lo, hi) in zip(pieces, bounds)])
 
 
+def checked_inputs(graph: CSCGraph, features: torch.Tensor | FeatureStore, targets: torch.Tensor
+                   ) -> tuple[torch.Tensor | FeatureStore, torch.Tensor]:
+    """(the table to read rows from, the targets on the graph's device), or a ValueError /
+    TypeError naming `features` or `targets`. An in-memory store is read as its tensor."""
+    if isinstance(features, InMemoryFeatureStore):
+        features = features.features
+    shape = ((features.num_nodes, features.dim) if isinstance(features, FeatureStore)
+             else tuple(features.shape))
+    if len(shape) != 2 or shape[0] != graph.num_nodes:
+        raise ValueError(f"features must have one row per node ({graph.num_nodes}), got shape "
+                         f"{shape}")
+    if isinstance(targets, torch.Tensor):  # on any device: the graph's is where they are used
+        targets = targets.to(graph.indptr.device)
+    return features, check_node_ids(targets, graph.num_nodes, "targets", graph.indptr.device)
+
+
 @torch.no_grad()
 def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor | FeatureStore,
                       targets: torch.Tensor, device: torch.device, rank: int = 0,
@@ -164,19 +182,11 @@ def layerwise_predict(model: GraphSAGE, graph: CSCGraph, features: torch.Tensor 
     `targets` may be on any device (they are taken to the graph's: on a GPU sampler's graph
     with the split's ids on the CPU, an H100 run failed here once). `heartbeat` is called
     after every chunk."""
-    if not supports_layerwise(model):
-        raise TypeError(f"model must be a GraphSAGE for layer-wise inference, got "
+    if type(model) is not GraphSAGE:
+        raise TypeError(f"model must be a GraphSAGE for layer-wise inference here (a model "
+                        f"with forward_layer: layer_by_layer_predict), got "
                         f"{type(model).__name__}")
-    if isinstance(features, InMemoryFeatureStore):
-        features = features.features
-    shape = ((features.num_nodes, features.dim) if isinstance(features, FeatureStore)
-             else tuple(features.shape))
-    if len(shape) != 2 or shape[0] != graph.num_nodes:
-        raise ValueError(f"features must have one row per node ({graph.num_nodes}), got shape "
-                         f"{shape}")
-    if isinstance(targets, torch.Tensor):  # on any device: the graph's is where they are used
-        targets = targets.to(graph.indptr.device)
-    targets = check_node_ids(targets, graph.num_nodes, "targets", graph.indptr.device)
+    features, targets = checked_inputs(graph, features, targets)
     was_training = model.training
     model.eval()
     try:

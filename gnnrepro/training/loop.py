@@ -319,10 +319,11 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
 
     `model`: train this nn.Module instead (moved to the loader's device; hidden, dropout and
     architecture then do not apply), called on each batch in `layout`: "blocks" (our
-    Blocks), "dgl" (DGL blocks: a model of dgl.nn layers) or "pyg" (x, edge_index: a model of
-    torch_geometric.nn layers); gnnrepro.interop. Such a model is evaluated by sampled
-    mini-batches (layer-wise inference needs our GraphSAGE's layers), which
-    params["eval_methods"] records.
+    Blocks), "dgl" (DGL blocks: a model of dgl.nn layers), "pyg" (x, edge_index: a model of
+    torch_geometric.nn layers) or "pyg-sparse" (x, adj_t); gnnrepro.interop. Such a model is
+    evaluated layer-wise where it exposes its layers (a `forward_layer` method:
+    gnnrepro.interop.exposes_layers) and `eval_method` allows, otherwise by sampled
+    mini-batches; params["eval_methods"] records which.
 
     `evaluator` (FusedSampler API: sample, fanouts) samples the blocks of the mini-batch
     evaluation: every `eval_every` epochs on the val ids, and at the end on the val and test
@@ -362,8 +363,10 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
     if model is None:
         model = build_model(dataset, len(fanouts), hidden, dropout, seed, device, architecture)
         _, model_name, built_layout = MODELS[architecture]
-        if layout == "blocks":  # the default: the built model's own
-            layout = built_layout
+        if layout not in ("blocks", built_layout):
+            raise ValueError(f"layout={layout!r} is for a caller's model (model=...); the "
+                             f"built {model_name} takes {built_layout!r}")
+        layout = built_layout  # the default "blocks" means the built model's own
     elif not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     elif architecture != "graphsage":

@@ -82,15 +82,19 @@ def make_evaluator(dataset: Dataset, config: TrainConfig,
 
 
 def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
-                world_size: int = 1) -> BatchSource:
+                world_size: int = 1, shuffle: bool = True,
+                drop_last: bool = False) -> BatchSource:
     """The batch source of `config.pipeline` on `config.device` (resolved); workers (of
     config.worker_kind; None: resolve_workers), streams and prefetch apply to "fused+pinned"
-    only (the serial pipelines have none), placement to the fused pipelines. `rank` and `world_size` select a data-parallel rank's share of each
-    epoch ("dgl": DGL's own use_ddp=True split). Raises ValueError naming the setting for a
-    placement this machine cannot run."""
+    only (the serial pipelines have none), placement to the fused pipelines. `rank` and
+    `world_size` select a data-parallel rank's share of each epoch ("dgl": DGL's own
+    use_ddp=True split). `shuffle`: visit the ids in an order seeded by (seed, epoch), else in
+    the given order; `drop_last`: leave out a last partial batch. Raises ValueError naming the
+    setting for a placement this machine cannot run."""
     device = torch.device(resolve_device(config.device))
     fanouts = list(config.fanouts)
-    ranks = {"rank": rank, "world_size": world_size, "seed": config.seed}
+    ranks = {"rank": rank, "world_size": world_size, "seed": config.seed,
+             "shuffle": shuffle, "drop_last": drop_last}
     if config.pipeline in ("dgl", "dgl-native"):
         if config.feature_store != "memory":
             raise ValueError(f"pipeline={config.pipeline!r} slices the features itself, from "
