@@ -63,11 +63,38 @@ def own_model_block() -> str:
             f"| {ours['epoch_s']:.3g} s | **{theirs['epoch_s'] / ours['epoch_s']:.3g}x** | "
             f"{model_share(theirs):.0%} ({1 / model_share(theirs):.3g}x) | "
             f"{loader_work(theirs):.3g} s / {loader_work(ours):.3g} s | "
-            f"{theirs['test_acc']:.3f} / {ours['test_acc']:.3f} | "
-            f"[{name}](../benchmarks/results/{name}.json) |")
+            f"{theirs['test_acc']:.3f} / {ours['test_acc']:.3f} "
+            f"({_methods(theirs, ours)}) | [{name}](../benchmarks/results/{name}.json) |")
     pyg = RESULTS / "own-model-pyg-cpu.json"
     if pyg.exists():
         lines.append(_pyg_row(json.loads(pyg.read_text())))
+    return "\n".join(lines)
+
+
+def _methods(*pipelines: dict) -> str:
+    """How the test split was evaluated, for both sides (one word where they agree)."""
+    methods = {p.get("eval_methods", {}).get("test", "?") for p in pipelines}
+    return "/".join(sorted(methods)).replace("layerwise", "layer-wise")
+
+
+def own_model_eval_block() -> str:
+    """docs/own-loop.md: a caller's model evaluated layer-wise through its forward_layer,
+    against sampled mini-batches, at products size (benchmarks/eval_methods.py)."""
+    path = RESULTS / "eval-methods-dgl-cpu.json"
+    if not path.exists():
+        return "(not measured yet: `benchmarks/eval_methods.py --architecture dgl-sage`)"
+    r = json.loads(path.read_text())
+    rows = r["evaluations"]
+    lines = [f"{r['params']['model']} trained {r['params']['epochs']} epoch(s) on our loader, "
+             f"products-sim {r['params']['scale']}, {r['params']['threads']} threads (an epoch "
+             f"{min(r['epoch_s']):.3g} s), then evaluated both ways "
+             f"([eval-methods-dgl-cpu](../benchmarks/results/eval-methods-dgl-cpu.json)):", "",
+             "| split | ids | layer-wise: accuracy, time | sampled (training fanouts): "
+             "accuracy, time |", "| --- | ---: | --- | --- |"]
+    for split in ("val", "test"):
+        lw, sm = rows[f"{split}/layerwise"], rows[f"{split}/sampled"]
+        lines.append(f"| {split} | {lw['ids']:,} | {lw['accuracy']:.4f}, {lw['seconds']:.3g} s "
+                     f"| {sm['accuracy']:.4f}, {sm['seconds']:.3g} s |")
     return "\n".join(lines)
 
 
@@ -110,6 +137,7 @@ BLOCKS: dict[str, tuple[Path, Callable[[], str]]] = {
     "gpu-results": (ROOT / "README.md",
                     lambda: gpu_results.readme_block(gpu_results.stored_gpu_sessions())),
     "own-model": (ROOT / "docs" / "own-loop.md", own_model_block),
+    "own-model-eval": (ROOT / "docs" / "own-loop.md", own_model_eval_block),
     "results": (ROOT / "docs" / "results.md", results_table),
     "checkpoint-faults": (ROOT / "docs" / "checkpoints.md", fault_table),
     "checkpoint-cost": (ROOT / "docs" / "checkpoints.md", cost_table),

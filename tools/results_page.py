@@ -107,6 +107,9 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
                                      "--threads 2`", "[storage](storage.md)", DISK_TRAINING),
     "eval-methods-cpu.json": ("`benchmarks/eval_methods.py --scale 1.0`",
                               "[library](library.md), evaluation", script("eval_methods")),
+    "eval-methods-dgl-cpu.json": ("`benchmarks/eval_methods.py --scale 1.0 --architecture "
+                                  "dgl-sage`", "[own-loop](own-loop.md), evaluation",
+                                  script("eval_methods")),
     "own-model-dgl-cpu.json": (
         "`bench end-to-end --scale 0.05 --pipelines dgl-native,fused+pinned --model dgl-sage "
         "--epochs 3 --repeats 2 --threads 2 --target-acc 0.6`", "[own-loop](own-loop.md)",
@@ -135,7 +138,36 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
 }
 
 #: Why a result measured by older code was not measured again, by result.
-STALE_REASONS: dict[str, str] = {}
+_CHANGE_1DAB2BC = ("1dab2bc (layer-wise evaluation of a caller's model with forward_layer, "
+                   "the drop-in loaders' arguments, a lock in Loader.__iter__) is on its import "
+                   "path only: ")
+_SAMPLERS_ONLY = (_CHANGE_1DAB2BC + "this run times the samplers' ops, and csrc/ and "
+                  "gnnrepro/sampling/ are unchanged since it was measured")
+_LOADERS_ONLY = (_CHANGE_1DAB2BC + "this run iterates Loaders (one lock taken per epoch, "
+                 "nothing else changed in them) and evaluates no model")
+_OUR_MODEL = (_CHANGE_1DAB2BC + "this run trains and evaluates our GraphSAGE, whose "
+              "evaluation takes the same code (an A/B of 8bd970c and 1dab2bc on one VM gave "
+              "identical losses and accuracies: benchmarks/NOTES.md, session 10)")
+_DGL_MODEL = (_CHANGE_1DAB2BC + "its dgl-native pipeline's test accuracy was sampled, and "
+              "DGL's example model is now evaluated layer-wise where auto picks it "
+              "(own-model-dgl-cpu-products, measured again, shows what that changes)")
+STALE_REASONS: dict[str, str] = {
+    **dict.fromkeys(["sampling-cpu-products.json", "peers-sampling-cpu.json",
+                     "peers-sampling-cpu-products.json", "sampling-cpu-papers.json",
+                     "locality-order-cpu.json", "locality-order-sbm-cpu.json"], _SAMPLERS_ONLY),
+    **dict.fromkeys(["loader-cpu-products.json", "peers-loader-cpu.json",
+                     "peers-loader-cpu-products.json"], _LOADERS_ONLY),
+    **dict.fromkeys(["train-cpu-products.json", "scaling-cpu-products.json",
+                     "partitioned-cpu-products.json", "disk-training-cpu-papers.json",
+                     "disk-training-cpu-igb.json", "disk-same-as-memory-cpu-papers.json",
+                     "checkpoint-faults-cpu.json", "checkpoint-cost-cpu.json"], _OUR_MODEL),
+    "eval-methods-cpu.json": (_OUR_MODEL + "; benchmarks/eval_methods.py gained "
+                              "--architecture, whose default builds and loads the same "
+                              "GraphSAGE"),
+    "peers-train-cpu.json": _DGL_MODEL + "; left for the session's time",
+    "peers-train-cpu-products.json": (_DGL_MODEL + "; at products size each peer's run takes "
+                                      "tens of minutes on 2 cores"),
+}
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
 #: How many changed files a row names before "and N more".
