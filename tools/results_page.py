@@ -152,11 +152,9 @@ _DGL_MODEL = (_CHANGE_1DAB2BC + "its dgl-native pipeline's test accuracy was sam
               "DGL's example model is now evaluated layer-wise where auto picks it "
               "(own-model-dgl-cpu-products, measured again, shows what that changes)")
 STALE_REASONS: dict[str, str] = {
-    **dict.fromkeys(["sampling-cpu-products.json", "peers-sampling-cpu.json",
-                     "peers-sampling-cpu-products.json", "sampling-cpu-papers.json",
+    **dict.fromkeys(["peers-sampling-cpu-products.json", "sampling-cpu-papers.json",
                      "locality-order-cpu.json", "locality-order-sbm-cpu.json"], _SAMPLERS_ONLY),
-    **dict.fromkeys(["loader-cpu-products.json", "peers-loader-cpu.json",
-                     "peers-loader-cpu-products.json"], _LOADERS_ONLY),
+    "peers-loader-cpu-products.json": _LOADERS_ONLY,
     **dict.fromkeys(["train-cpu-products.json", "scaling-cpu-products.json",
                      "partitioned-cpu-products.json", "disk-training-cpu-papers.json",
                      "disk-training-cpu-igb.json", "disk-same-as-memory-cpu-papers.json",
