@@ -62,7 +62,8 @@ experiments.write_table(table, params.figures_dir / "02_sampling_speedup",
 table""", """\
 fig = plots.speedup_bars(data, paper.SAMPLING_SPEEDUP)
 plots.save_figure(fig, params, meta, "02_sampling_speedup")""", """\
-# The GPU rows: stored GPU sessions (make gpu-session), each labelled with its machine.
+# The GPU rows: every machine's latest stored GPU session (make gpu-session), side by side,
+# each labelled with its machine; each ratio is within one session, never across machines.
 gpu_sessions = experiments.stored_gpu_sessions()
 gpu = experiments.gpu_sampling(gpu_sessions)
 experiments.write_table(gpu, params.figures_dir / "02_sampling_speedup_gpu",
@@ -114,8 +115,9 @@ experiments.write_table(table, params.figures_dir / "03_pipeline_alone",
 table""", """\
 fig = plots.pipeline_alone_bars(alone, alone_meta["step_note"])
 plots.save_figure(fig, params, alone_meta, "03_pipeline_alone")""", """\
-# The GPU rows: the ladder on one GPU and the host-to-device copies, from stored GPU sessions
-# (make gpu-session), each labelled with its machine.
+# The GPU rows: the ladder on one GPU and the host-to-device copies, from every machine's
+# latest stored GPU session (make gpu-session), side by side, each labelled with its machine;
+# each ratio is within one session, never across machines.
 gpu_sessions = experiments.stored_gpu_sessions()
 gpu = experiments.gpu_end_to_end(gpu_sessions)
 experiments.write_table(gpu, params.figures_dir / "03_end_to_end_gpu",
@@ -131,7 +133,8 @@ gpu""", """\
 fig = plots.gpu_bars(gpu, "pipeline", "speedup", paper.END_TO_END_SPEEDUP,
                      f"paper: {paper.END_TO_END_SPEEDUP:.2f}x vs DGL",
                      "speedup over the ladder's baseline (x)",
-                     f"End to end on one GPU (baseline: {gpu['baseline'].iloc[0]})",
+                     "End to end on one GPU (baseline: "
+                     f"{', '.join(gpu['baseline'].dropna().unique()) or 'none'})",
                      "run make gpu-session on a GPU machine and commit its results")
 plots.save(fig, params.figures_dir / "03_end_to_end_gpu", experiments.gpu_label(gpu_sessions))
 copies"""]),

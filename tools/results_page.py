@@ -135,6 +135,12 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
                  "it; `run7-ec8cd93/`: `--steps pyg` after this run's PyG peer failed, cut off "
                  "by the loan's end)",
                  "README, On a GPU; notebooks 02 and 03", [EVERY_FILE]),
+    "gpu-h200": ("`python3 benchmarks/gpu_session.py --out $OUT --pyg-wheels <dir>` on an "
+                 "H200 machine outside our sessions, carrying torch-sparse's and "
+                 "torch-scatter's wheels (`make gpu-pyg-wheels`, scipy left out); its PyG step "
+                 "timed out (`run2-4653ae8/`: `--steps pyg --reuse-build --deadline-s 265`, "
+                 "the PyG step alone, timed out too)",
+                 "README, On a GPU; notebooks 02 and 03", [EVERY_FILE]),
 }
 
 #: Why a result measured by older code was not measured again, by result.

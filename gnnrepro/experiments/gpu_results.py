@@ -2,9 +2,11 @@
 
 A GPU session (benchmarks/gpu_session.py, `make gpu-session`) writes session.json and one JSON
 per measurement; a session that ran on a GPU is committed as a folder
-`benchmarks/results/gpu-<machine>/`. Each row here names the machine it came from (GPU,
-runtime, torch, commit). Where no session is stored the tables hold one row saying
-NOT_MEASURED, and the figures say so: nothing is extrapolated to a GPU.
+`benchmarks/results/gpu-<machine>/`, one per machine, holding that machine's latest session
+(earlier ones, and second calls that reran a step alone, in its `run<N>-<commit>/` folders).
+Each row here names the machine it came from (GPU, runtime, torch, commit), and every ratio is
+within one session. Where no session is stored the tables hold one row saying NOT_MEASURED,
+and the figures say so: nothing is extrapolated to a GPU.
 """
 from __future__ import annotations
 
@@ -42,9 +44,20 @@ class GpuSession:
     def label(self) -> str:
         """The machine, as every row and figure names it."""
         m = self.session.get("machine", {})
-        commit = self.session.get("commit") or "commit unknown"
+        commit = self.commit or "commit unknown"
         return (f"{m.get('gpu', '?')} ({m.get('runtime', '?')}, torch {m.get('torch', '?')}, "
                 f"{commit})")
+
+    @property
+    def commit(self) -> str | None:
+        """The commit the session ran, shortened to 7 digits; None where it is not recorded."""
+        commit = self.session.get("commit")
+        return commit[:7] if commit else None
+
+    def later_calls(self) -> list[GpuSession]:
+        """Second calls of this session stored beside it (its `run*/` folders at the same
+        commit: a step run again alone, such as `--steps pyg`), by folder name."""
+        return [s for s in stored_gpu_sessions(self.folder) if s.commit == self.commit]
 
     def result(self, name: str) -> dict[str, Any] | None:
         """The measurement `name` (placements, copy-overlap, end-to-end, h2d), if stored."""
@@ -54,7 +67,8 @@ class GpuSession:
 
 def stored_gpu_sessions(root: Path | str | None = None) -> list[GpuSession]:
     """Sessions under `root` (default: the checkout's benchmarks/results) that ran on a GPU,
-    by folder name; none where there is no such folder (an installed package)."""
+    by folder name: each machine's latest, never the `run*/` folders inside them; none where
+    there is no such folder (an installed package)."""
     root = RESULTS if root is None else Path(root)
     sessions = []
     for path in sorted(root.glob("*/session.json")):
@@ -147,8 +161,9 @@ def gpu_copy(sessions: list[GpuSession]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COPY_COLUMNS) if rows else _not_measured(COPY_COLUMNS)
 
 
-def _link(s: GpuSession, name: str) -> str:
-    path = s.folder / f"{name}.json"
+def _link(s: GpuSession, name: str, file: str | None = None) -> str:
+    """A link named `name` to the session's `file` (default: `name`.json)."""
+    path = s.folder / (file or f"{name}.json")
     try:
         shown = path.relative_to(RESULTS.parents[1])
     except ValueError:
@@ -170,27 +185,53 @@ def _checks(s: GpuSession) -> str:
     return f"tests/gpu {tests}; compute-sanitizer {', '.join(sanitizer)}"
 
 
+PYG_STEP = "own-model-pyg"
+PYG_WHAT = ("| training epoch, PyG's own model (SAGEConv): what a PyG user gains by changing "
+            "the loader")
+
+
+def _pyg_not_run(s: GpuSession) -> str | None:
+    """The PyG user's row where its step wrote no result: what the step's status said in the
+    session and in each later call that ran it again, with their logs; None where no call
+    ran the step (sessions from before it)."""
+    calls = [c for c in (s, *s.later_calls()) if PYG_STEP in c.session.get("steps", {})]
+    if not calls:
+        return None
+    said = []
+    for c in calls:
+        status = c.session["steps"][PYG_STEP]["status"]
+        if c is s:
+            said.append(f"in the session {status} ({_link(c, 'log', 'session.log')})")
+        else:
+            asked = ",".join(c.session.get("steps_asked", []))
+            said.append(f"run again alone (`--steps {asked}`, `{c.folder.name}/`) {status} "
+                        f"({_link(c, 'log', 'session.log')})")
+    return (f"{PYG_WHAT} | our loader not measured | PyG's NeighborLoader not measured | - | "
+            f"**not run**: the step {'; '.join(said)} |")
+
+
 def _pyg_row(s: GpuSession) -> str | None:
     """The PyG user's row: PyG's SAGEConv on PyG's NeighborLoader against the same model on
-    our loader (own-model-pyg.json, written by the session's last step), where it ran."""
-    result = s.result("own-model-pyg")
+    our loader (own-model-pyg.json, written by the session's last step), where it ran; where
+    it wrote none, what stopped it (_pyg_not_run)."""
+    result = s.result(PYG_STEP)
     if not result:
-        return None
+        return _pyg_not_run(s)
     theirs = result.get("peers", {}).get("pyg")
     ours = next(iter(result["pipelines"].values()))
-    row = (f"| training epoch, PyG's own model (SAGEConv): what a PyG user gains by changing "
-           f"the loader | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader ")
+    row = f"{PYG_WHAT} | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader "
     if theirs:
         row += f"{theirs['epoch_s']:.3g} s | **{theirs['epoch_s'] / ours['epoch_s']:.3g}x** | "
     else:
         failure = result.get("peers_not_run", {}).get("pyg", "").strip()
         row += f"not run: {failure.splitlines()[-1] if failure else '?'} | - | "
-    return row + f"{_link(s, 'own-model-pyg')} |"
+    return row + f"{_link(s, PYG_STEP)} |"
 
 
 def readme_block(sessions: list[GpuSession]) -> str:
-    """The README's GPU results: every stored session's machine, checks and 1-GPU figures, or
-    NOT_MEASURED (tools/generated_blocks.py writes it between its markers)."""
+    """The README's GPU results: per stored session (one per machine) a line naming its
+    machine and checks, then a table of its 1-GPU figures, every ratio within that session;
+    or NOT_MEASURED (tools/generated_blocks.py writes it between its markers)."""
     if not sessions:
         return (f"**{NOT_MEASURED}.** No GPU session is stored; every result on this page is "
                 "from a CPU.")
