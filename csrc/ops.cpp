@@ -46,6 +46,23 @@ TORCH_LIBRARY(gnnrepro, m) {
       "sample_fused(Tensor indptr, Tensor indices, Tensor seeds, int[] fanouts, bool replace, "
       "int seed, int batch_id, Tensor node_map) -> Tensor[]");
 
+  // The same op on a typed graph (csrc/sampling/typed_spec.h): node types 0..T-1 with
+  // num_nodes[t] nodes each; relation r a CSC (indptrs[r] over its destination type
+  // dst_types[r], indices[r] of ids of its source type src_types[r], one index dtype for all);
+  // seeds[t] the seeds of type t (ids of that type, possibly empty); fanouts[l * R + r] layer
+  // l's fanout of relation r (-1: all, 0: none). Every relation is sampled into its destination
+  // type in one pass, relation by relation; each type's sources are its destinations first,
+  // then its new sources in order of first appearance (relations in order, then destinations,
+  // then picks). Returns per layer, input layer first: per relation its block indptr, indices
+  // (local ids among its source type's sources) and, if return_eids, edge ids (positions in
+  // indices[r]); then per type its source nodes. node_map: int32 [sum(num_nodes)], with the
+  // contract above. Random numbers are keyed by (seed, batch, layer, relation, node), relation 0
+  // drawing as the homogeneous op, which is this op's one-type, one-relation case.
+  m.def(
+      "sample_fused_typed(Tensor[] indptrs, Tensor[] indices, int[] src_types, int[] dst_types, "
+      "int[] num_nodes, Tensor[] seeds, int[] fanouts, bool replace, int seed, int batch_id, "
+      "bool return_eids, Tensor node_map) -> Tensor[]");
+
   // ---- Feature extraction (csrc/features) ----
   // Row gather: out[i, :] = src[index[i], :] for a 2-D contiguous src, int64 or int32 index, into
   // a caller-owned contiguous `out` of src's dtype with at least len(index) rows (e.g. a pinned

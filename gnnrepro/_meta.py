@@ -24,6 +24,34 @@ def _sample_fused_fake(indptr: torch.Tensor, indices: torch.Tensor, seeds: torch
     return out
 
 
+@torch.library.register_fake("gnnrepro::sample_fused_typed")
+def _sample_fused_typed_fake(indptrs: list[torch.Tensor], indices: list[torch.Tensor],
+                             src_types: list[int], dst_types: list[int], num_nodes: list[int],
+                             seeds: list[torch.Tensor], fanouts: list[int], replace: bool,
+                             seed: int, batch_id: int, return_eids: bool,
+                             node_map: torch.Tensor) -> list[torch.Tensor]:
+    ctx = torch.library.get_ctx()
+    rels, types = len(indptrs), len(num_nodes)
+    per_rel = 3 if return_eids else 2
+    per_layer = per_rel * rels + types
+    layers = len(fanouts) // rels
+    out: list[torch.Tensor] = [torch.empty(0)] * (per_layer * layers)
+    num_dst = [s.shape[0] for s in seeds]
+    ref = node_map.new_empty(0, dtype=torch.int64)
+    for layer in range(layers - 1, -1, -1):  # outward from the seeds, like the op
+        base = per_layer * layer
+        for r in range(rels):
+            num_edges = ctx.new_dynamic_size()
+            out[base + per_rel * r] = ref.new_empty(num_dst[dst_types[r]] + 1)
+            out[base + per_rel * r + 1] = ref.new_empty(num_edges)
+            if return_eids:
+                out[base + per_rel * r + 2] = ref.new_empty(num_edges)
+        num_dst = [ctx.new_dynamic_size() for _ in range(types)]
+        for t in range(types):
+            out[base + per_rel * rels + t] = ref.new_empty(num_dst[t])
+    return out
+
+
 @torch.library.register_fake("gnnrepro::gather_rows")
 def _gather_rows_fake(src: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> None:
     return None

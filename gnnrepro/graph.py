@@ -2,7 +2,8 @@
 
 `indptr[v]:indptr[v+1]` slices `indices` to give the in-neighbours (message sources) of node v.
 The constructor validates everything the C++ kernels rely on, so a CSCGraph is always safe to
-hand to them.
+hand to them. A relation of a typed graph (gnnrepro.typed_graph) is a CSCGraph whose sources are
+another node type's: `num_src_nodes` bounds its `indices`; by default it is `num_nodes`.
 """
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ _INDEX_DTYPES = (torch.int32, torch.int64)
 
 
 class CSCGraph:
-    """In-neighbour CSC graph: `indptr` int64 [N+1], `indices` int32 or int64 [E]."""
+    """In-neighbour CSC graph: `indptr` int64 [N+1], `indices` int32 or int64 [E] in
+    [0, num_src_nodes) (default N)."""
 
-    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, *, validate: bool = True):
+    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, *, validate: bool = True,
+                 num_src_nodes: int | None = None, edge_ids: torch.Tensor | None = None):
         if not isinstance(indptr, torch.Tensor):
             raise TypeError(f"indptr must be a torch.Tensor, got {type(indptr).__name__}")
         if not isinstance(indices, torch.Tensor):
@@ -40,12 +43,26 @@ class CSCGraph:
             raise ValueError("indptr must have at least one element (N+1 with N >= 0)")
         self.indptr = indptr.contiguous()
         self.indices = indices.contiguous()
+        self.num_src_nodes = (indptr.numel() - 1 if num_src_nodes is None
+                              else check_int("num_src_nodes", num_src_nodes, 0))
+        # The id of the edge at each CSC position, where it is not the position itself (a graph
+        # built from an edge list whose ids the caller keeps): samplers report these.
+        if edge_ids is not None:
+            if not isinstance(edge_ids, torch.Tensor) or edge_ids.dtype != torch.int64:
+                raise TypeError("edge_ids must be an int64 tensor")
+            if edge_ids.shape != indices.shape or edge_ids.device != indices.device:
+                raise ValueError(f"edge_ids must have one entry per edge ({indices.numel()}) "
+                                 f"on {indices.device}, got shape {tuple(edge_ids.shape)} on "
+                                 f"{edge_ids.device}")
+            edge_ids = edge_ids.contiguous()
+        self.edge_ids = edge_ids
         if validate:
             self._validate()
 
     def _validate(self) -> None:
         indptr, indices = self.indptr, self.indices
         num_nodes, num_edges = indptr.numel() - 1, indices.numel()
+        num_src = self.num_src_nodes
         if int(indptr[0]) != 0:
             raise ValueError(f"indptr must start at 0, starts at {int(indptr[0])}")
         if int(indptr[-1]) != num_edges:
@@ -56,30 +73,37 @@ class CSCGraph:
             raise ValueError(f"indptr must be non-decreasing; indptr[{first + 1}] < indptr[{first}]")
         if num_edges > 0:
             lo, hi = int(indices.min()), int(indices.max())
-            if lo < 0 or hi >= num_nodes:
+            if lo < 0 or hi >= num_src:
+                bound = ("num_nodes" if num_src == num_nodes else "num_src_nodes")
                 raise ValueError(
-                    f"indices must lie in [0, num_nodes={num_nodes}), found values in [{lo}, {hi}]")
+                    f"indices must lie in [0, {bound}={num_src}), found values in [{lo}, {hi}]")
 
     @classmethod
     def from_edges(cls, src: torch.Tensor, dst: torch.Tensor, num_nodes: int,
-                   index_dtype: torch.dtype = torch.int64) -> "CSCGraph":
+                   index_dtype: torch.dtype = torch.int64, num_src_nodes: int | None = None,
+                   keep_edge_ids: bool = False) -> "CSCGraph":
         """Build from a COO edge list (message flows src -> dst); keeps multi-edges and loops.
+        `num_nodes` counts the destinations, `num_src_nodes` (default num_nodes) the sources;
+        with `keep_edge_ids` an edge's id is its position in the list (else its CSC position).
 
         Within one destination, neighbours keep the order of the input edge list.
         """
         check_int("num_nodes", num_nodes, 0)
+        num_src = num_nodes if num_src_nodes is None else check_int("num_src_nodes",
+                                                                     num_src_nodes, 0)
         if index_dtype not in _INDEX_DTYPES:
             raise TypeError(f"index_dtype must be torch.int32 or torch.int64, got {index_dtype}")
         device = src.device if isinstance(src, torch.Tensor) else torch.device("cpu")
-        src, dst = (check_node_ids(t, num_nodes, name, device).to(torch.int64)
-                    for name, t in (("src", src), ("dst", dst)))
+        src, dst = (check_node_ids(t, n, name, device).to(torch.int64)
+                    for name, t, n in (("src", src, num_src), ("dst", dst, num_nodes)))
         if src.numel() != dst.numel():
             raise ValueError(f"src and dst differ in length: {src.numel()} vs {dst.numel()}")
         order = torch.argsort(dst, stable=True)
         counts = torch.bincount(dst, minlength=num_nodes)
         indptr = torch.zeros(num_nodes + 1, dtype=torch.int64, device=device)
         torch.cumsum(counts, 0, out=indptr[1:])
-        return cls(indptr, src[order].to(index_dtype), validate=False)
+        return cls(indptr, src[order].to(index_dtype), validate=False, num_src_nodes=num_src,
+                   edge_ids=order if keep_edge_ids else None)
 
     @property
     def num_nodes(self) -> int:
@@ -108,13 +132,18 @@ class CSCGraph:
         device = check_device(device)
         if device == self.device:
             return self
+        edge_ids = (None if self.edge_ids is None
+                    else self.edge_ids.to(device, non_blocking=non_blocking))
         return CSCGraph(self.indptr.to(device, non_blocking=non_blocking),
-                        self.indices.to(device, non_blocking=non_blocking), validate=False)
+                        self.indices.to(device, non_blocking=non_blocking), validate=False,
+                        num_src_nodes=self.num_src_nodes, edge_ids=edge_ids)
 
     def share_memory_(self) -> "CSCGraph":
         """Move both arrays to shared memory in place so worker processes map, not copy, them."""
         share_memory_in_place(self.indptr)
         share_memory_in_place(self.indices)
+        if self.edge_ids is not None:
+            share_memory_in_place(self.edge_ids)
         return self
 
     def pin_memory_(self) -> "CSCGraph":
@@ -132,5 +161,7 @@ class CSCGraph:
         return self
 
     def __repr__(self) -> str:
-        return (f"CSCGraph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
+        src = ("" if self.num_src_nodes == self.num_nodes
+               else f"num_src_nodes={self.num_src_nodes}, ")
+        return (f"CSCGraph(num_nodes={self.num_nodes}, {src}num_edges={self.num_edges}, "
                 f"index_dtype={self.indices.dtype}, device={self.device})")

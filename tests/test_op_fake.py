@@ -47,3 +47,18 @@ def test_fake_shapes(graph):
     assert len(flat) == 6 and all(t.dtype == torch.int64 for t in flat)
     assert flat[3].shape == (11,)  # the seeds' layer (last block): 10 destinations
     assert not isinstance(flat[4].shape[0], int)  # its edge count is data-dependent
+
+
+@pytest.mark.parametrize("return_eids", [False, True])
+def test_sample_fused_typed_opcheck(graph, return_eids):
+    """Two node types (the graph's nodes split 200 / 100) and three relations between them."""
+    ip, ix = graph.indptr, graph.indices
+    sub = ip[:101].clone()  # relation 1: the first 100 nodes' lists, ids clamped into type 1
+    rel1 = ix[: int(sub[-1])].clamp(max=99)
+    node_map = torch.full((300,), -1, dtype=torch.int32)
+    seeds = [torch.tensor([0, 5, 9]), torch.tensor([1, 2])]
+    torch.library.opcheck(
+        ops.sample_fused_typed.default,
+        ([ip[:201], sub, sub], [ix[: int(ip[200])].clamp(max=199), rel1, rel1], [0, 1, 1],
+         [0, 1, 1], [200, 100], seeds, [3, 2, 0, -1, 4, 1], False, 7, 2, return_eids, node_map))
+    assert bool((node_map == -1).all())

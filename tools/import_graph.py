@@ -16,7 +16,8 @@ from pathlib import Path
 
 #: Lowest first. A part imports only parts of its own or a lower layer.
 LAYERS: list[set[str]] = [
-    {"_C", "_ops", "_meta", "checks", "errors", "atomic", "env", "graph", "supervisor", "pinning",
+    {"_C", "_ops", "_meta", "checks", "errors", "atomic", "env", "graph", "typed_graph",
+     "supervisor", "pinning",
      "progress", "feature_file"},
     {"datasets"},
     {"peers"},

@@ -22,6 +22,12 @@ GNNREPRO_HD uint64_t layer_key(uint64_t seed, uint64_t batch_id, uint64_t layer)
   return mix64(mix64(mix64(seed) ^ batch_id) ^ layer);
 }
 
+// Key of one relation of one layer of a typed graph: relation 0's is the layer's own, so a
+// homogeneous graph (one relation) draws what it always drew.
+GNNREPRO_HD uint64_t relation_key(uint64_t layer_key, uint64_t relation) {
+  return relation == 0 ? layer_key : mix64(layer_key ^ (relation * 0xD1B54A32D192ED03ull));
+}
+
 // Stream key of one node in the layer whose layer_key is `layer_key`.
 GNNREPRO_HD uint64_t node_key(uint64_t layer_key, uint64_t node) { return mix64(layer_key ^ node); }
 

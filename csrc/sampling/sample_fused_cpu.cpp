@@ -26,6 +26,7 @@
 #include "prefetch_distances.h"
 #include "sample_args.h"
 #include "sample_errors.h"
+#include "typed_spec.h"
 
 namespace gnnrepro {
 namespace {
@@ -127,30 +128,48 @@ class NodeMapGuard {
 // the ordered relabel; then clearing the map. Step 2k counts layer num_layers-1-k, step 2k+1
 // samples it, step 2L clears. Each `plan(s)` runs serially once step s-1 is complete: it checks
 // what that step found and sets up step s. The members below are the state those steps share.
+//
+// A typed graph (typed_spec.h) is sampled the same way: a step's items are chunks of every
+// relation's destinations, relation by relation, and the relabel numbers the layer's sources
+// globally in that order (destinations first, then first appearance, relation by relation). A
+// layer with more than one node type then splits its sources by type (split_by_type): per type
+// its destinations first, then its new sources in the global order, so each type's source list
+// follows DGL's convention by itself. One type and one relation is the homogeneous op exactly.
 template <typename IdT>
 class SampleCall {
  public:
-  SampleCall(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& seeds,
-             at::IntArrayRef fanouts, bool replace, int64_t seed, int64_t batch_id,
-             at::Tensor& node_map)
-      : num_nodes_(indptr.numel() - 1),
-        num_edges_(indices.numel()),
-        ip_(indptr.data_ptr<int64_t>()),
-        ix_(indices.data_ptr<IdT>()),
+  SampleCall(const TypedSpec& spec, bool replace, int64_t seed, int64_t batch_id,
+             bool return_eids, at::Tensor& node_map)
+      : spec_(spec),
+        num_nodes_(spec.total_nodes()),
+        num_types_(spec.num_types()),
+        num_rels_(spec.num_rels()),
         map_(node_map.data_ptr<int32_t>()),
-        fanouts_(fanouts),
-        num_layers_(static_cast<int64_t>(fanouts.size())),
+        num_layers_(spec.num_layers),
         replace_(replace),
         seed_(seed),
         batch_id_(batch_id),
-        out_(3 * num_layers_),
+        return_eids_(return_eids),
+        per_layer_(outputs_per_layer(spec, return_eids)),
+        out_(per_layer_ * num_layers_),
         scratch_(thread_scratch()),  // the calling thread's: plans run on any team thread
-        dst_(seeds),
-        num_dst_(seeds.numel()),
-        layer_(num_layers_) {}
+        rels_(num_rels_),
+        dst_begin_(num_types_ + 1, 0),
+        layer_(num_layers_) {
+    for (int64_t r = 0; r < num_rels_; ++r) {
+      const RelationSpec& rs = spec.rels[r];
+      Rel& rel = rels_[r];
+      rel.ip = rs.indptr.data_ptr<int64_t>();
+      rel.ix = rs.indices.data_ptr<IdT>();
+      rel.num_edges = rs.indices.numel();
+      rel.src_offset = spec.offsets[rs.src_type];
+      rel.num_src_nodes = spec.offsets[rs.src_type + 1] - rel.src_offset;
+      rel.dst_offset = spec.offsets[rs.dst_type];
+      rel.dst_type = rs.dst_type;
+    }
+  }
 
-  // Samples every layer and returns the op's outputs: the block indptr, block indices and source
-  // nodes of GNN layer 0, then of layer 1, and so on.
+  // Samples every layer and returns the op's outputs, GNN layer 0 first (outputs_per_layer).
   std::vector<at::Tensor> run() {
     NodeMapGuard guard(map_, num_nodes_);
     map_seeds();
@@ -161,18 +180,55 @@ class SampleCall {
   }
 
  private:
-  // Checks the seeds and gives seed i local id i. Range, then a clean map at every seed, then
-  // duplicates (the smallest repeated node), each over all seeds before the next, as the CUDA
-  // op's kernels do.
+  // One relation's arrays, and its block in the layer being sampled.
+  struct Rel {
+    const int64_t* ip = nullptr;
+    const IdT* ix = nullptr;
+    int64_t num_edges = 0, src_offset = 0, num_src_nodes = 0, dst_offset = 0, dst_type = 0;
+    // The layer: its fanout, its destinations (global ids: d[0..n)), their scratch (start and
+    // degree from `scratch` offset `seg`), the block (bp: indptr, bi: indices, eid: positions).
+    int64_t fanout = 0, n = 0, seg = 0;
+    const int64_t* d = nullptr;
+    at::Tensor indptr, indices, eids;
+    int64_t *bp = nullptr, *bi = nullptr, *eid = nullptr;
+    uint64_t stream = 0;
+  };
+  // A step's item: destinations [begin, end) of relation rel.
+  struct Item {
+    int64_t rel, begin, end;
+  };
+
+  // Checks the seeds and gives them local ids 0, 1, ... type by type. Range, then a clean map at
+  // every seed, then duplicates (the smallest repeated node), each over all seeds before the
+  // next, as the CUDA op's kernels do.
   void map_seeds() {
-    const int64_t* s = dst_.data_ptr<int64_t>();
-    for (int64_t i = 0; i < num_dst_; ++i) {
-      if (s[i] < 0 || s[i] >= num_nodes_) {
-        detail_.bad_seed_pos = i;
-        detail_.bad_seed_value = s[i];
-        raise_sample_error(kBadSeed, detail_, num_nodes_);
+    for (int64_t t = 0; t < num_types_; ++t) {
+      const int64_t* s = spec_.seeds[t].data_ptr<int64_t>();
+      const int64_t n = spec_.seeds[t].numel(), limit = spec_.offsets[t + 1] - spec_.offsets[t];
+      for (int64_t i = 0; i < n; ++i) {
+        if (s[i] < 0 || s[i] >= limit) {
+          detail_.bad_seed_pos = i;
+          detail_.bad_seed_value = s[i];
+          detail_.bad_seed_type = t;
+          raise_sample_error(kBadSeed, detail_, limit, !spec_.homogeneous());
+        }
+      }
+      dst_begin_[t + 1] = dst_begin_[t] + n;
+    }
+    num_dst_ = dst_begin_[num_types_];
+    if (num_types_ == 1) {
+      dst_ = spec_.seeds[0];  // global ids are the node ids: no copy
+    } else {
+      dst_ = pooled_empty(num_dst_, at::kLong);
+      int64_t* d = dst_.data_ptr<int64_t>();
+      for (int64_t t = 0; t < num_types_; ++t) {
+        const int64_t* s = spec_.seeds[t].data_ptr<int64_t>();
+        for (int64_t i = dst_begin_[t]; i < dst_begin_[t + 1]; ++i) {
+          d[i] = s[i - dst_begin_[t]] + spec_.offsets[t];
+        }
       }
     }
+    const int64_t* s = dst_.data_ptr<int64_t>();
     for (int64_t i = 0; i < num_dst_; ++i) {
       if (map_[s[i]] != kUnmapped) raise_sample_error(kDirtySeedMap, detail_, num_nodes_);
     }
@@ -185,7 +241,11 @@ class SampleCall {
       }
       map_[v] = static_cast<int32_t>(i);
     }
-    if (detail_.duplicate_node >= 0) raise_sample_error(kDuplicateSeed, detail_, num_nodes_);
+    if (detail_.duplicate_node >= 0) {
+      detail_.duplicate_type = spec_.type_of(detail_.duplicate_node);
+      detail_.duplicate_node -= spec_.offsets[detail_.duplicate_type];
+      raise_sample_error(kDuplicateSeed, detail_, num_nodes_, !spec_.homogeneous());
+    }
   }
 
   // Sets up step `step` (see the class comment); an even step first ends the layer that the
@@ -198,36 +258,64 @@ class SampleCall {
     return plan_sample();                         // the layer just counted
   }
 
-  // Step (1) of the next layer outward: its block indptr and room for starts and degrees.
-  TeamStep plan_count() {
-    --layer_;
-    fanout_ = fanouts_[layer_];
-    d_ = dst_.data_ptr<int64_t>();
-    block_indptr_ = pooled_empty(num_dst_ + 1, at::kLong);
-    bp_ = block_indptr_.data_ptr<int64_t>();
-    // Scratch layout: start[num_dst] | degree[num_dst] | src[num_dst + block_edges].
-    start_ = grow(scratch_, 2 * num_dst_);
-    degree_ = start_ + num_dst_;
-    bad_indptr_.store(kNoError);
-    return {(num_dst_ + kCountChunk - 1) / kCountChunk, [this](int64_t c) {
-              count_range(c * kCountChunk, std::min(num_dst_, (c + 1) * kCountChunk));
-            }};
+  // The items of a step over every relation's destinations, `chunk` destinations an item.
+  void make_items(int64_t chunk) {
+    items_.clear();
+    for (int64_t r = 0; r < num_rels_; ++r) {
+      for (int64_t b = 0; b < rels_[r].n; b += chunk) {
+        items_.push_back({r, b, std::min(rels_[r].n, b + chunk)});
+      }
+    }
   }
 
-  // (1) Degrees and pick counts of destinations [begin, end); indptr is read once per
-  // destination.
-  void count_range(int64_t begin, int64_t end) {
+  // Step (1) of the next layer outward: per relation its block indptr, its destinations (those
+  // of its destination type) and room for their starts and degrees.
+  TeamStep plan_count() {
+    --layer_;
+    const int64_t* d = dst_.data_ptr<int64_t>();
+    const uint64_t layer_stream = layer_key(static_cast<uint64_t>(seed_),
+                                            static_cast<uint64_t>(batch_id_),
+                                            static_cast<uint64_t>(layer_));
+    int64_t seg = 0;
+    for (int64_t r = 0; r < num_rels_; ++r) {
+      Rel& rel = rels_[r];
+      rel.fanout = spec_.fanout(layer_, r);
+      rel.d = d + dst_begin_[rel.dst_type];
+      rel.n = dst_begin_[rel.dst_type + 1] - dst_begin_[rel.dst_type];
+      rel.seg = seg;
+      seg += rel.n;
+      rel.indptr = pooled_empty(rel.n + 1, at::kLong);
+      rel.bp = rel.indptr.template data_ptr<int64_t>();
+      rel.stream = relation_key(layer_stream, static_cast<uint64_t>(r));
+    }
+    // Scratch layout: start[seg] | degree[seg] | src[num_dst + block_edges] (| split scratch).
+    start_ = grow(scratch_, 2 * seg);
+    degree_ = start_ + seg;
+    segs_ = seg;
+    bad_indptr_.store(kNoError);
+    make_items(kCountChunk);
+    return {static_cast<int64_t>(items_.size()),
+            [this](int64_t c) { count_range(items_[c]); }};
+  }
+
+  // (1) Degrees and pick counts of one item's destinations; indptr is read once per destination.
+  void count_range(const Item& item) {
     // Locals, not the members: those share cache lines with ones other threads write, and a
     // store through an int64_t* could alias them, forcing reloads.
-    const int64_t* dst_ids = d_;
-    int64_t *starts = start_, *degrees = degree_, *counts = bp_ + 1;
-    const int64_t layer_fanout = fanout_;
-    for (int64_t i = begin; i < end; ++i) {
-      if (i + kPrefetchAhead < end) __builtin_prefetch(ip_ + dst_ids[i + kPrefetchAhead]);
-      const int64_t v = dst_ids[i];
-      int64_t lo = ip_[v], hi = ip_[v + 1];
-      if (!(0 <= lo && lo <= hi && hi <= num_edges_)) {
-        atomic_min(bad_indptr_, v);
+    const Rel& rel = rels_[item.rel];
+    const int64_t* dst_ids = rel.d;
+    const int64_t* ip = rel.ip;
+    const int64_t dst_offset = rel.dst_offset, rel_edges = rel.num_edges;
+    int64_t *starts = start_ + rel.seg, *degrees = degree_ + rel.seg, *counts = rel.bp + 1;
+    const int64_t layer_fanout = rel.fanout;
+    for (int64_t i = item.begin; i < item.end; ++i) {
+      if (i + kPrefetchAhead < item.end) {
+        __builtin_prefetch(ip + dst_ids[i + kPrefetchAhead] - dst_offset);
+      }
+      const int64_t v = dst_ids[i] - dst_offset;
+      int64_t lo = ip[v], hi = ip[v + 1];
+      if (!(0 <= lo && lo <= hi && hi <= rel_edges)) {
+        atomic_min(bad_indptr_, (item.rel << kRelShift) | v);
         lo = hi = 0;
       }
       starts[i] = lo;
@@ -237,82 +325,100 @@ class SampleCall {
   }
 
   // Steps (2)+(3) of the layer just counted: raises what counting found, turns the counts into
-  // the block indptr and sizes the block's indices and the source list.
+  // the block indptrs and sizes the blocks' indices and the source list.
   TeamStep plan_sample() {
     if (bad_indptr_.load() != kNoError) {
-      detail_.bad_indptr_node = bad_indptr_.load();
-      raise_sample_error(kBadIndptr, detail_, num_nodes_);
+      detail_.bad_indptr_rel = bad_indptr_.load() >> kRelShift;
+      detail_.bad_indptr_node = bad_indptr_.load() & kPosMask;
+      raise_sample_error(kBadIndptr, detail_, num_nodes_, !spec_.homogeneous());
     }
     // Local ids are int32 in the map: sources (<= num_dst + edges) must stay below 2^31 - 1.
     const int64_t limit = std::numeric_limits<int32_t>::max() - 1 - num_dst_;
-    bp_[0] = 0;
-    for (int64_t i = 0; i < num_dst_; ++i) {
-      TORCH_CHECK(bp_[i + 1] <= limit - bp_[i],
-                  "a block with 2^31 - 1 or more sources plus edges is not supported");
-      bp_[i + 1] += bp_[i];
+    int64_t block_edges = 0;
+    for (Rel& rel : rels_) {
+      int64_t* bp = rel.bp;
+      bp[0] = 0;
+      for (int64_t i = 0; i < rel.n; ++i) {
+        TORCH_CHECK(bp[i + 1] <= limit - block_edges - bp[i],
+                    "a block with 2^31 - 1 or more sources plus edges is not supported");
+        bp[i + 1] += bp[i];
+      }
+      block_edges += bp[rel.n];
     }
-    const int64_t block_edges = bp_[num_dst_];
     // src: the layer's sources in order of their local ids (at most num_dst + block_edges).
-    start_ = grow(scratch_, 3 * num_dst_ + block_edges);
-    degree_ = start_ + num_dst_;
-    src_ = degree_ + num_dst_;
-    block_indices_ = pooled_empty(block_edges, at::kLong);
-    bi_ = block_indices_.data_ptr<int64_t>();
-    if (num_dst_) std::memcpy(src_, d_, num_dst_ * sizeof(int64_t));  // empty tensors hold null
+    start_ = grow(scratch_, 2 * segs_ + num_dst_ + block_edges);
+    degree_ = start_ + segs_;
+    src_ = degree_ + segs_;
+    block_edges_ = block_edges;
+    for (Rel& rel : rels_) {
+      const int64_t edges = rel.bp[rel.n];
+      rel.indices = pooled_empty(edges, at::kLong);
+      rel.bi = rel.indices.template data_ptr<int64_t>();
+      if (return_eids_) {
+        rel.eids = pooled_empty(edges, at::kLong);
+        rel.eid = rel.eids.template data_ptr<int64_t>();
+      }
+    }
+    if (num_dst_) {  // empty tensors hold null
+      std::memcpy(src_, dst_.data_ptr<int64_t>(), num_dst_ * sizeof(int64_t));
+    }
     next_ = num_dst_;
     map_ok_ = true;
     bad_index_.store(kNoError);
-    return {(num_dst_ + kChunk - 1) / kChunk, [this](int64_t c) { sample_chunk(c); },
-            [this](int64_t c) { relabel_chunk(c); }};
+    make_items(kChunk);
+    return {static_cast<int64_t>(items_.size()), [this](int64_t c) { sample_chunk(items_[c]); },
+            [this](int64_t c) { relabel_chunk(items_[c]); }};
   }
 
   // (2) Sample a chunk: first the picked positions (random numbers only, sequential writes),
   // then a gather of the neighbour ids with prefetching, so the random reads of `indices`
   // (mostly one cache line per pick: frontiers favour hubs) overlap.
-  void sample_chunk(int64_t chunk) {
-    const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst_);
-    pick_chunk(begin, end);
-    gather_chunk(bp_[begin], bp_[end]);
+  void sample_chunk(const Item& item) {
+    const Rel& rel = rels_[item.rel];
+    pick_chunk(rel, item.begin, item.end);
+    gather_chunk(rel, item.rel, rel.bp[item.begin], rel.bp[item.end]);
   }
 
   // The picked positions of destinations [begin, end) into bi[bp[begin]..bp[end]).
-  void pick_chunk(int64_t begin, int64_t end) {
-    const int64_t* offsets = bp_;  // locals: see count_range
-    const int64_t* dst_ids = d_;
-    const int64_t *starts = start_, *degrees = degree_;
-    int64_t* picks = bi_;
-    const int64_t layer_fanout = fanout_;
-    const uint64_t layer_stream = layer_key(static_cast<uint64_t>(seed_),
-                                            static_cast<uint64_t>(batch_id_),
-                                            static_cast<uint64_t>(layer_));
+  void pick_chunk(const Rel& rel, int64_t begin, int64_t end) {
+    const int64_t* offsets = rel.bp;  // locals: see count_range
+    const int64_t* dst_ids = rel.d;
+    const int64_t *starts = start_ + rel.seg, *degrees = degree_ + rel.seg;
+    int64_t* picks = rel.bi;
+    const int64_t layer_fanout = rel.fanout;
+    const uint64_t stream = rel.stream;
     thread_local std::vector<uint64_t> thread_bitmap;  // all zero between destinations
     std::vector<uint64_t>& bitmap = thread_bitmap;  // looked up once, not per destination
     for (int64_t i = begin; i < end; ++i) {
       const int64_t count = offsets[i + 1] - offsets[i];
       if (count == 0) continue;
-      const uint64_t key = node_key(layer_stream, static_cast<uint64_t>(dst_ids[i]));
+      const uint64_t key = node_key(stream, static_cast<uint64_t>(dst_ids[i]));
       pick_positions(starts[i], degrees[i], count, layer_fanout, replace_, key,
                      picks + offsets[i], bitmap);
     }
   }
 
-  // Replaces the positions bi[e_begin..e_end) by the neighbour ids they hold; an id outside
-  // [0, num_nodes) is recorded and its edge marked -1.
-  void gather_chunk(int64_t e_begin, int64_t e_end) {
-    int64_t* picks = bi_;  // locals: see count_range
-    const IdT* ix = ix_;
-    const int64_t num_nodes = num_nodes_;
+  // Replaces the positions bi[e_begin..e_end) by the (global) neighbour ids they hold, keeping
+  // the positions as edge ids if asked; an id outside its type's range is recorded and its
+  // edge marked -1.
+  void gather_chunk(const Rel& rel, int64_t r, int64_t e_begin, int64_t e_end) {
+    int64_t* picks = rel.bi;  // locals: see count_range
+    const IdT* ix = rel.ix;
+    const int64_t src_nodes = rel.num_src_nodes, src_offset = rel.src_offset;
+    if (rel.eid && e_end > e_begin) {
+      std::memcpy(rel.eid + e_begin, picks + e_begin, (e_end - e_begin) * sizeof(int64_t));
+    }
     for (int64_t e = e_begin; e < e_end; ++e) {
       if (e + kGatherPrefetchAhead < e_end) {
         __builtin_prefetch(ix + picks[e + kGatherPrefetchAhead]);
       }
       const int64_t u = ix[picks[e]];
-      if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(num_nodes)) {
-        atomic_min(bad_index_, picks[e]);
+      if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(src_nodes)) {
+        atomic_min(bad_index_, (r << kRelShift) | picks[e]);
         picks[e] = -1;  // skipped by the relabel; the error is raised after the layer
         continue;
       }
-      picks[e] = u;
+      picks[e] = u + src_offset;
     }
   }
 
@@ -324,15 +430,15 @@ class SampleCall {
   // entry: it is reported after the layer and its output discarded. Its check (`src[m] == u`,
   // a random read) only feeds that report, never the next id, so it stays off the loop's
   // dependency chain; an entry out of range is never read through.
-  void relabel_chunk(int64_t chunk) {
-    int64_t* ids = bi_;  // locals: see count_range
+  void relabel_chunk(const Item& item) {
+    const Rel& rel = rels_[item.rel];
+    int64_t* ids = rel.bi;  // locals: see count_range
     int64_t* sources = src_;
     int32_t* const node_map = map_;
     int64_t fresh_id = next_;
     bool all_ok = map_ok_;
-    const int64_t begin = chunk * kChunk, end = std::min(begin + kChunk, num_dst_);
-    const int64_t e_end = bp_[end];
-    for (int64_t e = bp_[begin]; e < e_end; ++e) {
+    const int64_t e_end = rel.bp[item.end];
+    for (int64_t e = rel.bp[item.begin]; e < e_end; ++e) {
       if (e + kRelabelPrefetchAhead < e_end && ids[e + kRelabelPrefetchAhead] >= 0) {
         __builtin_prefetch(node_map + ids[e + kRelabelPrefetchAhead]);
       }
@@ -362,21 +468,82 @@ class SampleCall {
     map_ok_ = all_ok;
   }
 
-  // Ends the layer just sampled: its errors, its source list (the next layer's destinations).
+  // Ends the layer just sampled: its errors, its source lists (the next layer's destinations).
   void finish_layer() {
     if (bad_index_.load() != kNoError) {
-      detail_.bad_index_pos = bad_index_.load();
-      detail_.bad_index_value = static_cast<int64_t>(ix_[detail_.bad_index_pos]);
-      raise_sample_error(kBadIndex, detail_, num_nodes_);
+      const int64_t r = bad_index_.load() >> kRelShift;
+      detail_.bad_index_rel = r;
+      detail_.bad_index_pos = bad_index_.load() & kPosMask;
+      detail_.bad_index_value = static_cast<int64_t>(rels_[r].ix[detail_.bad_index_pos]);
+      detail_.bad_index_limit = rels_[r].num_src_nodes;
+      raise_sample_error(kBadIndex, detail_, num_nodes_, !spec_.homogeneous());
     }
     if (!map_ok_) raise_sample_error(kDirtyMap, detail_, num_nodes_);
-    at::Tensor src_nodes = pooled_empty(next_, at::kLong);
-    if (next_) std::memcpy(src_nodes.data_ptr<int64_t>(), src_, next_ * sizeof(int64_t));
-    out_[3 * layer_] = block_indptr_;
-    out_[3 * layer_ + 1] = block_indices_;
-    out_[3 * layer_ + 2] = src_nodes;
-    dst_ = src_nodes;
+    const int64_t base = per_layer_ * layer_;
+    const int64_t per_rel = return_eids_ ? 3 : 2;
+    if (num_types_ > 1) split_by_type();
+    for (int64_t r = 0; r < num_rels_; ++r) {
+      out_[base + per_rel * r] = rels_[r].indptr;
+      out_[base + per_rel * r + 1] = rels_[r].indices;
+      if (return_eids_) out_[base + per_rel * r + 2] = rels_[r].eids;
+    }
+    const int64_t types_base = base + per_rel * num_rels_;
+    if (num_types_ == 1) {
+      at::Tensor src_nodes = pooled_empty(next_, at::kLong);
+      if (next_) std::memcpy(src_nodes.data_ptr<int64_t>(), src_, next_ * sizeof(int64_t));
+      out_[types_base] = src_nodes;
+      dst_ = src_nodes;
+      dst_begin_[1] = next_;
+    } else {
+      at::Tensor all_src = pooled_empty(next_, at::kLong);
+      int64_t* all = all_src.data_ptr<int64_t>();
+      if (next_) std::memcpy(all, src_, next_ * sizeof(int64_t));
+      for (int64_t t = 0; t < num_types_; ++t) {
+        const int64_t b = dst_begin_[t], n = dst_begin_[t + 1] - b;
+        at::Tensor src_nodes = pooled_empty(n, at::kLong);
+        int64_t* out = src_nodes.data_ptr<int64_t>();
+        for (int64_t i = 0; i < n; ++i) out[i] = all[b + i] - spec_.offsets[t];
+        out_[types_base + t] = src_nodes;
+      }
+      dst_ = all_src;
+    }
     num_dst_ = next_;
+  }
+
+  // Renumbers the layer's sources type-major: type t's sources (its destinations first, then
+  // its new sources in order of their global ids) take the ids from base[t] on. src_ is
+  // rewritten in the new order, the map and every block's indices renumbered, the latter to
+  // ids within their relation's source type. dst_begin_ then holds the types' bases, which the
+  // next layer's destination list (the new src_) is laid out by.
+  void split_by_type() {
+    std::vector<int64_t> count(num_types_, 0), base(num_types_ + 1, 0);
+    for (int64_t t = 0; t < num_types_; ++t) count[t] = dst_begin_[t + 1] - dst_begin_[t];
+    for (int64_t j = num_dst_; j < next_; ++j) ++count[spec_.type_of(src_[j])];
+    for (int64_t t = 0; t < num_types_; ++t) base[t + 1] = base[t] + count[t];
+    // Scratch after src: perm[next] (old id -> new id), then the new source list.
+    int64_t* start = grow(scratch_, 2 * segs_ + num_dst_ + block_edges_ + 2 * next_);
+    src_ = start + 2 * segs_;
+    int64_t* perm = src_ + num_dst_ + block_edges_;
+    int64_t* reordered = perm + next_;
+    std::vector<int64_t> cursor(base.begin(), base.end() - 1);
+    for (int64_t t = 0; t < num_types_; ++t) {
+      for (int64_t i = dst_begin_[t]; i < dst_begin_[t + 1]; ++i) perm[i] = cursor[t]++;
+    }
+    for (int64_t j = num_dst_; j < next_; ++j) perm[j] = cursor[spec_.type_of(src_[j])]++;
+    for (int64_t j = 0; j < next_; ++j) {
+      reordered[perm[j]] = src_[j];
+      map_[src_[j]] = static_cast<int32_t>(perm[j]);
+    }
+    std::memcpy(src_, reordered, next_ * sizeof(int64_t));
+    for (int64_t r = 0; r < num_rels_; ++r) {
+      int64_t* bi = rels_[r].bi;
+      const int64_t shift = base[spec_.rels[r].src_type];
+      const int64_t edges = rels_[r].bp[rels_[r].n];
+      at::parallel_for(0, edges, kChunk * 16, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) bi[k] = perm[bi[k]] - shift;
+      });
+    }
+    dst_begin_ = base;
   }
 
   // The last step: every node the map holds is an input node (each layer's sources include its
@@ -391,44 +558,66 @@ class SampleCall {
             }};
   }
 
+  // Errors found in parallel are recorded as (relation << kRelShift) | position, so that the
+  // smallest is the first relation's smallest position.
+  static constexpr int kRelShift = 47;
+  static constexpr int64_t kPosMask = (int64_t{1} << kRelShift) - 1;
+
   // The inputs.
-  const int64_t num_nodes_, num_edges_;
-  const int64_t* const ip_;
-  const IdT* const ix_;
+  const TypedSpec& spec_;
+  const int64_t num_nodes_, num_types_, num_rels_;
   int32_t* const map_;
-  const at::IntArrayRef fanouts_;
   const int64_t num_layers_;
   const bool replace_;
   const int64_t seed_, batch_id_;
+  const bool return_eids_;
+  const int64_t per_layer_;
 
   std::vector<at::Tensor> out_;
   SampleErrorDetail detail_;
   std::vector<int64_t>& scratch_;
+  std::vector<Rel> rels_;
+  std::vector<Item> items_;
 
-  // The layer being sampled: its destinations (the previous layer's sources) and fanout.
+  // The layer being sampled: its destinations (the previous layer's sources, global ids, type
+  // t's at dst_[dst_begin_[t] .. dst_begin_[t + 1])).
   at::Tensor dst_;
-  int64_t num_dst_;
+  int64_t num_dst_ = 0;
+  std::vector<int64_t> dst_begin_;
   int64_t layer_;
-  const int64_t* d_ = nullptr;
-  int64_t fanout_ = 0;
-  // Its block (bp: indptr, bi: indices) and scratch: per destination the first neighbour
-  // position and the degree, and the source list src[0..next).
-  at::Tensor block_indptr_, block_indices_;
-  int64_t *bp_ = nullptr, *bi_ = nullptr, *start_ = nullptr, *degree_ = nullptr,
-          *src_ = nullptr;
-  int64_t next_ = 0;
+  // Scratch: per relation and destination the first neighbour position and the degree, and the
+  // source list src[0..next).
+  int64_t *start_ = nullptr, *degree_ = nullptr, *src_ = nullptr;
+  int64_t segs_ = 0, block_edges_ = 0, next_ = 0;
   // What its steps found: a map entry the op did not write, the smallest bad node / position.
   bool map_ok_ = true;
   std::atomic<int64_t> bad_indptr_{kNoError}, bad_index_{kNoError};
 };
 
-template <typename IdT>
-std::vector<at::Tensor> sample_fused_cpu_typed(const at::Tensor& indptr, const at::Tensor& indices,
-                                               const at::Tensor& seeds, at::IntArrayRef fanouts,
-                                               bool replace, int64_t seed, int64_t batch_id,
-                                               at::Tensor& node_map) {
-  return SampleCall<IdT>(indptr, indices, seeds, fanouts, replace, seed, batch_id, node_map)
-      .run();
+std::vector<at::Tensor> run_sample_call(const TypedSpec& spec, bool replace, int64_t seed,
+                                        int64_t batch_id, bool return_eids,
+                                        at::Tensor& node_map) {
+  if (spec.rels[0].indices.scalar_type() == at::kInt) {
+    return SampleCall<int32_t>(spec, replace, seed, batch_id, return_eids, node_map).run();
+  }
+  return SampleCall<int64_t>(spec, replace, seed, batch_id, return_eids, node_map).run();
+}
+
+// The op writes node_map: it may not share memory with an input.
+void check_map_overlap(const TypedSpec& spec, const at::Tensor& node_map) {
+  for (const RelationSpec& rel : spec.rels) {
+    at::assert_no_overlap(node_map, rel.indptr);
+    at::assert_no_overlap(node_map, rel.indices);
+  }
+  for (const at::Tensor& s : spec.seeds) at::assert_no_overlap(node_map, s);
+}
+
+void check_cpu(const TypedSpec& spec, const at::Tensor& node_map) {
+  auto on_cpu = [](const at::Tensor& t) { return t.device().is_cpu(); };
+  bool all_cpu = on_cpu(node_map);
+  for (const RelationSpec& rel : spec.rels) all_cpu &= on_cpu(rel.indptr) && on_cpu(rel.indices);
+  for (const at::Tensor& s : spec.seeds) all_cpu &= on_cpu(s);
+  TORCH_CHECK(all_cpu, "every tensor argument of the CPU op must be a CPU tensor");
 }
 
 std::vector<at::Tensor> sample_fused_cpu(const at::Tensor& indptr, const at::Tensor& indices,
@@ -436,20 +625,32 @@ std::vector<at::Tensor> sample_fused_cpu(const at::Tensor& indptr, const at::Ten
                                          bool replace, int64_t seed, int64_t batch_id,
                                          at::Tensor node_map) {
   check_sample_args(indptr, indices, seeds, fanouts, node_map);
-  // The op writes node_map: it may not share memory with an input.
-  for (const at::Tensor* input : {&indptr, &indices, &seeds}) {
-    at::assert_no_overlap(node_map, *input);
-  }
-  if (indices.scalar_type() == at::kInt) {
-    return sample_fused_cpu_typed<int32_t>(indptr, indices, seeds, fanouts, replace, seed,
-                                           batch_id, node_map);
-  }
-  return sample_fused_cpu_typed<int64_t>(indptr, indices, seeds, fanouts, replace, seed, batch_id,
-                                         node_map);
+  const std::vector<int64_t> num_nodes{indptr.numel() - 1}, zero{0};
+  const TypedSpec spec = make_typed_spec({indptr}, {indices}, zero, zero, num_nodes, {seeds},
+                                         fanouts, node_map, 1);
+  check_map_overlap(spec, node_map);
+  return run_sample_call(spec, replace, seed, batch_id, false, node_map);
+}
+
+std::vector<at::Tensor> sample_fused_typed_cpu(at::TensorList indptrs, at::TensorList indices,
+                                               at::IntArrayRef src_types,
+                                               at::IntArrayRef dst_types,
+                                               at::IntArrayRef num_nodes, at::TensorList seeds,
+                                               at::IntArrayRef fanouts, bool replace,
+                                               int64_t seed, int64_t batch_id, bool return_eids,
+                                               at::Tensor node_map) {
+  const TypedSpec spec = make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds,
+                                         fanouts, node_map, 0);
+  check_cpu(spec, node_map);
+  check_map_overlap(spec, node_map);
+  return run_sample_call(spec, replace, seed, batch_id, return_eids, node_map);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(gnnrepro, CPU, m) { m.impl("sample_fused", &sample_fused_cpu); }
+TORCH_LIBRARY_IMPL(gnnrepro, CPU, m) {
+  m.impl("sample_fused", &sample_fused_cpu);
+  m.impl("sample_fused_typed", &sample_fused_typed_cpu);
+}
 
 }  // namespace gnnrepro

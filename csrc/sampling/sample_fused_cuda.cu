@@ -39,6 +39,7 @@
 #include <cooperative_groups.h>
 #include <torch/library.h>
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -53,6 +54,7 @@
 #include "../common/rng.h"
 #include "sample_args.h"
 #include "sample_errors.h"
+#include "typed_spec.h"
 
 namespace gnnrepro {
 namespace {
@@ -75,33 +77,41 @@ enum StatusSlot : int {
   kDuplicateNode,
   kBadIndptrNode,
   kBadIndexPos,
-  kNumNew,     // new source nodes of the layer just relabelled
-  kNextEdges,  // edges of the next layer (or of the first, before the loop)
+  kNumNew,  // new source nodes of the layer just relabelled
   kStatusSlots
 };
+// After the fixed slots: per relation r its edges in the next layer (or the first, before the
+// loop), at kStatusSlots + r; then per node type t its sources in the layer just relabelled, at
+// kStatusSlots + num_rels + t (typed graphs only).
+
+// Errors found in parallel carry their relation or node type in the detail's high bits, so that
+// the smallest is the first relation's (type's) smallest position: (index << kRelShift) | pos.
+constexpr int kRelShift = 47;
+constexpr ull kPosMask = (ull{1} << kRelShift) - 1;
 
 __device__ __forceinline__ void flag_error(ull* status, ull bit, StatusSlot slot, ull detail) {
   atomicOr(&status[kErrors], bit);
   if (slot != kErrors) atomicMin(&status[slot], detail);
 }
 
-__global__ void init_status_kernel(ull* status) {
+__global__ void init_status_kernel(ull* status, int64_t slots) {
   status[kErrors] = 0;
   for (int s = kBadSeedPos; s <= kBadIndexPos; ++s) status[s] = kNone;
-  status[kNumNew] = 0;
-  status[kNextEdges] = 0;
+  for (int64_t s = kNumNew; s < slots; ++s) status[s] = 0;
 }
 
 // Seeds outside [0, N) and seeds whose map entry is not -1, before any entry is written (so
 // what is read is the caller's map).
+// `seeds` are one type's (ids in [0, num_nodes)), `map` that type's part of the map and
+// `type_tag` (type << kRelShift) names the type in a bad seed's detail.
 __global__ void check_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n,
                                    int64_t num_nodes, const int32_t* __restrict__ map,
-                                   ull* status) {
+                                   ull type_tag, ull* status) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t v = seeds[i];
     if (v < 0 || v >= num_nodes) {
-      flag_error(status, kBadSeed, kBadSeedPos, static_cast<ull>(i));
+      flag_error(status, kBadSeed, kBadSeedPos, type_tag | static_cast<ull>(i));
     } else if (map[v] != kUnmapped) {
       flag_error(status, kDirtySeedMap, kErrors, 0);
     }
@@ -126,17 +136,19 @@ __global__ void map_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n, i
 // the rest get count 0, so a scan over `upper` gives the real total at its end). Counts are
 // clamped to int32 max so the int64 scan cannot overflow; any real total that large fails the
 // block size check anyway.
+// `dst` holds global ids; the relation's destinations are its type's, from dst_offset on, and
+// `rel_tag` (relation << kRelShift) makes a bad node's detail name its relation.
 __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nodes,
                              int64_t num_edges, const int64_t* __restrict__ dst, int64_t upper,
                              int64_t n_base, const int32_t* __restrict__ n_extra, int64_t fanout,
-                             bool replace, int64_t* __restrict__ start,
-                             int64_t* __restrict__ degree, int64_t* __restrict__ count,
-                             ull* status) {
+                             bool replace, int64_t dst_offset, ull rel_tag,
+                             int64_t* __restrict__ start, int64_t* __restrict__ degree,
+                             int64_t* __restrict__ count, ull* status) {
   const int64_t n = n_base + (n_extra ? *n_extra : 0);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < upper;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t lo = 0, deg = 0, c = 0;
-    const int64_t v = i < n ? dst[i] : -1;
+    const int64_t v = i < n ? dst[i] - dst_offset : -1;
     if (v >= 0 && v < num_nodes) {  // seeds outside [0, N) are flagged by check_seeds_kernel
       const int64_t a = indptr[v], b = indptr[v + 1];
       if (0 <= a && a <= b && b <= num_edges) {
@@ -145,7 +157,7 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
         c = std::min<int64_t>(pick_count(deg, fanout, replace),
                               std::numeric_limits<int32_t>::max());
       } else {
-        flag_error(status, kBadIndptr, kBadIndptrNode, static_cast<ull>(v));
+        flag_error(status, kBadIndptr, kBadIndptrNode, rel_tag | static_cast<ull>(v));
       }
     }
     start[i] = lo;
@@ -170,8 +182,7 @@ __global__ void edge_positions_kernel(const int64_t* __restrict__ dst, int64_t n
                                       const int64_t* __restrict__ bp,
                                       const int64_t* __restrict__ start,
                                       const int64_t* __restrict__ degree, int64_t num_edges,
-                                      int64_t fanout, bool replace, uint64_t seed,
-                                      uint64_t batch_id, uint64_t layer,
+                                      int64_t fanout, bool replace, uint64_t stream,
                                       int64_t* __restrict__ pos) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < num_edges;
        e += int64_t{gridDim.x} * blockDim.x) {
@@ -180,7 +191,7 @@ __global__ void edge_positions_kernel(const int64_t* __restrict__ dst, int64_t n
     if (takes_all(deg, count, fanout, replace)) {
       pos[e] = start[i] + k;
     } else if (replace) {
-      const uint64_t key = node_key(seed, batch_id, layer, static_cast<uint64_t>(dst[i]));
+      const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
       pos[e] = start[i] + replace_offset(key, k, deg);
     }
   }
@@ -213,15 +224,14 @@ template <int G>
 __global__ void __launch_bounds__(kCudaThreads)
 floyd_kernel(const int64_t* __restrict__ dst, int64_t n, const int64_t* __restrict__ bp,
              const int64_t* __restrict__ start, const int64_t* __restrict__ degree,
-             int64_t fanout, uint64_t seed, uint64_t batch_id, uint64_t layer,
-             int64_t* __restrict__ pos, ull* __restrict__ hash) {
+             int64_t fanout, uint64_t stream, int64_t* __restrict__ pos, ull* __restrict__ hash) {
   const auto tile = cg::tiled_partition<G>(cg::this_thread_block());
   const int lane = static_cast<int>(tile.thread_rank());
   const int64_t tiles = int64_t{gridDim.x} * blockDim.x / G;
   for (int64_t i = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / G; i < n; i += tiles) {
     const int64_t out = bp[i], count = bp[i + 1] - out, deg = degree[i];
     if (count == 0 || takes_all(deg, count, fanout, false)) continue;
-    const uint64_t key = node_key(seed, batch_id, layer, static_cast<uint64_t>(dst[i]));
+    const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
     ull* set = hash + 2 * out;
     const int64_t cap = 2 * count;
     for (int64_t c0 = 0; c0 < count; c0 += G) {
@@ -246,23 +256,25 @@ floyd_kernel(const int64_t* __restrict__ dst, int64_t n, const int64_t* __restri
   }
 }
 
-// Neighbour ids of the picked positions. An id outside [0, N) is flagged (the smallest
-// position) and its edge gets sampled = -1, which later kernels skip; so is a map entry the op
-// cannot have written (relabel.h: before marking, an entry is -1 or a destination's id).
+// Global neighbour ids of the picked positions (the relation's source ids are its source type's,
+// numbered from src_offset). An id outside [0, num_src) is flagged (the smallest position, with
+// the relation's tag) and its edge gets sampled = -1, which later kernels skip; so is a map entry
+// the op cannot have written (relabel.h: before marking, an entry is -1 or a destination's id).
 template <typename IdT>
-__global__ void lookup_kernel(const IdT* __restrict__ indices, int64_t num_nodes,
-                              const int64_t* __restrict__ pos, int64_t num_edges,
-                              const int64_t* __restrict__ dst, int64_t n,
+__global__ void lookup_kernel(const IdT* __restrict__ indices, int64_t num_src,
+                              int64_t src_offset, ull rel_tag, const int64_t* __restrict__ pos,
+                              int64_t num_edges, const int64_t* __restrict__ dst, int64_t n,
                               const int32_t* __restrict__ map, int32_t* __restrict__ sampled,
                               ull* status) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < num_edges;
        e += int64_t{gridDim.x} * blockDim.x) {
     const int64_t p = pos[e];
-    const auto u = static_cast<int64_t>(indices[p]);
+    const auto local = static_cast<int64_t>(indices[p]);
     int32_t id = -1;
-    if (u < 0 || u >= num_nodes) {
-      flag_error(status, kBadIndex, kBadIndexPos, static_cast<ull>(p));
+    if (local < 0 || local >= num_src) {
+      flag_error(status, kBadIndex, kBadIndexPos, rel_tag | static_cast<ull>(p));
     } else {
+      const int64_t u = local + src_offset;
       id = static_cast<int32_t>(u);
       if (!map_entry_ok(map[u], u, n, dst)) flag_error(status, kDirtyMap, kErrors, 0);
     }
@@ -321,16 +333,17 @@ __global__ void fill_kernel(const int32_t* __restrict__ sampled, int64_t num_edg
   }
 }
 
-// Copies the totals the host reads at the next sync into the status block.
-__global__ void totals_kernel(ull* status, const int32_t* num_new, const int64_t* next_edges) {
-  status[kNumNew] = num_new ? static_cast<ull>(*num_new) : 0;
-  status[kNextEdges] = next_edges ? static_cast<ull>(*next_edges) : 0;
+// Copies a total the host reads at the next sync into the status block (0 for null).
+template <typename T>
+__global__ void total_kernel(ull* slot, const T* total) {
+  *slot = total ? static_cast<ull>(*total) : 0;
 }
 
-// Clears the map entries of nodes[0 .. n_base + *n_extra), n_base + *n_extra <= upper.
+// Clears the map entries of nodes[0 .. n_base + *n_extra) (n_extra may be null),
+// n_base + *n_extra <= upper.
 __global__ void unmap_kernel(const int64_t* __restrict__ nodes, int64_t upper, int64_t n_base,
                              const int32_t* __restrict__ n_extra, int32_t* map) {
-  const int64_t n = n_base + *n_extra;
+  const int64_t n = n_base + (n_extra ? *n_extra : 0);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n && i < upper;
        i += int64_t{gridDim.x} * blockDim.x) {
     map[nodes[i]] = kUnmapped;
@@ -380,25 +393,23 @@ struct CountArrays {
 
 void launch_count(const int64_t* indptr, int64_t num_nodes, int64_t num_edges, const int64_t* dst,
                   int64_t upper, int64_t n_base, const int32_t* n_extra, int64_t fanout,
-                  bool replace, const CountArrays& ca, ull* status,
-                  const at::TensorOptions& bytes_opts, cudaStream_t stream) {
+                  bool replace, int64_t dst_offset, ull rel_tag, const CountArrays& ca,
+                  ull* status, const at::TensorOptions& bytes_opts, cudaStream_t stream) {
   if (upper > 0) {
     count_kernel<<<cuda_blocks(upper), kCudaThreads, 0, stream>>>(
-        indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, ca.start,
-        ca.degree, ca.count, status);
+        indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, dst_offset,
+        rel_tag, ca.start, ca.degree, ca.count, status);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   exclusive_offsets<int64_t>(ca.count, ca.bp, upper, bytes_opts, stream);
 }
 
-// Picked positions of every edge of the layer into pos[0..edges).
+// Picked positions of every edge of one relation's part of the layer into pos[0..edges).
 void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int64_t edges,
-                      int64_t fanout, bool replace, int64_t seed, int64_t batch_id, int64_t layer,
-                      int64_t* pos, const at::TensorOptions& long_opts, cudaStream_t stream) {
-  const auto s = static_cast<uint64_t>(seed), b = static_cast<uint64_t>(batch_id),
-             l = static_cast<uint64_t>(layer);
+                      int64_t fanout, bool replace, uint64_t stream_key, int64_t* pos,
+                      const at::TensorOptions& long_opts, cudaStream_t stream) {
   edge_positions_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream>>>(
-      dst, n, ca.bp, ca.start, ca.degree, edges, fanout, replace, s, b, l, pos);
+      dst, n, ca.bp, ca.start, ca.degree, edges, fanout, replace, stream_key, pos);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (fanout < 0 || replace) return;
   // Floyd: a tile of about one lane per pick; above kMaxTile picks, rounds and a hash set.
@@ -411,183 +422,462 @@ void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int6
   }
   if (fanout <= 8) {
     floyd_kernel<8><<<cuda_blocks(n * 8), kCudaThreads, 0, stream>>>(
-        dst, n, ca.bp, ca.start, ca.degree, fanout, s, b, l, pos, hash_ptr);
+        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, pos, hash_ptr);
   } else if (fanout <= 16) {
     floyd_kernel<16><<<cuda_blocks(n * 16), kCudaThreads, 0, stream>>>(
-        dst, n, ca.bp, ca.start, ca.degree, fanout, s, b, l, pos, hash_ptr);
+        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, pos, hash_ptr);
   } else {
     floyd_kernel<kMaxTile><<<cuda_blocks(n * kMaxTile), kCudaThreads, 0, stream>>>(
-        dst, n, ca.bp, ca.start, ca.degree, fanout, s, b, l, pos, hash_ptr);
+        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, pos, hash_ptr);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// ---- Typed graphs: the layer's sources split by node type ------------------------------------
+
+// out[i] = in[i] + add (seeds to global ids, global ids to a type's ids with add < 0).
+__global__ void add_kernel(const int64_t* __restrict__ in, int64_t n, int64_t add,
+                           int64_t* __restrict__ out) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = in[i] + add;
+  }
+}
+
+// The node type of each source (offsets: num_types + 1 global id offsets, on the device),
+// counted per type into counts[t], and order[i] = i for the sort.
+__global__ void type_kernel(const int64_t* __restrict__ src, int64_t n,
+                            const int64_t* __restrict__ offsets, int64_t num_types,
+                            int32_t* __restrict__ type, int32_t* __restrict__ order, ull* counts) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    int32_t t = 0;
+    while (t + 1 < num_types && src[i] >= offsets[t + 1]) ++t;
+    type[i] = t;
+    order[i] = static_cast<int32_t>(i);
+    atomicAdd(&counts[t], ull{1});
+  }
+}
+
+// The sources in type-major order: new id k for old id order[k]; the map and `perm` (old id ->
+// new id) follow.
+__global__ void reorder_kernel(const int64_t* __restrict__ src, const int32_t* __restrict__ order,
+                               int64_t n, int64_t* __restrict__ reordered,
+                               int32_t* __restrict__ perm, int32_t* map) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < n;
+       k += int64_t{gridDim.x} * blockDim.x) {
+    const int32_t j = order[k];
+    const int64_t u = src[j];
+    reordered[k] = u;
+    perm[j] = static_cast<int32_t>(k);
+    map[u] = static_cast<int32_t>(k);
+  }
+}
+
+// A relation's block indices renumbered: out[e] = perm[in[e]] - base (its source type's first
+// new id), so that they count within that type's sources.
+__global__ void renumber_kernel(const int64_t* __restrict__ in, int64_t n,
+                                const int32_t* __restrict__ perm, int64_t base,
+                                int64_t* __restrict__ out) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    out[e] = perm[in[e]] - base;
+  }
 }
 
 // Reads the status block back (a counted host sync) and raises the first error it holds, in
 // sample_errors.h's order, after resetting node_map (the caller's catch).
-std::vector<ull> sync_status(const ull* status, cudaStream_t stream, const at::Tensor& seeds,
-                             const at::Tensor& indices, int64_t num_nodes) {
-  std::vector<ull> host(kStatusSlots);
-  c10::cuda::memcpy_and_sync(host.data(), status, kStatusSlots * sizeof(ull),
-                             cudaMemcpyDeviceToHost, stream);
+std::vector<ull> sync_status(const ull* status, int64_t slots, cudaStream_t stream,
+                             const TypedSpec& spec) {
+  std::vector<ull> host(slots);
+  c10::cuda::memcpy_and_sync(host.data(), status, slots * sizeof(ull), cudaMemcpyDeviceToHost,
+                             stream);
   const ull errors = host[kErrors];
   if (errors == 0) return host;
   // Error path only: a few more syncs to name the culprit the way the CPU op does.
   SampleErrorDetail detail;
+  int64_t seed_limit = spec.total_nodes();
   if (errors & kBadSeed) {
-    detail.bad_seed_pos = static_cast<int64_t>(host[kBadSeedPos]);
-    detail.bad_seed_value = seeds[detail.bad_seed_pos].item<int64_t>();
+    detail.bad_seed_type = static_cast<int64_t>(host[kBadSeedPos] >> kRelShift);
+    detail.bad_seed_pos = static_cast<int64_t>(host[kBadSeedPos] & kPosMask);
+    detail.bad_seed_value = spec.seeds[detail.bad_seed_type][detail.bad_seed_pos].item<int64_t>();
+    seed_limit = spec.offsets[detail.bad_seed_type + 1] - spec.offsets[detail.bad_seed_type];
   }
-  if (errors & kDuplicateSeed) detail.duplicate_node = static_cast<int64_t>(host[kDuplicateNode]);
+  if (errors & kDuplicateSeed) {
+    const auto node = static_cast<int64_t>(host[kDuplicateNode]);
+    detail.duplicate_type = spec.type_of(node);
+    detail.duplicate_node = node - spec.offsets[detail.duplicate_type];
+  }
   if (errors & kBadIndex) {
-    detail.bad_index_pos = static_cast<int64_t>(host[kBadIndexPos]);
-    detail.bad_index_value = indices[detail.bad_index_pos].item<int64_t>();
+    const auto r = static_cast<int64_t>(host[kBadIndexPos] >> kRelShift);
+    detail.bad_index_rel = r;
+    detail.bad_index_pos = static_cast<int64_t>(host[kBadIndexPos] & kPosMask);
+    detail.bad_index_value = spec.rels[r].indices[detail.bad_index_pos].item<int64_t>();
+    const int64_t src_type = spec.rels[r].src_type;
+    detail.bad_index_limit = spec.offsets[src_type + 1] - spec.offsets[src_type];
   }
-  if (errors & kBadIndptr) detail.bad_indptr_node = static_cast<int64_t>(host[kBadIndptrNode]);
-  raise_sample_error(errors, detail, num_nodes);
+  if (errors & kBadIndptr) {
+    detail.bad_indptr_rel = static_cast<int64_t>(host[kBadIndptrNode] >> kRelShift);
+    detail.bad_indptr_node = static_cast<int64_t>(host[kBadIndptrNode] & kPosMask);
+  }
+  raise_sample_error(errors, detail, errors & kBadSeed ? seed_limit : spec.total_nodes(),
+                     !spec.homogeneous());
   return host;  // not reached: errors != 0 raises
 }
 
+// One call of the op on the GPU: the CPU op's layers and numbering (sample_fused_cpu.cpp), as
+// the kernels above. A layer's edges are laid out relation by relation in one array, so that
+// marking, flagging and filling number the sources in the CPU op's order (relations, then
+// destinations, then picks). With one node type the next layer is counted before the layer's
+// sync, over a bound on its destinations (the homogeneous op's fanouts.size() + 1 syncs); with
+// several, the sources are split by type first (sorted by type, stably: destinations, then new
+// sources, in order), which costs two more syncs a layer.
 template <typename IdT>
-std::vector<at::Tensor> sample_fused_cuda_typed(const int64_t* ip, const IdT* ix,
-                                                const at::Tensor& indptr, const at::Tensor& indices,
-                                                const at::Tensor& seeds, at::IntArrayRef fanouts,
-                                                bool replace, int64_t seed, int64_t batch_id,
-                                                int32_t* map, cudaStream_t stream) {
-  const int64_t num_nodes = indptr.numel() - 1;
-  const int64_t num_edges = indices.numel();
-  const int64_t num_layers = static_cast<int64_t>(fanouts.size());
-  const auto long_opts = seeds.options().dtype(at::kLong);
-  const auto int_opts = seeds.options().dtype(at::kInt);
-  const auto bytes_opts = seeds.options().dtype(at::kByte);
-  std::vector<at::Tensor> out(3 * num_layers);
+class CudaSampleCall {
+ public:
+  CudaSampleCall(const TypedSpec& spec, const std::vector<const int64_t*>& ip,
+                 const std::vector<const IdT*>& ix, bool replace, int64_t seed, int64_t batch_id,
+                 bool return_eids, int32_t* map, cudaStream_t stream)
+      : spec_(spec), ip_(ip), ix_(ix), R_(spec.num_rels()), T_(spec.num_types()),
+        replace_(replace), seed_(seed), batch_id_(batch_id), return_eids_(return_eids),
+        map_(map), stream_(stream),
+        long_opts_(spec.seeds[0].options().dtype(at::kLong)),
+        int_opts_(spec.seeds[0].options().dtype(at::kInt)),
+        bytes_opts_(spec.seeds[0].options().dtype(at::kByte)),
+        slots_(kStatusSlots + R_ + T_),
+        per_layer_(outputs_per_layer(spec, return_eids)),
+        out_(per_layer_ * spec.num_layers),
+        ca_(R_), dst_begin_(T_ + 1, 0) {}
 
-  at::Tensor status_tensor = at::empty({kStatusSlots}, long_opts);
-  auto* status = reinterpret_cast<ull*>(status_tensor.data_ptr<int64_t>());
-  // Before the first layer: check and map the seeds, count and scan the first layer's picks.
-  int64_t n = seeds.numel();
-  const int64_t* d = seeds.data_ptr<int64_t>();  // this layer's destinations
-  auto ca = std::make_unique<CountArrays>(n, long_opts);
-  init_status_kernel<<<1, 1, 0, stream>>>(status);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (n > 0) {
-    check_seeds_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream>>>(d, n, num_nodes, map, status);
+  std::vector<at::Tensor> run() {
+    status_tensor_ = at::empty({slots_}, long_opts_);
+    status_ = reinterpret_cast<ull*>(status_tensor_.data_ptr<int64_t>());
+    init_status_kernel<<<1, 1, 0, stream_>>>(status_, slots_);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    map_seeds_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream>>>(d, n, num_nodes, map, status);
+    if (T_ > 1) offsets_ = at::tensor(spec_.offsets, at::kLong).to(long_opts_.device());
+    map_seeds();
+    count_exact(spec_.num_layers - 1);
+    std::vector<ull> host = sync();
+    for (int64_t layer = spec_.num_layers - 1; layer >= 0; --layer) {
+      host = sample_layer(layer, host);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // Checks the seeds type by type and maps them to 0, 1, ... (type-major global ids in dst_).
+  void map_seeds() {
+    for (int64_t t = 0; t < T_; ++t) dst_begin_[t + 1] = dst_begin_[t] + spec_.seeds[t].numel();
+    n_ = dst_begin_[T_];
+    if (T_ == 1) {
+      dst_ = spec_.seeds[0];
+    } else {
+      dst_ = at::empty({n_}, long_opts_);
+    }
+    d_ = dst_.data_ptr<int64_t>();
+    for (int64_t t = 0; t < T_; ++t) {
+      const int64_t n = spec_.seeds[t].numel();
+      if (n == 0) continue;
+      const int64_t* s = spec_.seeds[t].data_ptr<int64_t>();
+      const int64_t offset = spec_.offsets[t], limit = spec_.offsets[t + 1] - offset;
+      check_seeds_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(
+          s, n, limit, map_ + offset, static_cast<ull>(t) << kRelShift, status_);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      if (T_ > 1) {
+        add_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(
+            s, n, offset, dst_.data_ptr<int64_t>() + dst_begin_[t]);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      }
+    }
+    if (n_ > 0) {  // a bad seed (flagged above) may map another type's entry: reset on error
+      map_seeds_kernel<<<cuda_blocks(n_), kCudaThreads, 0, stream_>>>(d_, n_, spec_.total_nodes(),
+                                                                       map_, status_);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  }
+
+  // Counts layer `layer` over the destinations d_, whose type t's are exactly
+  // [dst_begin_[t], dst_begin_[t + 1]), and queues each relation's edge total for the sync.
+  void count_exact(int64_t layer) {
+    for (int64_t r = 0; r < R_; ++r) {
+      const RelationSpec& rel = spec_.rels[r];
+      const int64_t b = dst_begin_[rel.dst_type], n = dst_begin_[rel.dst_type + 1] - b;
+      ca_[r] = std::make_unique<CountArrays>(n, long_opts_);
+      count_relation(r, layer, d_ + b, n, n, nullptr, *ca_[r]);
+    }
+  }
+
+  void count_relation(int64_t r, int64_t layer, const int64_t* dst, int64_t upper, int64_t n_base,
+                      const int32_t* n_extra, const CountArrays& ca) {
+    const RelationSpec& rel = spec_.rels[r];
+    launch_count(ip_[r], rel.indptr.numel() - 1, rel.indices.numel(), dst, upper, n_base, n_extra,
+                 spec_.fanout(layer, r), replace_, spec_.offsets[rel.dst_type],
+                 static_cast<ull>(r) << kRelShift, ca, status_, bytes_opts_, stream_);
+    total_kernel<int64_t><<<1, 1, 0, stream_>>>(status_ + kStatusSlots + r, ca.bp + upper);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  launch_count(ip, num_nodes, num_edges, d, n, n, nullptr, fanouts[num_layers - 1], replace, *ca,
-               status, bytes_opts, stream);
-  totals_kernel<<<1, 1, 0, stream>>>(status, nullptr, ca->bp + n);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  int64_t edges =
-      static_cast<int64_t>(sync_status(status, stream, seeds, indices, num_nodes)[kNextEdges]);
 
-  for (int64_t layer = num_layers - 1; layer >= 0; --layer) {
-    const int64_t fanout = fanouts[layer];
+  std::vector<ull> sync() { return sync_status(status_, slots_, stream_, spec_); }
+
+  // Samples and relabels layer `layer` (its edge totals in `host`); returns the status of the
+  // sync that ends it, which holds the next layer's edge totals.
+  std::vector<ull> sample_layer(int64_t layer, const std::vector<ull>& host) {
+    const int64_t n = n_;
+    std::vector<int64_t> rel_edges(R_), edge_base(R_ + 1, 0);
+    for (int64_t r = 0; r < R_; ++r) {
+      rel_edges[r] = static_cast<int64_t>(host[kStatusSlots + r]);
+      edge_base[r + 1] = edge_base[r] + rel_edges[r];
+    }
+    const int64_t edges = edge_base[R_];
     // Local ids are int32 in the map, and markers need edge positions below 2^31 - 2.
     TORCH_CHECK(edges <= std::numeric_limits<int32_t>::max() - 1 - n,
                 "a block with 2^31 - 1 or more sources plus edges is not supported");
-    const bool last = layer == 0;
-    const int64_t next_upper = last ? 0 : n + edges;  // bound on the next layer's destinations
+    const int64_t base = per_layer_ * layer, per_rel = return_eids_ ? 3 : 2;
 
-    at::Tensor block_indptr = at::empty({n + 1}, long_opts);
-    at::Tensor block_indices = at::empty({edges}, long_opts);
-    at::Tensor edge_scratch = at::empty({3 * edges + 1}, int_opts);  // sampled | flag | rank
-    at::Tensor src_buffer = at::empty({n + edges}, long_opts);
-    int64_t* bp = block_indptr.data_ptr<int64_t>();
-    int64_t* bi = block_indices.data_ptr<int64_t>();
+    at::Tensor all_indices = at::empty({edges}, long_opts_);
+    at::Tensor edge_scratch = at::empty({3 * edges + 1}, int_opts_);  // sampled | flag | rank
+    at::Tensor src_buffer = at::empty({n + edges}, long_opts_);
+    int64_t* bi = all_indices.data_ptr<int64_t>();
     int32_t* sampled = edge_scratch.data_ptr<int32_t>();
     int32_t* flag = sampled + edges;
     int32_t* rank = flag + edges;
     int64_t* src = src_buffer.data_ptr<int64_t>();
-
-    C10_CUDA_CHECK(cudaMemcpyAsync(bp, ca->bp, (n + 1) * sizeof(int64_t), cudaMemcpyDeviceToDevice,
-                                   stream));
     if (n > 0) {
       C10_CUDA_CHECK(
-          cudaMemcpyAsync(src, d, n * sizeof(int64_t), cudaMemcpyDeviceToDevice, stream));
+          cudaMemcpyAsync(src, d_, n * sizeof(int64_t), cudaMemcpyDeviceToDevice, stream_));
     }
-    if (edges > 0) {
+    const uint64_t layer_stream = layer_key(static_cast<uint64_t>(seed_),
+                                            static_cast<uint64_t>(batch_id_),
+                                            static_cast<uint64_t>(layer));
+    for (int64_t r = 0; r < R_; ++r) {
+      const RelationSpec& rel = spec_.rels[r];
+      const int64_t b = dst_begin_[rel.dst_type], nd = dst_begin_[rel.dst_type + 1] - b;
+      at::Tensor block_indptr = at::empty({nd + 1}, long_opts_);
+      C10_CUDA_CHECK(cudaMemcpyAsync(block_indptr.data_ptr<int64_t>(), ca_[r]->bp,
+                                     (nd + 1) * sizeof(int64_t), cudaMemcpyDeviceToDevice,
+                                     stream_));
+      out_[base + per_rel * r] = block_indptr;
+      const int64_t e = rel_edges[r];
+      if (e == 0) continue;
       // The block's indices hold the picked positions until fill_kernel overwrites them.
-      launch_positions(d, n, *ca, edges, fanout, replace, seed, batch_id, layer, bi, long_opts,
-                       stream);
-      lookup_kernel<IdT><<<cuda_blocks(edges), kCudaThreads, 0, stream>>>(
-          ix, num_nodes, bi, edges, d, n, map, sampled, status);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      mark_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream>>>(sampled, edges, map);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      first_use_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream>>>(sampled, edges, map, flag);
+      int64_t* pos = bi + edge_base[r];
+      launch_positions(d_ + b, nd, *ca_[r], e, spec_.fanout(layer, r), replace_,
+                       relation_key(layer_stream, static_cast<uint64_t>(r)), pos, long_opts_,
+                       stream_);
+      if (return_eids_) {
+        at::Tensor eids = at::empty({e}, long_opts_);
+        C10_CUDA_CHECK(cudaMemcpyAsync(eids.data_ptr<int64_t>(), pos, e * sizeof(int64_t),
+                                       cudaMemcpyDeviceToDevice, stream_));
+        out_[base + per_rel * r + 2] = eids;
+      }
+      const int64_t src_offset = spec_.offsets[rel.src_type];
+      lookup_kernel<IdT><<<cuda_blocks(e), kCudaThreads, 0, stream_>>>(
+          ix_[r], spec_.offsets[rel.src_type + 1] - src_offset, src_offset,
+          static_cast<ull>(r) << kRelShift, pos, e, d_, n, map_, sampled + edge_base[r],
+          status_);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    exclusive_offsets<int32_t>(flag, rank, edges, bytes_opts, stream);
+    if (return_eids_) {
+      for (int64_t r = 0; r < R_; ++r) {
+        if (rel_edges[r] == 0) out_[base + per_rel * r + 2] = at::empty({0}, long_opts_);
+      }
+    }
     if (edges > 0) {
-      fill_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream>>>(sampled, edges, map, rank, n,
-                                                                   bi, src, status);
+      mark_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream_>>>(sampled, edges, map_);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      first_use_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream_>>>(sampled, edges, map_,
+                                                                         flag);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    // The next layer's counts over its destinations src[0..n + rank[edges]), bounded by n + edges;
-    // after the last layer, the map is cleared over the input nodes (every node it holds: each
-    // layer's sources include its destinations) before the last sync.
-    auto next = std::make_unique<CountArrays>(next_upper, long_opts);
-    if (!last) {
-      launch_count(ip, num_nodes, num_edges, src, next_upper, n, rank + edges, fanouts[layer - 1],
-                   replace, *next, status, bytes_opts, stream);
-    } else if (n + edges > 0) {
-      unmap_kernel<<<cuda_blocks(n + edges), kCudaThreads, 0, stream>>>(src, n + edges, n,
-                                                                        rank + edges, map);
+    exclusive_offsets<int32_t>(flag, rank, edges, bytes_opts_, stream_);
+    if (edges > 0) {
+      fill_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream_>>>(sampled, edges, map_, rank, n,
+                                                                    bi, src, status_);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    totals_kernel<<<1, 1, 0, stream>>>(status, rank + edges,
-                                       last ? nullptr : next->bp + next_upper);
+    total_kernel<int32_t><<<1, 1, 0, stream_>>>(status_ + kNumNew, rank + edges);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (T_ == 1) return finish_one_type(layer, all_indices, edge_base, src, rank + edges);
+    return finish_typed(layer, all_indices, edge_base, src);
+  }
 
-    const std::vector<ull> host = sync_status(status, stream, seeds, indices, num_nodes);
-    const int64_t num_src = n + static_cast<int64_t>(host[kNumNew]);
-    at::Tensor src_nodes = at::empty({num_src}, long_opts);
-    if (num_src > 0) {  // src_buffer's block stays this stream's until the copy has run
-      C10_CUDA_CHECK(cudaMemcpyAsync(src_nodes.data_ptr<int64_t>(), src,
-                                     num_src * sizeof(int64_t), cudaMemcpyDeviceToDevice, stream));
+  // One node type: the next layer is counted over the bound n + edges on its destinations
+  // (counts past the real end are zero) before the sync; the last layer clears the map first.
+  std::vector<ull> finish_one_type(int64_t layer, const at::Tensor& all_indices,
+                                   const std::vector<int64_t>& edge_base, int64_t* src,
+                                   const int32_t* num_new) {
+    const int64_t n = n_, edges = edge_base[R_];
+    const int64_t base = per_layer_ * layer, per_rel = return_eids_ ? 3 : 2;
+    std::vector<std::unique_ptr<CountArrays>> next(R_);
+    if (layer > 0) {
+      for (int64_t r = 0; r < R_; ++r) {
+        next[r] = std::make_unique<CountArrays>(n + edges, long_opts_);
+        count_relation(r, layer - 1, src, n + edges, n, num_new, *next[r]);
+      }
+    } else if (n + edges > 0) {
+      unmap_kernel<<<cuda_blocks(n + edges), kCudaThreads, 0, stream_>>>(src, n + edges, n,
+                                                                          num_new, map_);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    out[3 * layer] = block_indptr;
-    out[3 * layer + 1] = block_indices;
-    out[3 * layer + 2] = src_nodes;
-    d = src_nodes.data_ptr<int64_t>();
-    n = num_src;
-    ca = std::move(next);
-    edges = static_cast<int64_t>(host[kNextEdges]);
+    std::vector<ull> host = sync();
+    const int64_t num_src = n + static_cast<int64_t>(host[kNumNew]);
+    at::Tensor src_nodes = at::empty({num_src}, long_opts_);
+    if (num_src > 0) {  // src_buffer's block stays this stream's until the copy has run
+      C10_CUDA_CHECK(cudaMemcpyAsync(src_nodes.data_ptr<int64_t>(), src, num_src * sizeof(int64_t),
+                                     cudaMemcpyDeviceToDevice, stream_));
+    }
+    for (int64_t r = 0; r < R_; ++r) {
+      const int64_t e = edge_base[r + 1] - edge_base[r];
+      out_[base + per_rel * r + 1] =
+          R_ == 1 ? all_indices : all_indices.narrow(0, edge_base[r], e).clone();
+    }
+    out_[base + per_rel * R_] = src_nodes;
+    dst_ = src_nodes;
+    d_ = dst_.data_ptr<int64_t>();
+    n_ = num_src;
+    dst_begin_[1] = num_src;
+    for (int64_t r = 0; r < R_; ++r) ca_[r] = std::move(next[r]);
+    return host;
   }
-  return out;
-}
 
-std::vector<at::Tensor> sample_fused_cuda(const at::Tensor& indptr, const at::Tensor& indices,
-                                          const at::Tensor& seeds, at::IntArrayRef fanouts,
-                                          bool replace, int64_t seed, int64_t batch_id,
-                                          at::Tensor node_map) {
-  check_sample_arg_values(indptr, indices, seeds, fanouts, node_map);
-  TORCH_CHECK(seeds.is_cuda(), "seeds must be a CUDA tensor when the op runs on the GPU, got ",
-              seeds.device());
-  const at::Device device = seeds.device();
-  TORCH_CHECK(node_map.device() == device, "node_map is on ", node_map.device(),
-              " but seeds are on ", device);
-  TORCH_CHECK(indptr.device() == indices.device(), "indptr is on ", indptr.device(),
-              " but indices is on ", indices.device());
-  const c10::cuda::CUDAGuard device_guard(device);
-  // GPU memory on the seeds' device, or pinned host memory read over UVA.
-  const auto* ip = static_cast<const int64_t*>(device_readable_ptr(indptr, "indptr", device));
-  const void* ix = device_readable_ptr(indices, "indices", device);
-  // The op writes node_map: it may not share memory with an input.
-  for (const at::Tensor* input : {&indptr, &indices, &seeds}) {
-    at::assert_no_overlap(node_map, *input);
+  // Several node types: sync for the source count, sort the sources by type (stably), renumber
+  // the map and the blocks, sync for the types' counts, write the outputs and count the next
+  // layer (or clear the map), and sync for its edge totals.
+  std::vector<ull> finish_typed(int64_t layer, const at::Tensor& all_indices,
+                                const std::vector<int64_t>& edge_base, int64_t* src) {
+    const int64_t n = n_;
+    const int64_t base = per_layer_ * layer, per_rel = return_eids_ ? 3 : 2;
+    std::vector<ull> host = sync();
+    const int64_t num_src = n + static_cast<int64_t>(host[kNumNew]);
+    ull* type_counts = status_ + kStatusSlots + R_;
+    C10_CUDA_CHECK(cudaMemsetAsync(type_counts, 0, T_ * sizeof(ull), stream_));
+    // type | order | sorted type | sorted order | perm
+    at::Tensor scratch = at::empty({5 * num_src + 1}, int_opts_);
+    int32_t* type = scratch.data_ptr<int32_t>();
+    int32_t* order = type + num_src;
+    int32_t* sorted_type = order + num_src;
+    int32_t* sorted_order = sorted_type + num_src;
+    int32_t* perm = sorted_order + num_src;
+    at::Tensor reordered = at::empty({num_src}, long_opts_);
+    int64_t* re = reordered.data_ptr<int64_t>();
+    if (num_src > 0) {
+      type_kernel<<<cuda_blocks(num_src), kCudaThreads, 0, stream_>>>(
+          src, num_src, offsets_.data_ptr<int64_t>(), T_, type, order, type_counts);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      int end_bit = 1;
+      while ((int64_t{1} << end_bit) < T_) ++end_bit;
+      size_t temp_bytes = 0;
+      C10_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, type, sorted_type, order,
+                                                     sorted_order, static_cast<int>(num_src), 0,
+                                                     end_bit, stream_));
+      at::Tensor temp = at::empty({static_cast<int64_t>(temp_bytes)}, bytes_opts_);
+      C10_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data_ptr(), temp_bytes, type,
+                                                     sorted_type, order, sorted_order,
+                                                     static_cast<int>(num_src), 0, end_bit,
+                                                     stream_));
+      reorder_kernel<<<cuda_blocks(num_src), kCudaThreads, 0, stream_>>>(src, sorted_order,
+                                                                         num_src, re, perm, map_);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    host = sync();
+    std::vector<int64_t> type_base(T_ + 1, 0);
+    for (int64_t t = 0; t < T_; ++t) {
+      type_base[t + 1] = type_base[t] + static_cast<int64_t>(host[kStatusSlots + R_ + t]);
+    }
+    for (int64_t r = 0; r < R_; ++r) {
+      const int64_t e = edge_base[r + 1] - edge_base[r];
+      at::Tensor block_indices = at::empty({e}, long_opts_);
+      if (e > 0) {
+        renumber_kernel<<<cuda_blocks(e), kCudaThreads, 0, stream_>>>(
+            all_indices.data_ptr<int64_t>() + edge_base[r], e, perm,
+            type_base[spec_.rels[r].src_type], block_indices.data_ptr<int64_t>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      }
+      out_[base + per_rel * r + 1] = block_indices;
+    }
+    for (int64_t t = 0; t < T_; ++t) {
+      const int64_t count = type_base[t + 1] - type_base[t];
+      at::Tensor src_nodes = at::empty({count}, long_opts_);
+      if (count > 0) {
+        add_kernel<<<cuda_blocks(count), kCudaThreads, 0, stream_>>>(
+            re + type_base[t], count, -spec_.offsets[t], src_nodes.data_ptr<int64_t>());
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      }
+      out_[base + per_rel * R_ + t] = src_nodes;
+    }
+    dst_ = reordered;
+    d_ = re;
+    n_ = num_src;
+    dst_begin_ = type_base;
+    if (layer > 0) {
+      count_exact(layer - 1);
+    } else if (num_src > 0) {
+      unmap_kernel<<<cuda_blocks(num_src), kCudaThreads, 0, stream_>>>(re, num_src, num_src,
+                                                                        nullptr, map_);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return sync();
   }
+
+  const TypedSpec& spec_;
+  const std::vector<const int64_t*>& ip_;
+  const std::vector<const IdT*>& ix_;
+  const int64_t R_, T_;
+  const bool replace_;
+  const int64_t seed_, batch_id_;
+  const bool return_eids_;
+  int32_t* const map_;
+  const cudaStream_t stream_;
+  const at::TensorOptions long_opts_, int_opts_, bytes_opts_;
+  const int64_t slots_, per_layer_;
+  std::vector<at::Tensor> out_;
+  at::Tensor status_tensor_, offsets_;  // offsets_: the types' global id offsets, on the device
+  ull* status_ = nullptr;
+  // The layer being sampled: its destinations d_[0..n_) (global ids, type t's from
+  // dst_begin_[t]), each relation's counts over its destinations.
+  at::Tensor dst_;
+  const int64_t* d_ = nullptr;
+  int64_t n_ = 0;
+  std::vector<std::unique_ptr<CountArrays>> ca_;
+  std::vector<int64_t> dst_begin_;
+};
+
+std::vector<at::Tensor> run_cuda_call(const TypedSpec& spec, bool replace, int64_t seed,
+                                      int64_t batch_id, bool return_eids, at::Tensor& node_map) {
+  const at::Device device = node_map.device();
+  TORCH_CHECK(node_map.is_cuda(), "node_map must be a CUDA tensor when the op runs on the GPU");
+  for (const at::Tensor& s : spec.seeds) {
+    TORCH_CHECK(s.device() == device, "seeds are on ", s.device(), " but node_map is on ", device);
+  }
+  const c10::cuda::CUDAGuard device_guard(device);
+  // GPU memory on the map's device, or pinned host memory read over UVA.
+  std::vector<const int64_t*> ip;
+  std::vector<const void*> ix;
+  for (const RelationSpec& rel : spec.rels) {
+    TORCH_CHECK(rel.indptr.device() == rel.indices.device(), "indptr is on ", rel.indptr.device(),
+                " but indices is on ", rel.indices.device());
+    ip.push_back(static_cast<const int64_t*>(device_readable_ptr(rel.indptr, "indptr", device)));
+    ix.push_back(device_readable_ptr(rel.indices, "indices", device));
+    // The op writes node_map: it may not share memory with an input.
+    at::assert_no_overlap(node_map, rel.indptr);
+    at::assert_no_overlap(node_map, rel.indices);
+  }
+  for (const at::Tensor& s : spec.seeds) at::assert_no_overlap(node_map, s);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index());
   int32_t* map = node_map.data_ptr<int32_t>();
   try {
-    if (indices.scalar_type() == at::kInt) {
-      return sample_fused_cuda_typed<int32_t>(ip, static_cast<const int32_t*>(ix), indptr, indices,
-                                              seeds, fanouts, replace, seed, batch_id, map, stream);
+    if (spec.rels[0].indices.scalar_type() == at::kInt) {
+      std::vector<const int32_t*> ix32;
+      for (const void* p : ix) ix32.push_back(static_cast<const int32_t*>(p));
+      return CudaSampleCall<int32_t>(spec, ip, ix32, replace, seed, batch_id, return_eids, map,
+                                     stream)
+          .run();
     }
-    return sample_fused_cuda_typed<int64_t>(ip, static_cast<const int64_t*>(ix), indptr, indices,
-                                            seeds, fanouts, replace, seed, batch_id, map, stream);
+    std::vector<const int64_t*> ix64;
+    for (const void* p : ix) ix64.push_back(static_cast<const int64_t*>(p));
+    return CudaSampleCall<int64_t>(spec, ip, ix64, replace, seed, batch_id, return_eids, map,
+                                   stream)
+        .run();
   } catch (...) {
     // Reset the whole map (an error leaves markers and ids behind) and wait for it, so nothing
     // is queued on node_map when the error reaches the caller. A failure here is secondary to
@@ -603,8 +893,38 @@ std::vector<at::Tensor> sample_fused_cuda(const at::Tensor& indptr, const at::Te
   }
 }
 
+std::vector<at::Tensor> sample_fused_cuda(const at::Tensor& indptr, const at::Tensor& indices,
+                                          const at::Tensor& seeds, at::IntArrayRef fanouts,
+                                          bool replace, int64_t seed, int64_t batch_id,
+                                          at::Tensor node_map) {
+  check_sample_arg_values(indptr, indices, seeds, fanouts, node_map);
+  TORCH_CHECK(seeds.is_cuda(), "seeds must be a CUDA tensor when the op runs on the GPU, got ",
+              seeds.device());
+  TORCH_CHECK(node_map.device() == seeds.device(), "node_map is on ", node_map.device(),
+              " but seeds are on ", seeds.device());
+  const std::vector<int64_t> num_nodes{indptr.numel() - 1}, zero{0};
+  const TypedSpec spec = make_typed_spec({indptr}, {indices}, zero, zero, num_nodes, {seeds},
+                                         fanouts, node_map, 1);
+  return run_cuda_call(spec, replace, seed, batch_id, false, node_map);
+}
+
+std::vector<at::Tensor> sample_fused_typed_cuda(at::TensorList indptrs, at::TensorList indices,
+                                                at::IntArrayRef src_types,
+                                                at::IntArrayRef dst_types,
+                                                at::IntArrayRef num_nodes, at::TensorList seeds,
+                                                at::IntArrayRef fanouts, bool replace,
+                                                int64_t seed, int64_t batch_id, bool return_eids,
+                                                at::Tensor node_map) {
+  const TypedSpec spec = make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds,
+                                         fanouts, node_map, 0);
+  return run_cuda_call(spec, replace, seed, batch_id, return_eids, node_map);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(gnnrepro, CUDA, m) { m.impl("sample_fused", &sample_fused_cuda); }
+TORCH_LIBRARY_IMPL(gnnrepro, CUDA, m) {
+  m.impl("sample_fused", &sample_fused_cuda);
+  m.impl("sample_fused_typed", &sample_fused_typed_cuda);
+}
 
 }  // namespace gnnrepro

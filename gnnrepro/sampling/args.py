@@ -15,6 +15,10 @@ _MASK64 = (1 << 64) - 1
 def check_graph(graph: object) -> CSCGraph:
     if not isinstance(graph, CSCGraph):
         raise TypeError(f"graph must be a gnnrepro.CSCGraph, got {type(graph).__name__}")
+    if graph.num_src_nodes != graph.num_nodes:
+        raise ValueError(f"graph has {graph.num_src_nodes} source and {graph.num_nodes} "
+                         "destination nodes: a bipartite relation is sampled as part of a "
+                         "TypedGraph")
     return graph
 
 

@@ -2,7 +2,9 @@
 
 A Block is one GNN layer's bipartite graph in DGL's convention: its first `num_dst` source nodes
 are its destination nodes, in order, and it is stored as CSC (`indptr` over destinations,
-`indices` into the block's local source ids).
+`indices` into the block's local source ids). A TypedBlock is one layer of a typed graph: a Block
+per relation plus per node type its source ids (destinations first); a Block is its one-type,
+one-relation case.
 """
 from __future__ import annotations
 
@@ -10,17 +12,24 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Block", "MiniBatch"]
+__all__ = ["Block", "TypedBlock", "MiniBatch"]
+
+Relation = tuple[str, str, str]
 
 
 @dataclass
 class Block:
-    """One sampled layer: CSC over `num_dst` destinations; `src_nodes` are global ids."""
+    """One sampled layer: CSC over `num_dst` destinations; `src_nodes` are global ids.
+
+    In a typed graph's relation whose source and destination types differ, `src_nodes` are the
+    source type's and `dst_ids` the destination type's (both type-local ids)."""
 
     indptr: torch.Tensor     # int64 [num_dst + 1]
     indices: torch.Tensor    # int64 [num_edges], local source ids in [0, num_src)
     src_nodes: torch.Tensor  # int64 [num_src], global ids; the first num_dst are the destinations
     num_dst: int
+    edge_ids: torch.Tensor | None = None  # int64 [num_edges]: the graph's id of each edge
+    dst_ids: torch.Tensor | None = None   # the destinations, where they are not src_nodes' first
 
     @property
     def num_src(self) -> int:
@@ -32,7 +41,7 @@ class Block:
 
     @property
     def dst_nodes(self) -> torch.Tensor:
-        return self.src_nodes[: self.num_dst]
+        return self.src_nodes[: self.num_dst] if self.dst_ids is None else self.dst_ids
 
     def in_degrees(self) -> torch.Tensor:
         """Number of sampled neighbours of each destination (int64 [num_dst])."""
@@ -48,22 +57,86 @@ class Block:
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Block":
         return Block(self.indptr.to(device, non_blocking=non_blocking),
                      self.indices.to(device, non_blocking=non_blocking),
-                     self.src_nodes.to(device, non_blocking=non_blocking), self.num_dst)
+                     self.src_nodes.to(device, non_blocking=non_blocking), self.num_dst,
+                     _move(self.edge_ids, device, non_blocking),
+                     _move(self.dst_ids, device, non_blocking))
 
     def __repr__(self) -> str:
         return f"Block(num_src={self.num_src}, num_dst={self.num_dst}, num_edges={self.num_edges})"
 
 
 @dataclass
-class MiniBatch:
-    """Seeds, the input nodes whose features the first layer reads, and blocks, input first."""
+class TypedBlock:
+    """One sampled layer of a typed graph: per relation a Block (CSC over its destination type's
+    destinations, `indices` into its source type's sources), and per node type its source ids,
+    the first `num_dst[type]` of which are its destinations, in order. Every relation of the
+    graph is present, empty where nothing was sampled."""
 
-    seeds: torch.Tensor
-    input_nodes: torch.Tensor
-    blocks: list[Block]
-    x: torch.Tensor | None = None
+    blocks: dict[Relation, Block]
+    src_nodes: dict[str, torch.Tensor]
+    num_dst: dict[str, int]
+
+    @property
+    def num_src(self) -> dict[str, int]:
+        return {t: ids.numel() for t, ids in self.src_nodes.items()}
+
+    @property
+    def num_edges(self) -> dict[Relation, int]:
+        return {rel: b.num_edges for rel, b in self.blocks.items()}
+
+    @property
+    def dst_nodes(self) -> dict[str, torch.Tensor]:
+        return {t: ids[: self.num_dst[t]] for t, ids in self.src_nodes.items()}
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "TypedBlock":
+        src = {t: ids.to(device, non_blocking=non_blocking) for t, ids in self.src_nodes.items()}
+        return TypedBlock(
+            {rel: relation_block(b.indptr.to(device, non_blocking=non_blocking),
+                                 b.indices.to(device, non_blocking=non_blocking),
+                                 _move(b.edge_ids, device, non_blocking), rel, src,
+                                 self.num_dst)
+             for rel, b in self.blocks.items()}, src, dict(self.num_dst))
+
+    def __repr__(self) -> str:
+        return (f"TypedBlock(num_src={self.num_src}, num_dst={self.num_dst}, "
+                f"num_edges={self.num_edges})")
+
+
+def relation_block(indptr: torch.Tensor, indices: torch.Tensor, edge_ids: torch.Tensor | None,
+                   rel: Relation, src_nodes: dict[str, torch.Tensor],
+                   num_dst: dict[str, int]) -> Block:
+    """The Block of relation `rel` in a typed layer whose per-type sources are `src_nodes`."""
+    src_type, _, dst_type = rel
+    n = num_dst[dst_type]
+    dst_ids = None if src_type == dst_type else src_nodes[dst_type][:n]
+    return Block(indptr, indices, src_nodes[src_type], n, edge_ids, dst_ids)
+
+
+def _move(t: object, device: torch.device | str, non_blocking: bool) -> object:
+    """A tensor, or a dict of tensors, on `device`; None stays None."""
+    if t is None:
+        return None
+    if isinstance(t, dict):
+        return {k: v.to(device, non_blocking=non_blocking) for k, v in t.items()}
+    return t.to(device, non_blocking=non_blocking)
+
+
+@dataclass
+class MiniBatch:
+    """Seeds, the input nodes whose features the first layer reads, and blocks, input first.
+
+    On a typed graph seeds, input_nodes and x are dicts by node type and blocks TypedBlocks."""
+
+    seeds: torch.Tensor | dict[str, torch.Tensor]
+    input_nodes: torch.Tensor | dict[str, torch.Tensor]
+    blocks: list[Block] | list[TypedBlock]
+    x: torch.Tensor | dict[str, torch.Tensor] | None = None
     y: torch.Tensor | None = None
     batch_id: int = 0
+
+    @property
+    def is_typed(self) -> bool:
+        return isinstance(self.seeds, dict)
 
     @property
     def num_layers(self) -> int:
@@ -72,7 +145,8 @@ class MiniBatch:
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "MiniBatch":
         """The batch on `device`; input_nodes that are the first block's src_nodes (as
         samplers make them) are moved once and stay shared."""
-        move = (lambda t: None if t is None else t.to(device, non_blocking=non_blocking))
+        def move(t: object) -> object:
+            return _move(t, device, non_blocking)
         blocks = [b.to(device, non_blocking) for b in self.blocks]
         shared = bool(blocks) and self.input_nodes is self.blocks[0].src_nodes
         return MiniBatch(move(self.seeds),

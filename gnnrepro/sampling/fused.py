@@ -13,6 +13,9 @@ from gnnrepro.checks import check_bool, check_device
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, seed_tensor
 from gnnrepro.sampling.block import Block, MiniBatch
+from gnnrepro.sampling.typed import (check_typed_fanouts, op_graph_args, typed_blocks_from_op,
+                                     typed_seed_tensors)
+from gnnrepro.typed_graph import TypedGraph
 
 __all__ = ["FusedSampler", "blocks_from_op"]
 
@@ -30,10 +33,21 @@ def _reset_samplers_after_fork() -> None:
 os.register_at_fork(after_in_child=_reset_samplers_after_fork)
 
 
-def blocks_from_op(flat: Sequence[torch.Tensor]) -> list[Block]:
-    """Turn the op's flat [indptr, indices, src_nodes] * L output into Blocks, input first."""
-    return [Block(flat[i], flat[i + 1], flat[i + 2], flat[i].numel() - 1)
-            for i in range(0, len(flat), 3)]
+def blocks_from_op(flat: Sequence[torch.Tensor], with_edge_ids: bool = False,
+                   graph_edge_ids: torch.Tensor | None = None) -> list[Block]:
+    """Turn the op's flat [indptr, indices, src_nodes] * L output into Blocks, input first; or
+    with `with_edge_ids` its [indptr, indices, edge positions, src_nodes] * L output, the edge
+    ids being the graph's `edge_ids` at those positions where it keeps them."""
+    if not with_edge_ids:
+        return [Block(flat[i], flat[i + 1], flat[i + 2], flat[i].numel() - 1)
+                for i in range(0, len(flat), 3)]
+    out = []
+    for i in range(0, len(flat), 4):
+        eids = flat[i + 2]
+        if graph_edge_ids is not None:
+            eids = graph_edge_ids[eids.to(graph_edge_ids.device)].to(eids.device)
+        out.append(Block(flat[i], flat[i + 1], flat[i + 3], flat[i].numel() - 1, eids))
+    return out
 
 
 class FusedSampler:
@@ -46,16 +60,28 @@ class FusedSampler:
     `device` is where the op runs, and where seeds and blocks live: by default the graph's.
     A GPU can also sample a CPU graph whose arrays are pinned (`graph.pin_memory_()`), reading
     them in place over UVA; seeds are then CUDA tensors.
+
+    A TypedGraph is sampled by the same op, every relation into its destination type in one
+    pass: `fanouts[i]` is one int for every relation or a dict naming each relation (0: none),
+    seeds are {node type: ids}, and the blocks TypedBlocks. `edge_ids` makes every block carry
+    the graph's ids of its edges (`Block.edge_ids`, DGL's EID, PyG's e_id).
     """
 
     name = "fused"
 
-    def __init__(self, graph: CSCGraph, fanouts: Sequence[int], replace: bool = False,
-                 seed: int = 0, device: torch.device | str | None = None):
-        self.graph = check_graph(graph)
-        self.fanouts = check_fanouts(fanouts)
+    def __init__(self, graph: CSCGraph | TypedGraph, fanouts: Sequence[int] | Sequence[dict],
+                 replace: bool = False, seed: int = 0, device: torch.device | str | None = None,
+                 edge_ids: bool = False):
+        self.typed = isinstance(graph, TypedGraph)
+        if self.typed:
+            self.graph = graph
+            self.fanouts = check_typed_fanouts(fanouts, graph)
+        else:
+            self.graph = check_graph(graph)
+            self.fanouts = check_fanouts(fanouts)
         self.replace = check_bool("replace", replace)
         self.seed = check_seed(seed)
+        self.edge_ids = check_bool("edge_ids", edge_ids)
         self.device = _sampling_device(self.graph, device)
         self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
         self._lock = threading.Lock()
@@ -80,23 +106,50 @@ class FusedSampler:
             self._node_map = None
         self._lock = threading.Lock()
 
-    def sample(self, seeds: torch.Tensor, batch_id: int = 0) -> MiniBatch:
+    def sample(self, seeds: torch.Tensor | dict[str, torch.Tensor],
+               batch_id: int = 0) -> MiniBatch:
         """Sample the blocks of one mini-batch rooted at `seeds` (unique node ids in
-        [0, num_nodes): the op checks both while it maps them, raising ValueError)."""
-        seeds = seed_tensor(seeds, self.device)
+        [0, num_nodes): the op checks both while it maps them, raising ValueError; on a typed
+        graph {node type: ids}, checked here)."""
         batch_id = check_seed(batch_id, "batch_id")
+        if self.typed:
+            return self._sample_typed(seeds, batch_id)
+        seeds = seed_tensor(seeds, self.device)
         g = self.graph
-        with self._lock:  # the node map is shared by calls on this sampler
-            if self._node_map is None:
-                self._node_map = torch.full((g.num_nodes,), -1, dtype=torch.int32,
-                                            device=self.device)
-            flat = _ops.ops.sample_fused(g.indptr, g.indices, seeds, self.fanouts, self.replace,
-                                         self.seed, batch_id, self._node_map)
-        blocks = blocks_from_op(flat)
+        if self.edge_ids:
+            flat = self._run(g.num_nodes, lambda node_map: _ops.ops.sample_fused_typed(
+                [g.indptr], [g.indices], [0], [0], [g.num_nodes], [seeds], self.fanouts,
+                self.replace, self.seed, batch_id, True, node_map))
+            blocks = blocks_from_op(flat, True, g.edge_ids)
+        else:
+            flat = self._run(g.num_nodes, lambda node_map: _ops.ops.sample_fused(
+                g.indptr, g.indices, seeds, self.fanouts, self.replace, self.seed, batch_id,
+                node_map))
+            blocks = blocks_from_op(flat)
         return MiniBatch(seeds, blocks[0].src_nodes, blocks, batch_id=batch_id)
 
+    def _sample_typed(self, seeds: object, batch_id: int) -> MiniBatch:
+        g = self.graph
+        seed_list = typed_seed_tensors(seeds, g, self.device)
+        indptrs, indices, src_types, dst_types, num_nodes = op_graph_args(g)
+        fanouts = [f for layer in self.fanouts for f in layer]
+        flat = self._run(sum(num_nodes), lambda node_map: _ops.ops.sample_fused_typed(
+            indptrs, indices, src_types, dst_types, num_nodes, seed_list, fanouts, self.replace,
+            self.seed, batch_id, self.edge_ids, node_map))
+        blocks = typed_blocks_from_op(flat, g, seed_list, self.edge_ids)
+        seed_dict = {t: s for t, s in zip(g.node_types, seed_list) if t in seeds}
+        return MiniBatch(seed_dict, blocks[0].src_nodes, blocks, batch_id=batch_id)
 
-def _sampling_device(graph: CSCGraph, device: object) -> torch.device:
+    def _run(self, map_size: int, op: object) -> list[torch.Tensor]:
+        """Runs `op(node_map)` with this sampler's node map, one call at a time."""
+        with self._lock:  # the node map is shared by calls on this sampler
+            if self._node_map is None:
+                self._node_map = torch.full((map_size,), -1, dtype=torch.int32,
+                                            device=self.device)
+            return op(self._node_map)
+
+
+def _sampling_device(graph: CSCGraph | TypedGraph, device: object) -> torch.device:
     """Where the op runs: the graph's device, or a GPU that reads a pinned CPU graph over UVA."""
     if device is None:
         device = graph.device
@@ -109,8 +162,9 @@ def _sampling_device(graph: CSCGraph, device: object) -> torch.device:
     if device == graph.device:
         return device
     if device.type == "cuda" and graph.device.type == "cpu":
-        if not (graph.indptr.is_pinned()
-                and (graph.indices.numel() == 0 or graph.indices.is_pinned())):
+        csc_list = graph.relations.values() if isinstance(graph, TypedGraph) else [graph]
+        if not all(c.indptr.is_pinned() and (c.indices.numel() == 0 or c.indices.is_pinned())
+                   for c in csc_list):
             raise ValueError(f"sampling on {device} from a CPU graph needs its arrays pinned: "
                              "call graph.pin_memory_() first, or move the graph to the GPU")
         return device

@@ -1,0 +1,121 @@
+// The typed graph one sample_fused_typed call samples, checked and laid out the same way for the
+// CPU and the CUDA kernel.
+//
+// Node types have their own id ranges [0, num_nodes[t]); the op numbers them globally, type t's
+// node v being offsets[t] + v (offsets: the prefix sums of num_nodes), so one node map of
+// sum(num_nodes) entries relabels every type. A relation r is a CSC over its destination type
+// (indptrs[r]: num_nodes[dst_types[r]] + 1 entries) whose `indices` hold ids of its source type.
+// The homogeneous graph is one type and one relation, and then global ids are the node ids.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace gnnrepro {
+
+struct RelationSpec {
+  at::Tensor indptr, indices;
+  int64_t src_type = 0, dst_type = 0;
+};
+
+struct TypedSpec {
+  std::vector<int64_t> offsets;  // num_types + 1 global id offsets
+  std::vector<RelationSpec> rels;
+  std::vector<at::Tensor> seeds;  // per type, int64 ids of that type
+  std::vector<int64_t> fanouts;   // num_layers x num_rels, layer-major, GNN layer 0 first
+  int64_t num_layers = 0;
+
+  int64_t num_types() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  int64_t num_rels() const { return static_cast<int64_t>(rels.size()); }
+  int64_t total_nodes() const { return offsets.back(); }
+  int64_t fanout(int64_t layer, int64_t rel) const { return fanouts[layer * num_rels() + rel]; }
+  bool homogeneous() const { return num_types() == 1 && num_rels() == 1; }
+  // The type of global id u (u in [0, total_nodes)).
+  int64_t type_of(int64_t u) const {
+    int64_t t = 0;
+    while (u >= offsets[t + 1]) ++t;
+    return t;
+  }
+};
+
+// Checks shapes, dtypes and sizes (not devices, not values: the kernels check those) and lays
+// the lists out as a TypedSpec. `min_fanout` is 1 for the homogeneous op (whose schema has no
+// way to skip a layer) and 0 for the typed one (fanout 0: the relation is not sampled there).
+inline TypedSpec make_typed_spec(at::TensorList indptrs, at::TensorList indices,
+                                 at::IntArrayRef src_types, at::IntArrayRef dst_types,
+                                 at::IntArrayRef num_nodes, at::TensorList seeds,
+                                 at::IntArrayRef fanouts, const at::Tensor& node_map,
+                                 int64_t min_fanout) {
+  TypedSpec spec;
+  const auto num_types = static_cast<int64_t>(num_nodes.size());
+  const auto num_rels = static_cast<int64_t>(indptrs.size());
+  TORCH_CHECK(num_types >= 1, "num_nodes must name at least one node type");
+  TORCH_CHECK(num_rels >= 1, "indptrs must hold at least one relation");
+  TORCH_CHECK(static_cast<int64_t>(indices.size()) == num_rels &&
+                  static_cast<int64_t>(src_types.size()) == num_rels &&
+                  static_cast<int64_t>(dst_types.size()) == num_rels,
+              "indptrs, indices, src_types and dst_types must have one entry per relation");
+  TORCH_CHECK(static_cast<int64_t>(seeds.size()) == num_types,
+              "seeds must hold one tensor per node type (", num_types, "), got ", seeds.size());
+  spec.offsets.assign(1, 0);
+  for (int64_t t = 0; t < num_types; ++t) {
+    TORCH_CHECK(num_nodes[t] >= 0, "num_nodes[", t, "] must be >= 0, got ", num_nodes[t]);
+    TORCH_CHECK(num_nodes[t] < std::numeric_limits<int32_t>::max() - spec.offsets.back(),
+                "graphs with 2^31 - 1 or more nodes (all types together) are not supported");
+    spec.offsets.push_back(spec.offsets.back() + num_nodes[t]);
+  }
+  const at::ScalarType index_type = indices[0].scalar_type();
+  for (int64_t r = 0; r < num_rels; ++r) {
+    const at::Tensor &ip = indptrs[r], &ix = indices[r];
+    TORCH_CHECK(src_types[r] >= 0 && src_types[r] < num_types && dst_types[r] >= 0 &&
+                    dst_types[r] < num_types,
+                "relation ", r, "'s source and destination types must lie in [0, ", num_types,
+                ")");
+    const int64_t dst_nodes = num_nodes[dst_types[r]];
+    TORCH_CHECK(ip.dim() == 1 && ip.numel() == dst_nodes + 1 && ip.scalar_type() == at::kLong,
+                "indptr", num_rels > 1 ? " of relation " + std::to_string(r) : std::string(),
+                " must be int64 [N+1] with N = ", dst_nodes,
+                num_rels > 1 ? " (its destination type's nodes)" : "");
+    TORCH_CHECK(ix.dim() == 1, "indices must be 1-D");
+    TORCH_CHECK(ix.scalar_type() == at::kLong || ix.scalar_type() == at::kInt,
+                "indices must be int32 or int64");
+    TORCH_CHECK(ix.scalar_type() == index_type, "every relation's indices must have one dtype");
+    TORCH_CHECK(ip.is_contiguous() && ix.is_contiguous(), "indptr and indices must be contiguous");
+    spec.rels.push_back({ip, ix, src_types[r], dst_types[r]});
+  }
+  for (int64_t t = 0; t < num_types; ++t) {
+    const at::Tensor& s = seeds[t];
+    TORCH_CHECK(s.dim() == 1 && s.scalar_type() == at::kLong && s.is_contiguous(),
+                "seeds must be 1-D int64");
+    // Unique seeds in [0, N) number at most N; checked first, so that no kernel sizes anything
+    // (the CUDA scans take int counts) from a longer, necessarily invalid, seed list.
+    TORCH_CHECK_VALUE(s.numel() <= num_nodes[t], "seeds must be unique node ids: seeds",
+                      num_types > 1 ? " of node type " + std::to_string(t) : std::string(),
+                      " has ", s.numel(), " entries but the graph has only ", num_nodes[t],
+                      " nodes", num_types > 1 ? " of that type" : "");
+    spec.seeds.push_back(s);
+  }
+  TORCH_CHECK(node_map.dim() == 1 && node_map.scalar_type() == at::kInt &&
+                  node_map.numel() == spec.total_nodes() && node_map.is_contiguous(),
+              "node_map must be int32 [num_nodes]", num_types > 1 ? " (all types together)" : "");
+  TORCH_CHECK(!fanouts.empty() && static_cast<int64_t>(fanouts.size()) % num_rels == 0,
+              "fanouts must not be empty and must hold one fanout per layer and relation");
+  for (int64_t f : fanouts) {
+    TORCH_CHECK(f == -1 || (f >= min_fanout && f <= std::numeric_limits<int32_t>::max()),
+                "every fanout must be -1 (all neighbours) or in [", min_fanout,
+                ", 2^31 - 1], got ", f);
+  }
+  spec.fanouts.assign(fanouts.begin(), fanouts.end());
+  spec.num_layers = static_cast<int64_t>(fanouts.size()) / num_rels;
+  return spec;
+}
+
+// The op's outputs per layer: per relation its block indptr, indices (and edge ids: positions
+// in the relation's `indices`), then per type its source nodes (ids of that type).
+inline int64_t outputs_per_layer(const TypedSpec& spec, bool return_eids) {
+  return spec.num_rels() * (return_eids ? 3 : 2) + spec.num_types();
+}
+
+}  // namespace gnnrepro
