@@ -16,7 +16,8 @@ from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
 from gnnrepro.bench import (copy_overlap, disk_same_as_memory, disk_training, end_to_end, loader,
-                            partitioned, placements, sampling_speed, scaling, storage)
+                            partitioned, placements, sampling_speed, scaling, storage,
+                            typed_sampling)
 from gnnrepro.cli_parser import DATA_OPTIONS, TRAIN_OPTIONS, build_parser
 from gnnrepro.config import TrainConfig, resolve_threads
 from gnnrepro.datasets import load_scaled
@@ -81,6 +82,15 @@ def _sampling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
         seed=args.seed, sampler_device=args.sampler_device, peers=args.peers,
         ceiling=args.ceiling)
     print(sampling_speed.format_table(result))
+    return result
+
+
+def _typed_sampling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = typed_sampling.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
+                                    batches=args.batches, threads=args.threads,
+                                    repeats=args.repeats, samplers=args.samplers,
+                                    seed=args.seed)
+    print(typed_sampling.format_table(result))
     return result
 
 
@@ -179,7 +189,8 @@ def _scaling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
 _BENCHMARKS: dict[str, Callable[[argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {
     "sampling": _sampling, "end-to-end": _end_to_end, "loader": _loader, "scaling": _scaling,
     "partitioned": _partitioned, "storage": _storage, "disk-training": _disk_training,
-    "placements": _placements, "copy-overlap": _copy_overlap}
+    "placements": _placements, "copy-overlap": _copy_overlap,
+    "typed-sampling": _typed_sampling}
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gnnrepro.bench import disk_training, placements, sampling_speed
+from gnnrepro.bench import disk_training, placements, sampling_speed, typed_sampling
 from gnnrepro.checks import check_fraction, check_int
 from gnnrepro.peers import PEERS, SETUP_COMMAND
 from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     benchmarks = [add(kinds) for add in (_add_sampling, _add_end_to_end, _add_loader,
                                          _add_scaling, _add_partitioned, _add_storage,
                                          _add_disk_training, _add_placements,
-                                         _add_copy_overlap)]
+                                         _add_copy_overlap, _add_typed_sampling)]
     for sub in benchmarks:
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
     for sub in (*benchmarks, _add_partition(commands)):
@@ -136,6 +136,20 @@ def _add_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
                    help="also probe this machine's random-read ceiling over the graph and give "
                         "the fused sampler's random line reads per second as a share of it")
     _add_peers(s)
+    return s
+
+
+def _add_typed_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
+    s = kinds.add_parser("typed-sampling", help="on a typed graph (mag-sim, ogbn-mag): DGL's "
+                                                "heterogeneous samplers vs fused, side by side")
+    add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"],
+                dataset="mag-sim", scale=0.1, fanouts=[25, 20])
+    s.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=30)
+    s.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=4,
+                   help="passes over the batches, interleaved in segments of 8 batches")
+    s.add_argument("--samplers", type=_names(typed_sampling.SAMPLERS),
+                   default=list(typed_sampling.SAMPLERS),
+                   help=f"comma-separated subset of {','.join(typed_sampling.SAMPLERS)}")
     return s
 
 

@@ -328,5 +328,5 @@ def test_without_a_dataset_the_plan_labels_and_store_are_required(dataset, sampl
                labels=dataset.labels, feature_store=store)
     with pytest.raises(ValueError, match="plan: its batch_size"):
         Loader(dataset, sampler, "cpu", BATCH * 2, plan=plan)
-    with pytest.raises(TypeError, match="dataset must be a gnnrepro Dataset or None"):
+    with pytest.raises(TypeError, match="dataset must be a gnnrepro Dataset, a TypedDataset or None"):
         Loader("products-sim", sampler, "cpu", BATCH)

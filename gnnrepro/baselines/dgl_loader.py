@@ -60,14 +60,13 @@ def _check_process_group(rank: int, world_size: int) -> None:
 class _TimedSampler:
     """Forwards DGL's `sample(g, seeds)` to a NeighborSampler, noting when each call ran."""
 
-    def __init__(self, neighbor_sampler, g, num_nodes: int, idtype: torch.dtype):
-        self._sampler, self._g = neighbor_sampler, g
-        self._num_nodes, self._idtype = num_nodes, idtype
+    def __init__(self, neighbor_sampler, g, idtype: torch.dtype):
+        self._sampler, self._g, self._idtype = neighbor_sampler, g, idtype
         self.calls: list[tuple[float, float]] = []
 
     def sample(self, g, seeds):
         start = time.perf_counter()
-        install_fused_mapping(self._sampler, self._g, self._num_nodes, self._idtype)
+        install_fused_mapping(self._sampler, self._g, self._idtype)
         out = self._sampler.sample(g, seeds)
         self.calls.append((start, time.perf_counter()))
         return out
@@ -115,7 +114,7 @@ class DGLLoader:
         neighbor = dgl.dataloading.NeighborSampler(
             self.fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])
         self.sampler = neighbor  # what samples the batches (timed through _TimedSampler)
-        self._sampler = _TimedSampler(neighbor, self._g, dataset.graph.num_nodes, idtype)
+        self._sampler = _TimedSampler(neighbor, self._g, idtype)
         dgl.seed(self.seed if world_size == 1 else stream_seed(self.seed, rank))
         self._loader = dgl.dataloading.DataLoader(
             self._g, dataset.train_idx.to(idtype), self._sampler, device=self.device,

@@ -65,19 +65,21 @@ def dgl_graph(dgl, graph: CSCGraph):
     return g, idtype
 
 
-def install_fused_mapping(neighbor_sampler, g, num_nodes: int, idtype: torch.dtype) -> None:
-    """Give DGL's NeighborSampler its fused-path relabel map in the graph's id type.
+def install_fused_mapping(neighbor_sampler, g, idtype: torch.dtype) -> None:
+    """Give DGL's NeighborSampler its fused-path relabel maps in the graph's id type.
 
-    The fused CPU kernel relabels through a dense [N] map that NeighborSampler keeps per
-    process (allocated on the first call, reset sparsely after each layer). DGL 2.1 always
-    allocates it as int64 while the kernel reads it with the graph's id type, which corrupts it
-    for int32 graphs from the second call on; we install it with the right dtype, under DGL's
-    own key, before DGL would allocate it. Call before every batch (cheap when installed).
+    The fused CPU kernel relabels through a dense map per node type that NeighborSampler keeps
+    per process (allocated on the first call, reset sparsely after each layer). DGL 2.1 always
+    allocates them as int64 while the kernel reads them with the graph's id type, which
+    corrupts them for int32 graphs from the second call on; we install them with the right
+    dtype, under DGL's own key, before DGL would allocate them. Call before every batch (cheap
+    when installed).
     """
     key = f"__mapping{os.getpid()}"  # dgl.sampling.neighbor._sample_neighbors's key
     if neighbor_sampler.g is not g or key not in neighbor_sampler.mapping:
         neighbor_sampler.g = g  # NeighborSampler drops the mapping when g changes
-        neighbor_sampler.mapping = {key: [torch.full((num_nodes,), -1, dtype=idtype)]}
+        neighbor_sampler.mapping = {key: [torch.full((g.num_nodes(t),), -1, dtype=idtype)
+                                          for t in g.ntypes]}
 
 
 class _DGLSampler:
@@ -166,5 +168,5 @@ class DGLFusedSampler(_DGLSampler):
         self._sampler = self._dgl.dataloading.NeighborSampler(self.fanouts, replace=replace)
 
     def _sample_blocks(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list]:
-        install_fused_mapping(self._sampler, self._g, self.graph.num_nodes, self._idtype)
+        install_fused_mapping(self._sampler, self._g, self._idtype)
         return self._sampler.sample_blocks(self._g, seeds)

@@ -84,6 +84,16 @@ class FeatureStore(abc.ABC):
         """(start, end) of the device reads since the last call, for the timeline."""
         return []
 
+    def num_rows(self, ids: object) -> int:
+        """How many rows gathering `ids` gives (a batch's input nodes: a tensor here, a dict by
+        node type for a TypedFeatureStore)."""
+        return ids.numel()
+
+    def split_rows(self, rows: torch.Tensor, ids: object) -> object:
+        """The gathered `rows` of `ids` as the model takes them: here the rows themselves; per
+        node type for a TypedFeatureStore."""
+        return rows
+
 
 
 class InMemoryFeatureStore(FeatureStore):

@@ -5,7 +5,9 @@ device. A model written for DGL takes `to_dgl(mb)` (DGL's DataLoader triple, fea
 where DGL's examples read them) and `dgl_batches(loader)` iterates those; one written for PyG
 takes `to_pyg(mb)` (NeighborLoader's `x`, `edge_index`, `batch_size`, `n_id`; `adj_t` with
 `sparse=True`) and
-`pyg_batches(loader)`. `model_logits` calls a model on a batch in any of the LAYOUTS, with
+`pyg_batches(loader)`. A typed batch (TypedDataset) takes `to_dgl_hetero(mb)` (DGL heterogeneous
+blocks, for HeteroGraphConv) and `to_pyg_hetero(mb)` (the heterogeneous NeighborLoader's
+HeteroData). `model_logits` calls a model on a batch in any of the LAYOUTS, with
 errors in the terms of the stack the model comes from, and `layer_output` one layer of a model
 that `exposes_layers` (what layer-wise inference runs); `from_dgl` and `from_pyg` make a
 Dataset of a DGLGraph or a PyG Data, so a peer's user keeps their data.
@@ -16,8 +18,10 @@ from gnnrepro.interop.layout import (LAYOUTS, check_layout, exposes_layers, laye
                                      model_logits)
 from gnnrepro.interop.pyg_view import (PyGBatch, pyg_adj_t, pyg_batches, pyg_edge_index, to_pyg,
                                        to_pyg_sparse)
+from gnnrepro.interop.typed_views import PyGHeteroBatch, to_dgl_hetero, to_pyg_hetero
 from gnnrepro.interop.view import BatchView
 
-__all__ = ["LAYOUTS", "BatchView", "PyGBatch", "check_layout", "dgl_batches", "exposes_layers",
-           "from_dgl", "from_pyg", "layer_output", "model_logits", "pyg_adj_t", "pyg_batches",
-           "pyg_edge_index", "to_dgl", "to_pyg", "to_pyg_sparse"]
+__all__ = ["LAYOUTS", "BatchView", "PyGBatch", "PyGHeteroBatch", "check_layout", "dgl_batches",
+           "exposes_layers", "from_dgl", "from_pyg", "layer_output", "model_logits", "pyg_adj_t",
+           "pyg_batches", "pyg_edge_index", "to_dgl", "to_dgl_hetero", "to_pyg",
+           "to_pyg_hetero", "to_pyg_sparse"]

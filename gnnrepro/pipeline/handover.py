@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -87,13 +89,6 @@ class _Lease:
         self._leases.give_back()
 
 
-def _tensors(mb: MiniBatch) -> list[torch.Tensor]:
-    out = [mb.seeds, mb.input_nodes, mb.x, mb.y]
-    for block in mb.blocks:
-        out += [block.indptr, block.indices, block.src_nodes]
-    return out
-
-
 def _pinned(t: torch.Tensor) -> torch.Tensor:
     """A CPU `t` in page-locked memory (torch's caching host allocator), so its H2D copy is
     async; a GPU tensor (a GPU sampler's block) as it is."""
@@ -103,12 +98,15 @@ def _pinned(t: torch.Tensor) -> torch.Tensor:
 class DeviceHandover:
     """Attaches rows and labels to sampled batches and moves them to `device` (see the module
     doc). `device_rows` gathers on the GPU instead of from staging slots (feature_source 'uva'
-    or 'device'); `log` records the work and spans."""
+    or 'device'); `log` records the work and spans; `split_rows` turns a batch's gathered rows
+    into what the model takes (FeatureStore.split_rows: per node type on a typed graph)."""
 
     def __init__(self, device: torch.device, labels: torch.Tensor, streams: int, prefetch: int,
-                 device_rows: DeviceRows | None, log: WorkLog):
+                 device_rows: DeviceRows | None, log: WorkLog,
+                 split_rows: Callable[[torch.Tensor, Any], Any]):
         self.device, self.labels, self.log = device, labels, log
         self.device_rows = device_rows
+        self.split_rows = split_rows
         self._leases = _Leases(prefetch)
         self._streams = ([torch.cuda.Stream(device) for _ in range(streams)]
                          if device.type == "cuda" else [])
@@ -120,7 +118,7 @@ class DeviceHandover:
         start = time.perf_counter()
         out = mb.to(self.device, non_blocking=True)
         out.x = self.device_rows.gather(out.input_nodes)
-        out.y = self.labels[mb.seeds.cpu()].to(self.device, non_blocking=True)
+        out.y = self.labels[mb.seed_ids.cpu()].to(self.device, non_blocking=True)
         self.log.record(b, "extract", "loader", start, time.perf_counter())
         return out, None
 
@@ -132,23 +130,22 @@ class DeviceHandover:
         is released after that event (CUDA), when x dies (CPU, leased) or now (CPU, copied).
         """
         start = time.perf_counter()
-        y = self.labels[mb.seeds.cpu()]
+        y = self.labels[mb.seed_ids.cpu()]
         if self.device.type == "cpu":
             if self._leases.try_take():
                 x = torch.from_numpy(np.asarray(_Lease(x, slot, self._leases)))
             else:  # `prefetch` slots are held by batches the caller keeps: copy instead
                 x = x.clone()
                 slot.release()
-            mb.x, mb.y = x, y
+            mb.x, mb.y = self.split_rows(x, mb.input_nodes), y
             self.log.record(b, "extract", "loader", start, time.perf_counter())
             return mb, None
-        blocks = [type(blk)(_pinned(blk.indptr), _pinned(blk.indices), _pinned(blk.src_nodes),
-                            blk.num_dst) for blk in mb.blocks]
-        host = MiniBatch(_pinned(mb.seeds), blocks[0].src_nodes, blocks, x, _pinned(y),
-                         mb.batch_id)  # input_nodes is blocks[0].src_nodes: pinned, moved once
+        mb.x, mb.y = x, y
+        host = mb.apply(_pinned)  # input_nodes is blocks[0].src_nodes: pinned, moved once
         k = b % len(self._streams)
         with torch.cuda.stream(self._streams[k]):
             out = host.to(self.device, non_blocking=True)
+            out.x = self.split_rows(out.x, mb.input_nodes)
             event = torch.cuda.Event()
             event.record(self._streams[k])
         slot.release_after(event)
@@ -164,6 +161,6 @@ class DeviceHandover:
         if event is not None:
             stream = torch.cuda.current_stream(self.device)
             stream.wait_event(event)
-            for t in _tensors(mb):
+            for t in mb.tensors():
                 t.record_stream(stream)
         return mb

@@ -15,6 +15,7 @@ on batch b. The Loader wires three parts, each in its own module:
 """
 from __future__ import annotations
 
+import copy
 import threading
 import weakref
 from collections.abc import Iterator
@@ -25,9 +26,11 @@ import torch
 from gnnrepro.checks import check_bool, check_device, check_int, check_positive_float
 from gnnrepro.config import SETTINGS, check_placement, validate
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.features.device_rows import DeviceRows
 from gnnrepro.features.staging import StagingRing
 from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
+from gnnrepro.features.typed_store import TypedFeatureStore
 from gnnrepro.pipeline.handover import DeviceHandover, WorkLog
 from gnnrepro.pipeline.plan import BatchPlan, Plan
 from gnnrepro.pipeline.producers import LocalProducer, WorkerProducer
@@ -47,31 +50,72 @@ _OTHER_THREAD = ("this Loader is in the middle of an epoch in another thread: a 
 
 
 def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: int) -> int:
-    """An upper bound on a batch's input nodes: what one staging slot must hold."""
+    """An upper bound on a batch's input nodes: what one staging slot must hold. On a typed
+    graph a layer's fanouts (one per relation) add up: a node may be reached by each."""
     fanouts = getattr(sampler, "fanouts", None)
     if fanouts is None:
         return max(num_nodes, 1)
     rows = batch_size
-    for f in fanouts:
-        rows *= 1 + (max_degree if f == -1 else f)  # destinations come first among the sources
+    for layer in fanouts:
+        per_rel = layer if isinstance(layer, list) else [layer]
+        # destinations come first among the sources
+        rows *= 1 + sum(max_degree if f == -1 else f for f in per_rel)
         if rows >= num_nodes:
             return max(num_nodes, 1)
     return rows
 
 
-def _feature_store(store: FeatureStore | None, dataset: Dataset | None,
+def _feature_store(store: FeatureStore | None, dataset: Dataset | TypedDataset | None,
                    share: bool) -> FeatureStore:
     """`store`, checked against `dataset`; None: the dataset's in-memory table (moved into
-    shared memory when worker processes will map it)."""
+    shared memory when worker processes will map it), one per featured type when typed."""
+    typed = isinstance(dataset, TypedDataset)
     if store is None:
-        return InMemoryFeatureStore(dataset.features, share=share, pin=False)
+        if not typed:
+            return InMemoryFeatureStore(dataset.features, share=share, pin=False)
+        if not dataset.features:
+            raise ValueError("dataset: a typed dataset without features on any node type "
+                             "has no rows to load")
+        return TypedFeatureStore({t: InMemoryFeatureStore(x, share=share, pin=False)
+                                  for t, x in dataset.features.items()})
     if not isinstance(store, FeatureStore):
         raise TypeError(f"feature_store must be a FeatureStore (open one by kind with "
                         f"gnnrepro.features.open_feature_store), got {type(store).__name__}")
-    if dataset is not None and (store.num_nodes, store.dim) != tuple(dataset.features.shape):
+    if typed:
+        if not isinstance(store, TypedFeatureStore):
+            raise TypeError("feature_store of a typed dataset must be a TypedFeatureStore "
+                            f"(one store per featured node type), got {type(store).__name__}")
+        for ntype, s in store.stores.items():
+            want = dataset.features.get(ntype)
+            if want is None or (s.num_nodes, s.dim) != tuple(want.shape):
+                raise ValueError(f"feature_store[{ntype!r}] holds {s.num_nodes} x {s.dim} "
+                                 f"rows, but the dataset's {ntype!r} features are "
+                                 f"{None if want is None else tuple(want.shape)}")
+    elif dataset is not None and (store.num_nodes, store.dim) != tuple(dataset.features.shape):
         raise ValueError(f"feature_store holds {store.num_nodes} x {store.dim} rows, but "
                          f"the dataset has {tuple(dataset.features.shape)}")
     return store
+
+
+def _max_in_degree(dataset: Dataset | TypedDataset) -> int:
+    graphs = (dataset.graph.relations.values() if isinstance(dataset, TypedDataset)
+              else [dataset.graph])
+    return max((int(g.in_degrees().max()) for g in graphs if g.num_nodes), default=0)
+
+
+def _typed_sampler(dataset: Dataset | TypedDataset | None, sampler: Any) -> Any:
+    """The sampler the Loader calls: on a typed dataset, one that takes the plan's ids as the
+    target type's seeds (a copy of `sampler` with `target` set; the caller's is left alone)."""
+    if not isinstance(dataset, TypedDataset):
+        return sampler
+    if not hasattr(sampler, "target"):
+        raise TypeError(f"sampler: {type(sampler).__name__} cannot sample a typed dataset "
+                        "(use gnnrepro.sampling.FusedSampler on dataset.graph)")
+    if sampler.target == dataset.target:
+        return sampler
+    sampler = copy.copy(sampler)
+    sampler.target = dataset.target
+    return sampler
 
 
 def _sampler_device(sampler: Any) -> str:
@@ -83,9 +127,9 @@ def _sampler_device(sampler: Any) -> str:
     return "cuda" if sampler.graph.device.type == "cuda" else "uva"
 
 
-def _check_sampler(dataset: Dataset | None, sampler: Any) -> None:
-    if dataset is not None and not isinstance(dataset, Dataset):
-        raise TypeError(f"dataset must be a gnnrepro Dataset or None, got "
+def _check_sampler(dataset: Dataset | TypedDataset | None, sampler: Any) -> None:
+    if dataset is not None and not isinstance(dataset, (Dataset, TypedDataset)):
+        raise TypeError(f"dataset must be a gnnrepro Dataset, a TypedDataset or None, got "
                         f"{type(dataset).__name__}")
     if not callable(getattr(sampler, "sample", None)):
         raise TypeError(f"sampler must have a sample(seeds, batch_id) method, got "
@@ -140,7 +184,8 @@ class Loader:
     (indexed by global node id) and the feature store must be given.
     """
 
-    def __init__(self, dataset: Dataset | None, sampler: Any, device: str | torch.device,
+    def __init__(self, dataset: Dataset | TypedDataset | None, sampler: Any,
+                 device: str | torch.device,
                  batch_size: int, shuffle: bool = True, workers: int = 0, streams: int = 1,
                  prefetch: int = 2, seed: int = 0, drop_last: bool = False, *,
                  worker_kind: str = SETTINGS["worker_kind"].default,
@@ -165,7 +210,8 @@ class Loader:
         self.timeout_s = check_positive_float("timeout_s", timeout_s)
         self.drop_last = check_bool("drop_last", drop_last)
         self.read_ahead = check_bool("read_ahead", read_ahead)
-        self.dataset, self.sampler = dataset, sampler
+        self.dataset, self.sampler = dataset, _typed_sampler(dataset, sampler)
+        sampler = self.sampler
         if plan is None:
             plan = BatchPlan(dataset.train_idx, self.batch_size, seed=seed, shuffle=shuffle,
                              world_size=world_size, rank=rank, drop_last=self.drop_last)
@@ -182,7 +228,7 @@ class Loader:
                        if self.feature_source != "pinned" else None)
         handover = DeviceHandover(self.device, dataset.labels if labels is None else labels,
                                   self.streams, self.prefetch,
-                                  device_rows, self._log)
+                                  device_rows, self._log, self.store.split_rows)
         self._handover = handover.handover
         self._local = LocalProducer(sampler, self.store, self._ring, self.plan, handover,
                                     self._log, self.prefetch, self.read_ahead)
@@ -220,6 +266,10 @@ class Loader:
             raise ValueError(f"worker_kind='thread': {type(store).__name__} cannot be "
                              f"gathered from by worker threads; use worker_kind='process' or "
                              f"workers=0")
+        if self.feature_source != "pinned" and isinstance(store, TypedFeatureStore):
+            raise ValueError(f"feature_source={self.feature_source!r}: a typed dataset's rows "
+                             "reach the GPU from pinned staging slots (feature_source "
+                             "'pinned'); GPU-side gathers are homogeneous only for now")
         if self.feature_source != "pinned" and not isinstance(store, InMemoryFeatureStore):
             raise ValueError(f"feature_source={self.feature_source!r} gathers on the GPU from "
                              f"the in-memory table: feature_store must be an "
@@ -237,7 +287,7 @@ class Loader:
         num_nodes = self.store.num_nodes
         max_degree = num_nodes  # without the graph, an all-neighbours layer may reach them all
         if self.dataset is not None and num_nodes:
-            max_degree = int(self.dataset.graph.in_degrees().max())
+            max_degree = _max_in_degree(self.dataset)
         rows = _max_input_rows(self.sampler, num_nodes, max_degree, self.plan.max_batch_size)
         slots = self.prefetch + (self.streams if cuda else self.prefetch)
         return StagingRing(slots, rows, self.store.dim, self.store.dtype, pin=cuda,

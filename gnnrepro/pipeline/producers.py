@@ -22,7 +22,7 @@ from gnnrepro.pipeline.handover import DeviceHandover, WorkLog
 from gnnrepro.pipeline.plan import Plan
 from gnnrepro.pipeline.thread_workers import ThreadWorkerPool
 from gnnrepro.pipeline.workers import Result, Task, WorkerPool
-from gnnrepro.sampling.block import MiniBatch
+from gnnrepro.sampling.block import MiniBatch, on_cpu
 
 __all__ = ["LocalProducer", "WorkerProducer"]
 
@@ -68,7 +68,7 @@ class LocalProducer:
         start = time.perf_counter()
         slot = self.ring.acquire()
         try:
-            x = self.store.gather(mb.input_nodes.cpu(), out=slot.buffer)
+            x = self.store.gather(on_cpu(mb.input_nodes), out=slot.buffer)
         except BaseException:
             slot.release()
             raise
@@ -157,8 +157,8 @@ class WorkerProducer:
         mb = result.batch
         if slot is None:
             return self.handover.on_device(mb, result.index)
-        return self.handover.transfer(mb, slot.buffer[: mb.input_nodes.numel()], slot,
-                                      result.index)
+        return self.handover.transfer(mb, slot.buffer[: self.store.num_rows(mb.input_nodes)],
+                                      slot, result.index)
 
     def abort(self) -> None:
         """Stop the workers at once and reclaim the slots they were filling."""

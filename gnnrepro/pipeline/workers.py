@@ -26,7 +26,7 @@ import torch
 import torch.multiprocessing  # registers the reductions that send shared tensors as handles
 
 from gnnrepro.features.store import FeatureStore
-from gnnrepro.sampling.block import Block, MiniBatch
+from gnnrepro.sampling.block import MiniBatch
 from gnnrepro.supervisor import Supervisor
 
 __all__ = ["Result", "Task", "WorkerPool", "pack", "unpack"]
@@ -79,19 +79,16 @@ class Result(NamedTuple):
         return self.gathered - self.sampled
 
 
-def pack(mb: MiniBatch) -> tuple:
-    """A MiniBatch's seeds and blocks as numpy arrays, cheap to pickle by value."""
-    blocks = tuple((b.indptr.numpy(), b.indices.numpy(), b.src_nodes.numpy(), b.num_dst)
-                   for b in mb.blocks)
-    return mb.seeds.numpy(), blocks, mb.batch_id
+def pack(mb: MiniBatch) -> MiniBatch:
+    """A MiniBatch's seeds and blocks (typed or not) as numpy arrays, cheap to pickle by value
+    (x and y are left unset)."""
+    return MiniBatch(mb.seeds, mb.input_nodes, mb.blocks, batch_id=mb.batch_id).apply(
+        lambda t: t.numpy())
 
 
-def unpack(packed: tuple) -> MiniBatch:
-    """Inverse of `pack` (x and y are left unset)."""
-    seeds, blocks, batch_id = packed
-    blocks = [Block(torch.from_numpy(p), torch.from_numpy(i), torch.from_numpy(s), n)
-              for p, i, s, n in blocks]
-    return MiniBatch(torch.from_numpy(seeds), blocks[0].src_nodes, blocks, batch_id=batch_id)
+def unpack(packed: MiniBatch) -> MiniBatch:
+    """Inverse of `pack`."""
+    return packed.apply(torch.from_numpy)
 
 
 def sample_task(task: Task, ids: torch.Tensor, sampler: Any) -> tuple[MiniBatch, float, float]:

@@ -8,13 +8,17 @@ one-relation case.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-__all__ = ["Block", "TypedBlock", "MiniBatch"]
+__all__ = ["Block", "TypedBlock", "MiniBatch", "on_cpu"]
 
 Relation = tuple[str, str, str]
+#: A function applied to every tensor of a batch (a move, pinning, packing to numpy).
+TensorFn = Callable[[Any], Any]
 
 
 @dataclass
@@ -54,12 +58,17 @@ class Block:
             torch.arange(self.num_dst, device=self.indptr.device), self.in_degrees(),
             output_size=self.num_edges)
 
+    def apply(self, fn: TensorFn) -> "Block":
+        """This block with `fn` applied to each of its tensors."""
+        return Block(fn(self.indptr), fn(self.indices), fn(self.src_nodes), self.num_dst,
+                     _maybe(fn, self.edge_ids), _maybe(fn, self.dst_ids))
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [t for t in (self.indptr, self.indices, self.src_nodes, self.edge_ids,
+                            self.dst_ids) if t is not None]
+
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Block":
-        return Block(self.indptr.to(device, non_blocking=non_blocking),
-                     self.indices.to(device, non_blocking=non_blocking),
-                     self.src_nodes.to(device, non_blocking=non_blocking), self.num_dst,
-                     _move(self.edge_ids, device, non_blocking),
-                     _move(self.dst_ids, device, non_blocking))
+        return self.apply(lambda t: t.to(device, non_blocking=non_blocking))
 
     def __repr__(self) -> str:
         return f"Block(num_src={self.num_src}, num_dst={self.num_dst}, num_edges={self.num_edges})"
@@ -88,14 +97,23 @@ class TypedBlock:
     def dst_nodes(self) -> dict[str, torch.Tensor]:
         return {t: ids[: self.num_dst[t]] for t, ids in self.src_nodes.items()}
 
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> "TypedBlock":
-        src = {t: ids.to(device, non_blocking=non_blocking) for t, ids in self.src_nodes.items()}
+    def apply(self, fn: TensorFn) -> "TypedBlock":
+        """This block with `fn` applied to each of its tensors once (a relation's source ids
+        stay its type's)."""
+        src = {t: fn(ids) for t, ids in self.src_nodes.items()}
         return TypedBlock(
-            {rel: relation_block(b.indptr.to(device, non_blocking=non_blocking),
-                                 b.indices.to(device, non_blocking=non_blocking),
-                                 _move(b.edge_ids, device, non_blocking), rel, src,
+            {rel: relation_block(fn(b.indptr), fn(b.indices), _maybe(fn, b.edge_ids), rel, src,
                                  self.num_dst)
              for rel, b in self.blocks.items()}, src, dict(self.num_dst))
+
+    def tensors(self) -> list[torch.Tensor]:
+        out = list(self.src_nodes.values())
+        for b in self.blocks.values():
+            out += [t for t in (b.indptr, b.indices, b.edge_ids) if t is not None]
+        return out
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "TypedBlock":
+        return self.apply(lambda t: t.to(device, non_blocking=non_blocking))
 
     def __repr__(self) -> str:
         return (f"TypedBlock(num_src={self.num_src}, num_dst={self.num_dst}, "
@@ -112,13 +130,18 @@ def relation_block(indptr: torch.Tensor, indices: torch.Tensor, edge_ids: torch.
     return Block(indptr, indices, src_nodes[src_type], n, edge_ids, dst_ids)
 
 
-def _move(t: object, device: torch.device | str, non_blocking: bool) -> object:
-    """A tensor, or a dict of tensors, on `device`; None stays None."""
+def _maybe(fn: TensorFn, t: object) -> object:
+    """`fn` of a tensor, or of each tensor of a dict; None stays None."""
     if t is None:
         return None
     if isinstance(t, dict):
-        return {k: v.to(device, non_blocking=non_blocking) for k, v in t.items()}
-    return t.to(device, non_blocking=non_blocking)
+        return {k: fn(v) for k, v in t.items()}
+    return fn(t)
+
+
+def on_cpu(ids: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor | dict[str, torch.Tensor]:
+    """Node ids (a tensor, or a dict by node type) on the CPU."""
+    return _maybe(lambda t: t.cpu(), ids)
 
 
 @dataclass
@@ -139,16 +162,36 @@ class MiniBatch:
         return isinstance(self.seeds, dict)
 
     @property
+    def seed_ids(self) -> torch.Tensor:
+        """The ids whose labels the batch trains on: its seeds, or on a typed graph the seeds
+        of its one seeded node type."""
+        if not self.is_typed:
+            return self.seeds
+        if len(self.seeds) != 1:
+            raise ValueError(f"a batch seeded with several node types ({sorted(self.seeds)}) "
+                             "has no one label set")
+        return next(iter(self.seeds.values()))
+
+    @property
     def num_layers(self) -> int:
         return len(self.blocks)
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "MiniBatch":
         """The batch on `device`; input_nodes that are the first block's src_nodes (as
         samplers make them) are moved once and stay shared."""
-        def move(t: object) -> object:
-            return _move(t, device, non_blocking)
-        blocks = [b.to(device, non_blocking) for b in self.blocks]
+        return self.apply(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def apply(self, fn: TensorFn) -> "MiniBatch":
+        """This batch with `fn` applied to each of its tensors once (input_nodes that are the
+        first block's src_nodes stay shared)."""
+        blocks = [b.apply(fn) for b in self.blocks]
         shared = bool(blocks) and self.input_nodes is self.blocks[0].src_nodes
-        return MiniBatch(move(self.seeds),
-                         blocks[0].src_nodes if shared else move(self.input_nodes), blocks,
-                         move(self.x), move(self.y), self.batch_id)
+        return MiniBatch(_maybe(fn, self.seeds),
+                         blocks[0].src_nodes if shared else _maybe(fn, self.input_nodes),
+                         blocks, _maybe(fn, self.x), _maybe(fn, self.y), self.batch_id)
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor of the batch, once each (for record_stream)."""
+        out = [t for field in (self.seeds, self.input_nodes, self.x, self.y) if field is not None
+               for t in (field.values() if isinstance(field, dict) else [field])]
+        return out + [t for b in self.blocks for t in b.tensors()]

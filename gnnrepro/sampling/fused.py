@@ -63,22 +63,28 @@ class FusedSampler:
 
     A TypedGraph is sampled by the same op, every relation into its destination type in one
     pass: `fanouts[i]` is one int for every relation or a dict naming each relation (0: none),
-    seeds are {node type: ids}, and the blocks TypedBlocks. `edge_ids` makes every block carry
-    the graph's ids of its edges (`Block.edge_ids`, DGL's EID, PyG's e_id).
+    seeds are {node type: ids} (or, with `target`, a tensor of that type's ids: what a
+    Loader's batch plan hands over), and the blocks TypedBlocks. `edge_ids` makes every block
+    carry the graph's ids of its edges (`Block.edge_ids`, DGL's EID, PyG's e_id).
     """
 
     name = "fused"
 
     def __init__(self, graph: CSCGraph | TypedGraph, fanouts: Sequence[int] | Sequence[dict],
                  replace: bool = False, seed: int = 0, device: torch.device | str | None = None,
-                 edge_ids: bool = False):
+                 edge_ids: bool = False, target: str | None = None):
         self.typed = isinstance(graph, TypedGraph)
         if self.typed:
             self.graph = graph
             self.fanouts = check_typed_fanouts(fanouts, graph)
+            self.target = None if target is None else graph.node_type(target)
         else:
             self.graph = check_graph(graph)
             self.fanouts = check_fanouts(fanouts)
+            if target is not None:
+                raise ValueError("target names a node type of a typed graph; this graph is "
+                                 "homogeneous")
+            self.target = None
         self.replace = check_bool("replace", replace)
         self.seed = check_seed(seed)
         self.edge_ids = check_bool("edge_ids", edge_ids)
@@ -130,6 +136,8 @@ class FusedSampler:
 
     def _sample_typed(self, seeds: object, batch_id: int) -> MiniBatch:
         g = self.graph
+        if isinstance(seeds, torch.Tensor) and self.target is not None:
+            seeds = {self.target: seeds}
         seed_list = typed_seed_tensors(seeds, g, self.device)
         indptrs, indices, src_types, dst_types, num_nodes = op_graph_args(g)
         fanouts = [f for layer in self.fanouts for f in layer]
