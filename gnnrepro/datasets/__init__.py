@@ -1,7 +1,8 @@
 """Datasets by name: `load("products-sim", scale=0.25)`, `load("ogbn-products")`, ...
 
 Every dataset is built once, cached under `$GNNREPRO_DATA` (default `~/.cache/gnnrepro`) and
-memory-mapped on later loads; see `cache`.
+memory-mapped on later loads; see `cache` (and `typed_cache` for the heterogeneous
+TYPED_DATASETS, which load as a TypedDataset).
 """
 from __future__ import annotations
 
@@ -13,33 +14,45 @@ from typing import Any, Callable
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.datasets.igb_sim import NAME as IGB_SIM
 from gnnrepro.datasets.igb_sim import load_igb_sim
+from gnnrepro.datasets.mag_sim import NAME as MAG_SIM
+from gnnrepro.datasets.mag_sim import load_mag_sim
 from gnnrepro.datasets.ogb_loader import OGB_DATASETS, load_ogb
+from gnnrepro.datasets.ogb_mag import NAME as OGBN_MAG
+from gnnrepro.datasets.ogb_mag import load_ogbn_mag
 from gnnrepro.datasets.papers_sim import NAME as PAPERS_SIM
 from gnnrepro.datasets.papers_sim import load_papers_sim
 from gnnrepro.datasets.products_sim import NAME as PRODUCTS_SIM
 from gnnrepro.datasets.products_sim import load_products_sim
+from gnnrepro.datasets.typed_dataset import TypedDataset
 
-__all__ = ["Dataset", "KNOWN_DATASETS", "SCALED_DATASETS", "load", "load_scaled"]
+__all__ = ["Dataset", "KNOWN_DATASETS", "SCALED_DATASETS", "TYPED_DATASETS", "TypedDataset",
+           "load", "load_scaled"]
 
-_LOADERS: dict[str, Callable[..., Dataset]] = {
+_LOADERS: dict[str, Callable[..., Dataset | TypedDataset]] = {
     PRODUCTS_SIM: load_products_sim,
     IGB_SIM: load_igb_sim,
     PAPERS_SIM: load_papers_sim,
+    MAG_SIM: load_mag_sim,
     **{name: functools.partial(load_ogb, name) for name in OGB_DATASETS},
+    OGBN_MAG: load_ogbn_mag,
 }
 KNOWN_DATASETS: tuple[str, ...] = tuple(_LOADERS)
 #: The synthetic datasets, which take a scale.
-SCALED_DATASETS: tuple[str, ...] = (PRODUCTS_SIM, IGB_SIM, PAPERS_SIM)
+SCALED_DATASETS: tuple[str, ...] = (PRODUCTS_SIM, IGB_SIM, PAPERS_SIM, MAG_SIM)
+#: The heterogeneous datasets: `load` returns a TypedDataset for them.
+TYPED_DATASETS: tuple[str, ...] = (MAG_SIM, OGBN_MAG)
 
 
-def load(name: str, root: str | Path | None = None, **kwargs: Any) -> Dataset:
+def load(name: str, root: str | Path | None = None,
+         **kwargs: Any) -> Dataset | TypedDataset:
     """Load dataset `name`, building and caching it on first use.
 
     `root` is the cache directory for the synthetic datasets (default `$GNNREPRO_DATA`) and
     the OGB data directory for ogbn-* (default `$GNNREPRO_OGB_ROOT` or `~/data/ogb`).
-    products-sim, igb-sim (features larger than memory at scale 1.0: 41 GB) and papers-sim
-    (ogbn-papers100M's size at 1.0: 65 GB of disk) take `scale` (float > 0, default 1.0) and
-    `seed` (int >= 0, default 0); ogbn-* take no options.
+    products-sim, igb-sim (features larger than memory at scale 1.0: 41 GB), papers-sim
+    (ogbn-papers100M's size at 1.0: 65 GB of disk) and mag-sim (ogbn-mag's shape, typed: 0.6 GB
+    at 1.0) take `scale` (float > 0, default 1.0) and `seed` (int >= 0, default 0); ogbn-*
+    take no options. mag-sim and ogbn-mag (TYPED_DATASETS) return a TypedDataset.
     """
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(KNOWN_DATASETS)}")
@@ -53,7 +66,7 @@ def load(name: str, root: str | Path | None = None, **kwargs: Any) -> Dataset:
 
 
 def load_scaled(name: str, root: str | Path | None = None,
-                scale: float | None = None) -> Dataset:
+                scale: float | None = None) -> Dataset | TypedDataset:
     """`load(name, root)` with a synthetic dataset at `scale` (None: its default); the OGB
     datasets have one size, so `scale` is ignored for them (what the benchmarks' --scale
     means)."""
