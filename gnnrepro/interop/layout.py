@@ -5,7 +5,10 @@ our Blocks), "dgl" (`model(dgl_blocks, x)`, a model of `dgl.nn` layers), "pyg"
 (`model(x, edge_index)`, a model of `torch_geometric.nn` layers, which returns a row per node:
 the seeds' are the first batch_size) and "pyg-sparse" (`model(x, adj_t)`, the same model on
 PyG's sparse adjacency: SpMM where the layer has it, as after `T.ToSparseTensor()`). Each
-returns the seeds' logits.
+returns the seeds' logits. A typed batch (a TypedDataset's) takes "blocks" (TypedBlocks and x
+by node type), "dgl" (DGL heterogeneous blocks, as `HeteroGraphConv` models take them) or
+"pyg" (`model(x_dict, edge_index_dict)`, the heterogeneous NeighborLoader's layout, MLPerf's
+R-GAT reference among such models).
 
 `layer_output` calls one layer of a model that exposes its layers (`forward_layer`, see
 `exposes_layers`) on one block in the same layouts: what layer-wise inference runs.
@@ -19,6 +22,7 @@ from gnnrepro.baselines.dgl_import import import_dgl
 from gnnrepro.baselines.dgl_model import as_dgl_block
 from gnnrepro.interop.dgl_view import to_dgl
 from gnnrepro.interop.pyg_view import pyg_adj_t, pyg_edge_index, to_pyg
+from gnnrepro.interop.typed_views import to_dgl_hetero, to_pyg_hetero
 from gnnrepro.sampling.block import Block, MiniBatch
 
 __all__ = ["LAYER_CALLS", "LAYOUTS", "check_layout", "exposes_layers", "layer_output",
@@ -54,8 +58,9 @@ def check_layout(layout: object) -> str:
 
 def _check_devices(model: nn.Module, mb: MiniBatch) -> None:
     weight = next(model.parameters(), None)
-    if weight is not None and mb.x is not None and weight.device != mb.x.device:
-        raise ValueError(f"the batch's features are on {mb.x.device} but the model's weights "
+    x = next(iter(mb.x.values()), None) if isinstance(mb.x, dict) else mb.x
+    if weight is not None and x is not None and weight.device != x.device:
+        raise ValueError(f"the batch's features are on {x.device} but the model's weights "
                          f"are on {weight.device}: move the model with "
                          f"model.to(loader.device), or make the Loader with "
                          f"device={str(weight.device)!r}")
@@ -69,9 +74,19 @@ def model_logits(model: nn.Module, mb: MiniBatch, layout: str = "blocks") -> tor
     and which it may take."""
     layout = check_layout(layout)
     _check_devices(model, mb)
+    seeds = mb.seed_ids.numel()
+    if mb.is_typed and layout == "pyg-sparse":
+        raise ValueError("layout='pyg-sparse' is for homogeneous batches; a typed batch takes "
+                         "'blocks', 'dgl' (heterogeneous blocks) or 'pyg' (x_dict, "
+                         "edge_index_dict)")
     try:
         if layout == "blocks":
             out = model(mb.blocks, mb.x)
+        elif mb.is_typed and layout == "dgl":
+            out = model(to_dgl_hetero(mb)[2], mb.x)
+        elif mb.is_typed:
+            view = to_pyg_hetero(mb)
+            out = model(view.x_dict, view.edge_index_dict)[:seeds]
         elif layout == "dgl":
             _, _, blocks = to_dgl(mb)
             out = model(blocks, mb.x)
@@ -84,10 +99,10 @@ def model_logits(model: nn.Module, mb: MiniBatch, layout: str = "blocks") -> tor
     except (TypeError, AttributeError, ValueError, IndexError) as exc:
         raise TypeError(f"the model failed when called as {CALLS[layout]} ({type(exc).__name__}:"
                         f" {exc}); if it takes another layout: {HINTS[layout]}") from exc
-    if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != mb.seeds.numel():
+    if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != seeds:
         shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         raise ValueError(f"the model returned {shape} when called as {CALLS[layout]}, not one "
-                         f"row of logits per seed ({mb.seeds.numel()}); {HINTS[layout]}")
+                         f"row of logits per seed ({seeds}); {HINTS[layout]}")
     return out
 
 

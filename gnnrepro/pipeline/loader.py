@@ -15,7 +15,6 @@ on batch b. The Loader wires three parts, each in its own module:
 """
 from __future__ import annotations
 
-import copy
 import threading
 import weakref
 from collections.abc import Iterator
@@ -38,6 +37,7 @@ from gnnrepro.pipeline.spans import Span
 from gnnrepro.pipeline.thread_workers import ThreadWorkerPool
 from gnnrepro.pipeline.workers import WorkerPool
 from gnnrepro.sampling.block import MiniBatch
+from gnnrepro.sampling.typed import with_target
 
 __all__ = ["Loader"]
 
@@ -105,17 +105,8 @@ def _max_in_degree(dataset: Dataset | TypedDataset) -> int:
 
 def _typed_sampler(dataset: Dataset | TypedDataset | None, sampler: Any) -> Any:
     """The sampler the Loader calls: on a typed dataset, one that takes the plan's ids as the
-    target type's seeds (a copy of `sampler` with `target` set; the caller's is left alone)."""
-    if not isinstance(dataset, TypedDataset):
-        return sampler
-    if not hasattr(sampler, "target"):
-        raise TypeError(f"sampler: {type(sampler).__name__} cannot sample a typed dataset "
-                        "(use gnnrepro.sampling.FusedSampler on dataset.graph)")
-    if sampler.target == dataset.target:
-        return sampler
-    sampler = copy.copy(sampler)
-    sampler.target = dataset.target
-    return sampler
+    target type's seeds (gnnrepro.sampling.typed.with_target)."""
+    return with_target(sampler, dataset.target) if isinstance(dataset, TypedDataset) else sampler
 
 
 def _sampler_device(sampler: Any) -> str:

@@ -7,6 +7,7 @@ neighbours, 0 none. Seeds are a dict {node type: ids}. Every check here runs bef
 """
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -16,7 +17,8 @@ from gnnrepro.sampling.args import MAX_FANOUT
 from gnnrepro.sampling.block import TypedBlock, relation_block
 from gnnrepro.typed_graph import Relation, TypedGraph
 
-__all__ = ["check_typed_fanouts", "typed_seed_tensors", "typed_blocks_from_op", "op_graph_args"]
+__all__ = ["check_typed_fanouts", "typed_seed_tensors", "typed_blocks_from_op", "op_graph_args",
+           "with_target"]
 
 
 def check_typed_fanouts(fanouts: object, graph: TypedGraph) -> list[list[int]]:
@@ -44,6 +46,20 @@ def check_typed_fanouts(fanouts: object, graph: TypedGraph) -> list[list[int]]:
         else:
             out.append([_check_fanout(layer, f"fanouts[{i}]")] * len(rels))
     return out
+
+
+def with_target(sampler: object, target: str) -> object:
+    """`sampler` (a typed FusedSampler) taking plain id tensors as `target` seeds, as a batch
+    plan or an evaluation hands them over: itself if it does, else a copy that does (the
+    caller's is left alone)."""
+    if not hasattr(sampler, "target"):
+        raise TypeError(f"sampler: {type(sampler).__name__} cannot sample a typed dataset "
+                        "(use gnnrepro.sampling.FusedSampler on dataset.graph)")
+    if sampler.target == target:
+        return sampler
+    sampler = copy.copy(sampler)
+    sampler.target = target
+    return sampler
 
 
 def _check_fanout(f: object, name: str) -> int:

@@ -26,15 +26,21 @@ from torch import nn
 
 from gnnrepro.config import EVAL_METHODS
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.features.store import FeatureStore
 from gnnrepro.graph import CSCGraph
 from gnnrepro.interop import model_logits
 from gnnrepro.progress import Progress
 from gnnrepro.models.graphsage import GraphSAGE
-from gnnrepro.sampling.block import MiniBatch
+from gnnrepro.sampling.block import MiniBatch, on_cpu
+from gnnrepro.sampling.typed import with_target
 from gnnrepro.training.layer_by_layer import layer_by_layer_predict
-from gnnrepro.training.layerwise import (layerwise_cost, layerwise_predict, sampled_cost,
-                                         supports_layerwise)
+from gnnrepro.training.layerwise import (SAMPLED_EDGE_WEIGHT, layerwise_cost,
+                                         layerwise_predict, sampled_cost, supports_layerwise)
+from gnnrepro.training.typed_layer_by_layer import (supports_typed_layerwise,
+                                                    typed_layer_by_layer_predict,
+                                                    typed_layerwise_cost)
+from gnnrepro.typed_graph import TypedGraph
 
 __all__ = ["EVAL_METHODS", "accuracy", "choose_eval_method", "correct_in", "count_correct",
            "rank_and_world"]
@@ -55,17 +61,28 @@ def choose_eval_method(method: str, model: nn.Module, sampler: Any, num_ids: int
     if method not in EVAL_METHODS:
         raise ValueError(f"eval_method must be one of {', '.join(EVAL_METHODS)}, got {method!r}")
     graph = getattr(sampler, "graph", None)
-    runnable = supports_layerwise(model) and isinstance(graph, CSCGraph)
+    typed = isinstance(graph, TypedGraph)
+    runnable = (supports_typed_layerwise(model) if typed
+                else supports_layerwise(model) and isinstance(graph, CSCGraph))
     if method == "layerwise" and not runnable:
         raise TypeError(f"eval_method='layerwise' needs a GraphSAGE model or one with "
-                        f"forward_layer(i, ...) (gnnrepro.interop.exposes_layers) and an "
-                        f"evaluator with a CSCGraph `graph`, got {type(model).__name__} and "
-                        f"{type(sampler).__name__}; use eval_method='sampled'")
+                        f"forward_layer(i, ...) (gnnrepro.interop.exposes_layers; on a typed "
+                        f"graph a TypedModel) and an evaluator with a CSCGraph or TypedGraph "
+                        f"`graph`, got {type(model).__name__} and {type(sampler).__name__}; "
+                        f"use eval_method='sampled'")
     if method != "auto":
         return method
     if not runnable:
         return "sampled"
     fanouts = list(sampler.fanouts)
+    if typed:  # a layer's sampled edges: up to its fanouts summed over the relations
+        layerwise = typed_layerwise_cost(graph, len(fanouts))
+        mean_degree = sum(graph.num_edges.values()) / max(sum(graph.num_nodes.values()), 1)
+        reach, per_seed = 1.0, 0.0
+        for layer in reversed(fanouts):
+            reach *= sum(mean_degree if f < 0 else min(float(f), mean_degree) for f in layer)
+            per_seed += reach
+        return "layerwise" if layerwise < SAMPLED_EDGE_WEIGHT * num_ids * per_seed else "sampled"
     cheaper = layerwise_cost(graph, len(fanouts)) < sampled_cost(graph, fanouts, num_ids)
     return "layerwise" if cheaper else "sampled"
 
@@ -84,7 +101,14 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
     model takes its batches in `layout` (gnnrepro.interop.LAYOUTS)."""
     if method == "layerwise":
         table = dataset.features if store is None else store
-        if type(model) is GraphSAGE:
+        if isinstance(dataset, TypedDataset):
+            if world_size > 1:
+                raise ValueError("typed layer-wise evaluation runs in one process; "
+                                 "data-parallel typed training is out of scope")
+            nodes, logits = typed_layer_by_layer_predict(model, sampler.graph, table, ids,
+                                                         device, len(sampler.fanouts),
+                                                         heartbeat)
+        elif type(model) is GraphSAGE:
             nodes, logits = layerwise_predict(model, sampler.graph, table, ids, device, rank,
                                               world_size, heartbeat)
         else:
@@ -103,18 +127,29 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
         raise ValueError(f"method must be 'sampled' or 'layerwise', got {method!r}")
     sampler_device = getattr(sampler, "device", torch.device("cpu"))
     steps = range(rank, -(-ids.numel() // batch_size), world_size)
+    if isinstance(dataset, TypedDataset):
+        sampler = with_target(sampler, dataset.target)
 
     def batches() -> Iterator[MiniBatch]:
         for b in steps:
             seeds = ids[b * batch_size: (b + 1) * batch_size]
             mb = sampler.sample(seeds.to(sampler_device), b)
-            mb.x = (dataset.features[mb.input_nodes.cpu()] if store is None
-                    else store.gather(mb.input_nodes.cpu()))
+            mb.x = _rows(dataset, store, on_cpu(mb.input_nodes))
             mb.y = dataset.labels[seeds]
             yield mb
             del mb  # before the next batch's rows: one batch's at a time
 
     return correct_in(model, batches(), len(steps), device, heartbeat, layout)[0]
+
+
+def _rows(dataset: Dataset | TypedDataset, store: FeatureStore | None, ids: Any) -> Any:
+    """The input rows of a batch's `ids` (CPU; a dict by node type on a typed dataset), read
+    through `store`, or (None) from the dataset's tables."""
+    if store is not None:
+        return store.split_rows(store.gather(ids), ids)
+    if isinstance(dataset, TypedDataset):
+        return {t: x[ids[t]] for t, x in dataset.features.items() if t in ids}
+    return dataset.features[ids]
 
 
 @torch.no_grad()

@@ -25,15 +25,19 @@ from gnnrepro.baselines.dgl_model import DGLGraphSAGE
 from gnnrepro.checks import check_int
 from gnnrepro.config import SETTINGS, validate
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.env import environment
 from gnnrepro.interop import check_layout, model_logits
 from gnnrepro.models.graphsage import GraphSAGE
+from gnnrepro.models.rgat import RGAT
+from gnnrepro.models.rgcn import RGCN
 from gnnrepro.peers.pyg_model import PyGSAGE
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.pipeline.spans import Span
 from gnnrepro.progress import Progress
 from gnnrepro.sampling.args import stream_seed
 from gnnrepro.training.evaluate import accuracy, choose_eval_method, rank_and_world
+from gnnrepro.training.optimizer import make_optimizer, optimizer_name
 from gnnrepro.training.profiler import WAIT_ABOVE_WORK, StageTimer
 from gnnrepro.training.resume import Checkpointing, Position, RunCheckpoints
 
@@ -122,7 +126,11 @@ MODELS: dict[str, tuple[type[nn.Module], str, str]] = {
     "graphsage": (GraphSAGE, "GraphSAGE-mean", "blocks"),
     "dgl-sage": (DGLGraphSAGE, "DGL SAGEConv-mean", "dgl"),
     "pyg-sage": (PyGSAGE, "PyG SAGEConv-mean", "pyg-sparse"),
+    "rgcn": (RGCN, "R-GCN (mean per relation)", "blocks"),  # typed datasets
+    "rgat": (RGAT, "R-GAT (GAT per relation)", "blocks"),
 }
+#: The MODELS that take a typed dataset (TypedDataset), and only those.
+TYPED_MODELS = ("rgcn", "rgat")
 
 
 class ModelShape(Protocol):
@@ -142,8 +150,17 @@ def build_model(dataset: ModelShape, num_layers: int, hidden: int, dropout: floa
     if architecture not in MODELS:
         raise ValueError(f"architecture must be one of {', '.join(MODELS)}, "
                          f"got {architecture!r}")
+    typed = isinstance(dataset, TypedDataset)
+    if typed != (architecture in TYPED_MODELS):
+        raise ValueError(f"architecture={architecture!r} does not take a "
+                         f"{'typed' if typed else 'homogeneous'} dataset; "
+                         f"{'typed' if typed else 'homogeneous'} ones take "
+                         + ", ".join(m for m in MODELS if (m in TYPED_MODELS) == typed))
     torch.manual_seed(seed)
     model_class, _, _ = MODELS[architecture]
+    if typed:
+        return model_class.for_dataset(dataset, hidden=hidden, num_layers=num_layers,
+                                       dropout=dropout).to(device)
     return model_class(dataset.num_features, hidden, dataset.num_classes, num_layers,
                        dropout).to(device)
 
@@ -303,7 +320,7 @@ def train_epochs(trained: nn.Module, model: nn.Module, optimizer: torch.optim.Op
                      **checkpoints.report()}
 
 
-def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
+def train(dataset: Dataset | TypedDataset, loader: BatchSource, evaluator: Any, *,
           epochs: int = SETTINGS["epochs"].default, lr: float = SETTINGS["lr"].default,
           hidden: int = SETTINGS["hidden"].default,
           dropout: float = SETTINGS["dropout"].default, seed: int = SETTINGS["seed"].default,
@@ -340,8 +357,9 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
     current step with a checkpoint written (TrainingStopped). Bad arguments raise TypeError or
     ValueError naming the argument.
     """
-    if not isinstance(dataset, Dataset):
-        raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
+    if not isinstance(dataset, (Dataset, TypedDataset)):
+        raise TypeError(f"dataset must be a gnnrepro Dataset or TypedDataset, got "
+                        f"{type(dataset).__name__}")
     if not isinstance(loader, BatchSource):
         raise TypeError(f"loader must be a BatchSource (iter, len, device, batch_size, "
                         f"work_seconds, spans, close, in_process), got {type(loader).__name__}")
@@ -377,7 +395,7 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
         model = model.to(device)
         model_name = f"{type(model).__name__} (the caller's, layout {layout!r})"
     trained = data_parallel(model, seed, device)
-    optimizer = torch.optim.Adam(trained.parameters(), lr=lr)
+    optimizer = make_optimizer(trained, lr)
     timer = StageTimer(device, in_process=loader.in_process)
     params = {"dataset": dataset.name, "dataset_params": dict(dataset.params),
               "sampler": type(getattr(loader, "sampler", loader)).__name__,
@@ -389,7 +407,8 @@ def train(dataset: Dataset, loader: BatchSource, evaluator: Any, *,
               "prefetch": getattr(loader, "prefetch", None), "seed": seed,
               "eval_every": eval_every, "eval_batch_size": eval_batch_size,
               "eval_method": eval_method, "eval_methods": {},
-              "optimizer": "Adam", "loss": "cross_entropy", "model": model_name,
+              "optimizer": optimizer_name(optimizer), "loss": "cross_entropy",
+              "model": model_name,
               "layout": layout,
               "num_layers": len(fanouts), "timeline_batches": timeline_batches,
               "world_size": world_size}
