@@ -242,3 +242,15 @@ def test_for_dataset_builds_embeddings_for_featureless_types(data) -> None:
     batch = FusedSampler(graph, [2, 2], seed=0).sample(SEEDS)
     assert model(batch.blocks, inputs(batch, features)).shape == (10, 5)
     assert isinstance(model.layers[0].root["inst"], nn.Linear)
+
+
+def test_fp16_rows_are_cast_once_to_the_models_dtype() -> None:
+    graph, features = typed_graph()
+    model = RGCN(graph.canonical_relations, FEATURE_DIMS, 8, 3, 2, 0.0, target="paper",
+                 embeddings=NodeEmbeddings(FEATURELESS, 4)).eval()
+    batch = FusedSampler(graph, [3, 3], seed=0).sample({"paper": torch.arange(10)})
+    x = inputs(batch, features)
+    with torch.no_grad():
+        want = model(batch.blocks, {t: v.half().float() for t, v in x.items()})
+        got = model(batch.blocks, {t: v.half() for t, v in x.items()})
+    assert got.dtype == torch.float32 and torch.equal(got, want)

@@ -18,6 +18,10 @@ depends only on the seed and no other user of either generator is disturbed; DGL
 is seeded once (`dgl.seed`). DGL's multi-threaded sampling is not bit-reproducible (see
 dgl_samplers).
 
+A TypedDataset is loaded the same way as DGL's heterogeneous examples do it: a CSC-only
+heterograph, the featured types' rows in `g.nodes[type].data["feat"]`, the target's labels,
+per-relation fanouts, and {target: training ids}; its batches become typed MiniBatches.
+
 Data parallelism (world_size > 1): DGL's own multi-GPU path, `DataLoader(use_ddp=True)`, as a
 DGL user writes it (torch.distributed must be initialized). Unlike gnnrepro's Loader, DGL gives
 each rank a fixed contiguous ceil(N / world_size) slice of the training ids (shuffled within the
@@ -37,10 +41,13 @@ import torch
 from gnnrepro.baselines.dgl_import import import_dgl, set_dgl_threads
 from gnnrepro.baselines.dgl_samplers import dgl_graph, from_dgl_block, install_fused_mapping
 from gnnrepro.checks import check_bool, check_device, check_int
+from gnnrepro.baselines.dgl_typed_samplers import dgl_heterograph, from_dgl_typed_block
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.pipeline.spans import Span
 from gnnrepro.sampling.args import check_fanouts, stream_seed
 from gnnrepro.sampling.block import MiniBatch
+from gnnrepro.sampling.typed import check_typed_fanouts
 from gnnrepro.pinning import share_memory_in_place
 
 __all__ = ["DGLLoader"]
@@ -81,13 +88,16 @@ class DGLLoader:
     the "dgl-native" pipeline).
     """
 
-    def __init__(self, dataset: Dataset, fanouts: list[int], device: str | torch.device,
+    def __init__(self, dataset: Dataset | TypedDataset, fanouts: list, device: str | torch.device,
                  batch_size: int, shuffle: bool = True, seed: int = 0,
                  drop_last: bool = False, *, rank: int = 0, world_size: int = 1,
                  native_blocks: bool = False):
-        if not isinstance(dataset, Dataset):
-            raise TypeError(f"dataset must be a gnnrepro Dataset, got {type(dataset).__name__}")
-        self.fanouts = check_fanouts(fanouts)
+        if not isinstance(dataset, (Dataset, TypedDataset)):
+            raise TypeError(f"dataset must be a gnnrepro Dataset or TypedDataset, got "
+                            f"{type(dataset).__name__}")
+        self.typed = isinstance(dataset, TypedDataset)
+        self.fanouts = (check_typed_fanouts(fanouts, dataset.graph) if self.typed
+                        else check_fanouts(fanouts))
         self.device = check_device(device)
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.seed = check_int("seed", seed, 0)
@@ -106,18 +116,32 @@ class DGLLoader:
         # moves the dataset into shared memory in place, which frees the old memory: move
         # them first, so that move is a no-op and DGL never reads freed memory.
         dataset.graph.share_memory_()
-        for array in (dataset.features, dataset.labels):
+        features = dataset.features if self.typed else {"_N": dataset.features}
+        for array in (*features.values(), dataset.labels):
             share_memory_in_place(array)
-        self._g, idtype = dgl_graph(dgl, dataset.graph)
-        self._g.ndata["feat"] = dataset.features
-        self._g.ndata["label"] = dataset.labels
-        neighbor = dgl.dataloading.NeighborSampler(
-            self.fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])
+        if self.typed:
+            self._g, idtype = dgl_heterograph(dgl, dataset.graph)
+            for t, x in features.items():
+                self._g.nodes[t].data["feat"] = x
+            self._g.nodes[dataset.target].data["label"] = dataset.labels
+            rels = dataset.graph.canonical_relations
+            neighbor = dgl.dataloading.NeighborSampler(
+                [dict(zip(rels, layer)) for layer in self.fanouts],
+                prefetch_node_feats={t: ["feat"] for t in features},
+                prefetch_labels={dataset.target: ["label"]})
+            train_ids = {dataset.target: dataset.train_idx.to(idtype)}
+        else:
+            self._g, idtype = dgl_graph(dgl, dataset.graph)
+            self._g.ndata["feat"] = dataset.features
+            self._g.ndata["label"] = dataset.labels
+            neighbor = dgl.dataloading.NeighborSampler(
+                self.fanouts, prefetch_node_feats=["feat"], prefetch_labels=["label"])
+            train_ids = dataset.train_idx.to(idtype)
         self.sampler = neighbor  # what samples the batches (timed through _TimedSampler)
         self._sampler = _TimedSampler(neighbor, self._g, idtype)
         dgl.seed(self.seed if world_size == 1 else stream_seed(self.seed, rank))
         self._loader = dgl.dataloading.DataLoader(
-            self._g, dataset.train_idx.to(idtype), self._sampler, device=self.device,
+            self._g, train_ids, self._sampler, device=self.device,
             batch_size=self.batch_size, shuffle=self.shuffle, drop_last=self.drop_last,
             num_workers=0, use_ddp=world_size > 1, ddp_seed=self.seed)
         self._epoch = 0
@@ -175,11 +199,12 @@ class DGLLoader:
                 input_nodes, output_nodes, blocks = next(batches)
             except StopIteration:
                 return
-            mb = MiniBatch(output_nodes.long(), input_nodes.long(),
-                           blocks if self.native_blocks
-                           else [from_dgl_block(blk, nid) for blk in blocks],
-                           x=blocks[0].srcdata["feat"], y=blocks[-1].dstdata["label"],
-                           batch_id=b)
+            mb = (self._typed_batch(input_nodes, output_nodes, blocks, b) if self.typed else
+                  MiniBatch(output_nodes.long(), input_nodes.long(),
+                            blocks if self.native_blocks
+                            else [from_dgl_block(blk, nid) for blk in blocks],
+                            x=blocks[0].srcdata["feat"], y=blocks[-1].dstdata["label"],
+                            batch_id=b))
             end = time.perf_counter()
             sample_start, sample_end = self._sampler.calls[b]
             sample_s = sample_end - sample_start
@@ -193,6 +218,18 @@ class DGLLoader:
                 self._spans += [Span(b, "sample", "dgl thread", sample_start, sample_end),
                                 Span(b, "extract", "dgl", start, end)]
             yield mb
+
+    def _typed_batch(self, input_nodes: dict, output_nodes: dict, blocks: list,
+                     b: int) -> MiniBatch:
+        """A DGL heterogeneous batch as our typed MiniBatch (its blocks DGL's own with
+        native_blocks)."""
+        nid, target = self._dgl.NID, self.dataset.target
+        rels = self.dataset.graph.canonical_relations
+        ours = [from_dgl_typed_block(blk, nid, rels) for blk in blocks]
+        x = {t: blocks[0].srcnodes[t].data["feat"] for t in self.dataset.features}
+        return MiniBatch({target: output_nodes[target].long()}, ours[0].src_nodes,
+                         blocks if self.native_blocks else ours, x=x,
+                         y=blocks[-1].dstnodes[target].data["label"], batch_id=b)
 
     def close(self) -> None:
         """Nothing to stop (no worker processes); here for the BatchSource interface."""

@@ -11,10 +11,12 @@ import torch
 from gnnrepro.baselines.dgl_import import import_dgl
 from gnnrepro.baselines.dgl_samplers import install_fused_mapping
 from gnnrepro.sampling.args import check_seed, stream_seed
+from gnnrepro.sampling.block import TypedBlock, relation_block
 from gnnrepro.sampling.typed import check_typed_fanouts, typed_seed_tensors
 from gnnrepro.typed_graph import TypedGraph
 
-__all__ = ["DGLTypedFusedSampler", "DGLTypedUnfusedSampler", "dgl_heterograph"]
+__all__ = ["DGLTypedFusedSampler", "DGLTypedUnfusedSampler", "dgl_heterograph",
+           "from_dgl_typed_block"]
 
 _INT32_LIMIT = 2**31
 
@@ -30,6 +32,18 @@ def dgl_heterograph(dgl, graph: TypedGraph):
             for rel, csc in graph.relations.items()}
     g = dgl.heterograph(data, num_nodes_dict=dict(graph.num_nodes), idtype=idtype)
     return g.formats("csc"), idtype
+
+
+def from_dgl_typed_block(dgl_block, nid: str, relations: list) -> TypedBlock:
+    """One DGL heterogeneous block as our TypedBlock over `relations` (the graph's order);
+    DGL's per-relation CSC already holds local source ids, destinations first per type."""
+    src = {t: dgl_block.srcnodes[t].data[nid].long() for t in dgl_block.srctypes}
+    num_dst = {t: dgl_block.num_dst_nodes(t) for t in dgl_block.dsttypes}
+    blocks = {}
+    for rel in relations:
+        indptr, indices, _ = dgl_block.adj_tensors("csc", etype=rel)
+        blocks[rel] = relation_block(indptr.long(), indices.long(), None, rel, src, num_dst)
+    return TypedBlock(blocks, src, num_dst)
 
 
 class _DGLTypedSampler:

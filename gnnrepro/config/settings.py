@@ -157,12 +157,14 @@ def _s(name: str, default: Any, check: Check, annotation: str, help: str) -> Set
 _SETTINGS = [
     _s("dataset", "products-sim", _choice(KNOWN_DATASETS), "str",
        "dataset: products-sim, igb-sim or papers-sim (built in, synthetic; igb-sim's and "
-       "papers-sim's features are larger than memory at scale 1.0) or ogbn-products, "
-       "ogbn-arxiv, ogbn-papers100M (read from root, never downloaded)"),
+       "papers-sim's features are larger than memory at scale 1.0), mag-sim (typed: "
+       "ogbn-mag's shape) or ogbn-products, ogbn-arxiv, ogbn-papers100M, ogbn-mag (read "
+       "from root, never downloaded)"),
     _s("scale", 0.05, check_positive_float, "float",
        "synthetic dataset size: products-sim as a fraction of ogbn-products (1.0 is 2.45M "
        "nodes), igb-sim of IGB-medium (1.0 is 10M nodes, 41 GB of features), papers-sim of "
-       "ogbn-papers100M (1.0 is 111M nodes, 1.6B edges, 65 GB of disk); ignored by OGB data"),
+       "ogbn-papers100M (1.0 is 111M nodes, 1.6B edges, 65 GB of disk), mag-sim of ogbn-mag "
+       "(1.0 is 1.94M nodes, 0.6 GB); ignored by OGB data"),
     _s("root", None, _optional(_path), "Optional[str]",
        "dataset directory: the OGB root for ogbn-* (None: $GNNREPRO_OGB_ROOT, else ~/data/ogb), "
        "the cache for products-sim (None: $GNNREPRO_DATA, else ~/.cache/gnnrepro)"),

@@ -73,6 +73,14 @@ class TypedDataset:
     def num_features(self) -> dict[str, int]:
         return {t: x.shape[1] for t, x in self.features.items()}
 
+    def summary(self) -> dict[str, Any]:
+        """What a result records about its dataset (JSON-ready): name, sizes, bytes, params."""
+        return {"name": self.name, "target": self.target, "num_nodes": dict(self.graph.num_nodes),
+                "num_edges": {"/".join(r): n for r, n in self.graph.num_edges.items()},
+                "num_train": self.train_idx.numel(), "num_features": self.num_features,
+                "num_classes": self.num_classes, "bytes": self.nbytes(),
+                "params": dict(self.params)}
+
     def nbytes(self) -> int:
         """Bytes of graph + features + labels: what a trainer must hold or stream."""
         return (self.graph.nbytes() + self.labels.numel() * 8

@@ -18,12 +18,14 @@ import torch
 from gnnrepro.checks import check_int
 from gnnrepro.datasets.cache import FEATURE_FILE, default_root, entry_dir
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.features.baseline_stores import LmdbFeatureStore, MmapFeatureStore, write_lmdb
 from gnnrepro.features.disk import DiskFeatureStore
 from gnnrepro.feature_file import block_size_of, read_header, write_feature_file
 from gnnrepro.features.file_store import ensure_feature_file
 from gnnrepro.features.hot import hot_nodes
 from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
+from gnnrepro.features.typed_store import TypedFeatureStore
 
 __all__ = ["FEATURE_STORES", "feature_file_for", "open_feature_store"]
 
@@ -80,6 +82,13 @@ def open_feature_store(kind: str, source: Dataset | str | os.PathLike, *,
                          f"got {kind!r}")
     check_int("hot_bytes", hot_bytes, 0)
     check_int("cache_bytes", cache_bytes, 0)
+    if isinstance(source, TypedDataset):
+        if kind != "memory":
+            raise ValueError(f"feature_store={kind!r}: a typed dataset's features are read from "
+                             "memory for now (feature_store 'memory'); per-type disk stores "
+                             "are built with TypedFeatureStore from feature files")
+        return TypedFeatureStore({t: InMemoryFeatureStore(x, share=share, pin=pin)
+                                  for t, x in source.features.items()})
     dataset = source if isinstance(source, Dataset) else None
     if dataset is None and not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"source must be a Dataset or a path, got {type(source).__name__}")

@@ -143,7 +143,9 @@ class TypedModel(nn.Module):
                          else type(rows).__name__)
                 raise ValueError(f"x[{t!r}] must be [{'N' if n is None else n}, {dim}] (a row "
                                  f"per input node of type {t!r}), got {shape}")
-            h[t] = rows
+            # FP16 rows (IGBH's) travel as stored and are cast here, once, on the device.
+            dtype = next(self.parameters()).dtype
+            h[t] = rows if rows.dtype == dtype else rows.to(dtype)
         if self.embeddings is not None:
             h.update(self.embeddings(input_nodes))
         return h

@@ -31,6 +31,7 @@ from gnnrepro.baselines.dgl_loader import DGLLoader
 from gnnrepro.config import (TrainConfig, check_placement, resolve_device, resolve_prefetch,
                              resolve_threads, resolve_workers)
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.features.factory import open_feature_store
 from gnnrepro.pipeline.loader import Loader
 from gnnrepro.pipeline.source import BatchSource
@@ -108,6 +109,10 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                                                config.sampler_device, local_ranks,
                                                config.feature_store)
     if config.pipeline == "reference":
+        if isinstance(dataset, TypedDataset):
+            raise ValueError("pipeline='reference' (the plain-torch sampler) samples "
+                             "homogeneous graphs; a typed dataset takes 'dgl', 'fused' or "
+                             "'fused+pinned'")
         if (config.sampler_device, config.feature_source) != ("cpu", "pinned"):
             raise ValueError("pipeline='reference' samples on the CPU with pinned feature "
                              "staging only: use sampler_device='cpu', feature_source='pinned'")
@@ -159,8 +164,9 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
                        eval_every=eval_every, eval_batch_size=config.eval_batch_size,
                        eval_method=config.eval_method,
                        timeline_batches=timeline_batches, heartbeat=heartbeat,
-                       architecture=architecture or ARCHITECTURES.get(config.pipeline,
-                                                                      "graphsage"),
+                       architecture=architecture or ARCHITECTURES.get(
+                           config.pipeline,
+                           "rgcn" if isinstance(dataset, TypedDataset) else "graphsage"),
                        checkpointing=checkpointing)
         if before_close is not None:
             result.params["before_close"] = before_close(loader)
