@@ -130,11 +130,11 @@ class NodeMapGuard {
 // what that step found and sets up step s. The members below are the state those steps share.
 //
 // A typed graph (typed_spec.h) is sampled the same way: a step's items are chunks of every
-// relation's destinations, relation by relation, and the relabel numbers the layer's sources
-// globally in that order (destinations first, then first appearance, relation by relation). A
-// layer with more than one node type then splits its sources by type (split_by_type): per type
-// its destinations first, then its new sources in the global order, so each type's source list
-// follows DGL's convention by itself. One type and one relation is the homogeneous op exactly.
+// relation's destinations, relation by relation, and the ordered relabel numbers each node
+// type's sources on its own (a source list and counter per type, the map holding ids within
+// the type): its destinations first, then its new sources in order of first appearance,
+// relations in order, then destinations, then picks. No pass over the sources follows. One
+// type and one relation is the homogeneous op exactly.
 template <typename IdT>
 class SampleCall {
  public:
@@ -155,7 +155,9 @@ class SampleCall {
         scratch_(thread_scratch()),  // the calling thread's: plans run on any team thread
         rels_(num_rels_),
         dst_begin_(num_types_ + 1, 0),
-        layer_(num_layers_) {
+        layer_(num_layers_),
+        srcs_(num_types_),
+        next_(num_types_, 0) {
     for (int64_t r = 0; r < num_rels_; ++r) {
       const RelationSpec& rs = spec.rels[r];
       Rel& rel = rels_[r];
@@ -166,6 +168,7 @@ class SampleCall {
       rel.num_src_nodes = spec.offsets[rs.src_type + 1] - rel.src_offset;
       rel.dst_offset = spec.offsets[rs.dst_type];
       rel.dst_type = rs.dst_type;
+      rel.src_type = rs.src_type;
     }
   }
 
@@ -184,7 +187,8 @@ class SampleCall {
   struct Rel {
     const int64_t* ip = nullptr;
     const IdT* ix = nullptr;
-    int64_t num_edges = 0, src_offset = 0, num_src_nodes = 0, dst_offset = 0, dst_type = 0;
+    int64_t num_edges = 0, src_offset = 0, num_src_nodes = 0, dst_offset = 0, dst_type = 0,
+            src_type = 0;
     // The layer: its fanout, its destinations (global ids: d[0..n)), their scratch (start and
     // degree from `scratch` offset `seg`), the block (bp: indptr, bi: indices, eid: positions).
     int64_t fanout = 0, n = 0, seg = 0;
@@ -232,14 +236,16 @@ class SampleCall {
     for (int64_t i = 0; i < num_dst_; ++i) {
       if (map_[s[i]] != kUnmapped) raise_sample_error(kDirtySeedMap, detail_, num_nodes_);
     }
-    for (int64_t i = 0; i < num_dst_; ++i) {
-      const int64_t v = s[i];
-      if (map_[v] != kUnmapped) {
-        detail_.duplicate_node =
-            detail_.duplicate_node < 0 ? v : std::min(detail_.duplicate_node, v);
-        continue;
+    for (int64_t t = 0; t < num_types_; ++t) {  // ids within the type: 0, 1, ...
+      for (int64_t i = dst_begin_[t]; i < dst_begin_[t + 1]; ++i) {
+        const int64_t v = s[i];
+        if (map_[v] != kUnmapped) {
+          detail_.duplicate_node =
+              detail_.duplicate_node < 0 ? v : std::min(detail_.duplicate_node, v);
+          continue;
+        }
+        map_[v] = static_cast<int32_t>(i - dst_begin_[t]);
       }
-      map_[v] = static_cast<int32_t>(i);
     }
     if (detail_.duplicate_node >= 0) {
       detail_.duplicate_type = spec_.type_of(detail_.duplicate_node);
@@ -288,7 +294,7 @@ class SampleCall {
       rel.bp = rel.indptr.template data_ptr<int64_t>();
       rel.stream = relation_key(layer_stream, static_cast<uint64_t>(r));
     }
-    // Scratch layout: start[seg] | degree[seg] | src[num_dst + block_edges] (| split scratch).
+    // Scratch layout: start[seg] | degree[seg] | per type its source list (plan_sample).
     start_ = grow(scratch_, 2 * seg);
     degree_ = start_ + seg;
     segs_ = seg;
@@ -345,11 +351,20 @@ class SampleCall {
       }
       block_edges += bp[rel.n];
     }
-    // src: the layer's sources in order of their local ids (at most num_dst + block_edges).
-    start_ = grow(scratch_, 2 * segs_ + num_dst_ + block_edges);
+    // Per type its sources in order of their local ids: its destinations, then at most one
+    // new source per edge of the relations from that type.
+    std::vector<int64_t> capacity(num_types_ + 1, 0);
+    for (int64_t t = 0; t < num_types_; ++t) capacity[t + 1] = dst_begin_[t + 1] - dst_begin_[t];
+    for (const Rel& rel : rels_) capacity[rel.src_type + 1] += rel.bp[rel.n];
+    for (int64_t t = 0; t < num_types_; ++t) capacity[t + 1] += capacity[t];
+    start_ = grow(scratch_, 2 * segs_ + capacity[num_types_]);
     degree_ = start_ + segs_;
-    src_ = degree_ + segs_;
-    block_edges_ = block_edges;
+    const int64_t* d = dst_.data_ptr<int64_t>();
+    for (int64_t t = 0; t < num_types_; ++t) {
+      srcs_[t] = degree_ + segs_ + capacity[t];
+      next_[t] = dst_begin_[t + 1] - dst_begin_[t];
+      if (next_[t]) std::memcpy(srcs_[t], d + dst_begin_[t], next_[t] * sizeof(int64_t));
+    }
     for (Rel& rel : rels_) {
       const int64_t edges = rel.bp[rel.n];
       rel.indices = pooled_empty(edges, at::kLong);
@@ -359,10 +374,6 @@ class SampleCall {
         rel.eid = rel.eids.template data_ptr<int64_t>();
       }
     }
-    if (num_dst_) {  // empty tensors hold null
-      std::memcpy(src_, dst_.data_ptr<int64_t>(), num_dst_ * sizeof(int64_t));
-    }
-    next_ = num_dst_;
     map_ok_ = true;
     bad_index_.store(kNoError);
     make_items(kChunk);
@@ -422,9 +433,9 @@ class SampleCall {
     }
   }
 
-  // (3) Relabel a chunk in place: destinations keep ids 0..num_dst-1 (the previous layer
-  // mapped them so), new sources take the next ids in first-occurrence order; chunks come in
-  // order, so the result does not depend on threads. Branch-free (a new node is as likely as
+  // (3) Relabel a chunk in place, within its relation's source type: the type's destinations
+  // keep ids 0..n-1 (the previous layer mapped them so), new sources take the type's next ids
+  // in first-occurrence order; chunks come in order, so the result does not depend on threads. Branch-free (a new node is as likely as
   // a seen one, so a branch mispredicts half the time), with the map entries prefetched. An
   // entry the op did not write (relabel.h) can only come from a map that was not all -1 on
   // entry: it is reported after the layer and its output discarded. Its check (`src[m] == u`,
@@ -433,9 +444,9 @@ class SampleCall {
   void relabel_chunk(const Item& item) {
     const Rel& rel = rels_[item.rel];
     int64_t* ids = rel.bi;  // locals: see count_range
-    int64_t* sources = src_;
+    int64_t* sources = srcs_[rel.src_type];
     int32_t* const node_map = map_;
-    int64_t fresh_id = next_;
+    int64_t fresh_id = next_[rel.src_type];
     bool all_ok = map_ok_;
     const int64_t e_end = rel.bp[item.end];
     for (int64_t e = rel.bp[item.begin]; e < e_end; ++e) {
@@ -464,7 +475,7 @@ class SampleCall {
       fresh_id += 1 + seen;
       ids[e] = id;
     }
-    next_ = fresh_id;
+    next_[rel.src_type] = fresh_id;
     map_ok_ = all_ok;
   }
 
@@ -481,69 +492,32 @@ class SampleCall {
     if (!map_ok_) raise_sample_error(kDirtyMap, detail_, num_nodes_);
     const int64_t base = per_layer_ * layer_;
     const int64_t per_rel = return_eids_ ? 3 : 2;
-    if (num_types_ > 1) split_by_type();
     for (int64_t r = 0; r < num_rels_; ++r) {
       out_[base + per_rel * r] = rels_[r].indptr;
       out_[base + per_rel * r + 1] = rels_[r].indices;
       if (return_eids_) out_[base + per_rel * r + 2] = rels_[r].eids;
     }
     const int64_t types_base = base + per_rel * num_rels_;
-    if (num_types_ == 1) {
-      at::Tensor src_nodes = pooled_empty(next_, at::kLong);
-      if (next_) std::memcpy(src_nodes.data_ptr<int64_t>(), src_, next_ * sizeof(int64_t));
+    for (int64_t t = 0; t < num_types_; ++t) dst_begin_[t + 1] = dst_begin_[t] + next_[t];
+    if (num_types_ == 1) {  // global ids are the node ids: the sources are the next layer's list
+      at::Tensor src_nodes = pooled_empty(next_[0], at::kLong);
+      if (next_[0]) std::memcpy(src_nodes.data_ptr<int64_t>(), srcs_[0], next_[0] * 8);
       out_[types_base] = src_nodes;
       dst_ = src_nodes;
-      dst_begin_[1] = next_;
-    } else {
-      at::Tensor all_src = pooled_empty(next_, at::kLong);
-      int64_t* all = all_src.data_ptr<int64_t>();
-      if (next_) std::memcpy(all, src_, next_ * sizeof(int64_t));
+    } else {  // per type its ids; the next layer's list holds every type's global ids
+      dst_ = pooled_empty(dst_begin_[num_types_], at::kLong);
+      int64_t* all = dst_.data_ptr<int64_t>();
       for (int64_t t = 0; t < num_types_; ++t) {
-        const int64_t b = dst_begin_[t], n = dst_begin_[t + 1] - b;
+        const int64_t n = next_[t], offset = spec_.offsets[t];
         at::Tensor src_nodes = pooled_empty(n, at::kLong);
         int64_t* out = src_nodes.data_ptr<int64_t>();
-        for (int64_t i = 0; i < n; ++i) out[i] = all[b + i] - spec_.offsets[t];
+        const int64_t* from = srcs_[t];
+        if (n) std::memcpy(all + dst_begin_[t], from, n * sizeof(int64_t));
+        for (int64_t i = 0; i < n; ++i) out[i] = from[i] - offset;
         out_[types_base + t] = src_nodes;
       }
-      dst_ = all_src;
     }
-    num_dst_ = next_;
-  }
-
-  // Renumbers the layer's sources type-major: type t's sources (its destinations first, then
-  // its new sources in order of their global ids) take the ids from base[t] on. src_ is
-  // rewritten in the new order, the map and every block's indices renumbered, the latter to
-  // ids within their relation's source type. dst_begin_ then holds the types' bases, which the
-  // next layer's destination list (the new src_) is laid out by.
-  void split_by_type() {
-    std::vector<int64_t> count(num_types_, 0), base(num_types_ + 1, 0);
-    for (int64_t t = 0; t < num_types_; ++t) count[t] = dst_begin_[t + 1] - dst_begin_[t];
-    for (int64_t j = num_dst_; j < next_; ++j) ++count[spec_.type_of(src_[j])];
-    for (int64_t t = 0; t < num_types_; ++t) base[t + 1] = base[t] + count[t];
-    // Scratch after src: perm[next] (old id -> new id), then the new source list.
-    int64_t* start = grow(scratch_, 2 * segs_ + num_dst_ + block_edges_ + 2 * next_);
-    src_ = start + 2 * segs_;
-    int64_t* perm = src_ + num_dst_ + block_edges_;
-    int64_t* reordered = perm + next_;
-    std::vector<int64_t> cursor(base.begin(), base.end() - 1);
-    for (int64_t t = 0; t < num_types_; ++t) {
-      for (int64_t i = dst_begin_[t]; i < dst_begin_[t + 1]; ++i) perm[i] = cursor[t]++;
-    }
-    for (int64_t j = num_dst_; j < next_; ++j) perm[j] = cursor[spec_.type_of(src_[j])]++;
-    for (int64_t j = 0; j < next_; ++j) {
-      reordered[perm[j]] = src_[j];
-      map_[src_[j]] = static_cast<int32_t>(perm[j]);
-    }
-    std::memcpy(src_, reordered, next_ * sizeof(int64_t));
-    for (int64_t r = 0; r < num_rels_; ++r) {
-      int64_t* bi = rels_[r].bi;
-      const int64_t shift = base[spec_.rels[r].src_type];
-      const int64_t edges = rels_[r].bp[rels_[r].n];
-      at::parallel_for(0, edges, kChunk * 16, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) bi[k] = perm[bi[k]] - shift;
-      });
-    }
-    dst_begin_ = base;
+    num_dst_ = dst_begin_[num_types_];
   }
 
   // The last step: every node the map holds is an input node (each layer's sources include its
@@ -585,10 +559,12 @@ class SampleCall {
   int64_t num_dst_ = 0;
   std::vector<int64_t> dst_begin_;
   int64_t layer_;
-  // Scratch: per relation and destination the first neighbour position and the degree, and the
-  // source list src[0..next).
-  int64_t *start_ = nullptr, *degree_ = nullptr, *src_ = nullptr;
-  int64_t segs_ = 0, block_edges_ = 0, next_ = 0;
+  // Scratch: per relation and destination the first neighbour position and the degree, and per
+  // type its source list srcs_[t][0..next_[t]).
+  int64_t *start_ = nullptr, *degree_ = nullptr;
+  std::vector<int64_t*> srcs_;
+  std::vector<int64_t> next_;
+  int64_t segs_ = 0;
   // What its steps found: a map entry the op did not write, the smallest bad node / position.
   bool map_ok_ = true;
   std::atomic<int64_t> bad_indptr_{kNoError}, bad_index_{kNoError};
