@@ -69,10 +69,9 @@ def _dropout(name: str, value: Any) -> float:
 
 
 def _fanout(name: str, value: Any) -> int:
-    value = check_int(name, value, -1)
-    if value == 0:
-        raise ValueError(f"{name} must be >= 1, or -1 for all neighbours, got 0")
-    return value
+    """-1 (all neighbours), 0 (none: a typed graph's relations at that layer; a homogeneous
+    sampler refuses it) or a count."""
+    return check_int(name, value, -1)
 
 
 def _device(name: str, value: Any) -> str:
@@ -169,7 +168,7 @@ _SETTINGS = [
        "dataset directory: the OGB root for ogbn-* (None: $GNNREPRO_OGB_ROOT, else ~/data/ogb), "
        "the cache for products-sim (None: $GNNREPRO_DATA, else ~/.cache/gnnrepro)"),
     _s("fanouts", [15, 10, 5], fanouts_check, "list[int]",
-       "neighbours sampled per layer, input layer first (-1: all)"),
+       "neighbours sampled per layer, input layer first (-1: all; 0: none, typed graphs only)"),
     _s("batch_size", 1024, _int(1), "int", "seed nodes per mini-batch"),
     _s("epochs", 3, _int(1), "int",
        "training epochs per run; times are medians over the epochs after the first"),
