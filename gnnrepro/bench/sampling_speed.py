@@ -254,11 +254,19 @@ def format_table(result: dict) -> str:
                      f"each array they would take {reads['ceiling_ms_per_batch']:.2f} ms: "
                      f"{reads['share_of_ceiling']:.0%} of the ceiling "
                      f"({reads['threads']} threads)")
-    for key in ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused",
-                *(f"speedup_vs_{p.replace('-', '_')}" for p in result.get("peers", {}))):
+    lines += speedup_lines(result, ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused",
+                                    *(f"speedup_vs_{p.replace('-', '_')}"
+                                      for p in result.get("peers", {}))))
+    return "\n".join(lines)
+
+
+def speedup_lines(result: dict, keys: Iterable[str]) -> list[str]:
+    """"fused speedup vs X: a.bcx (rounds: lo-hi)" for each of `keys` the result holds."""
+    lines = []
+    for key in keys:
         if result.get(key):
             per_round = result.get(f"{key}_rounds") or []
             spread = (f" (rounds: {min(per_round):.2f}x-{max(per_round):.2f}x)"
                       if per_round else "")
             lines.append(f"fused {key.replace('_', ' ')}: {result[key]:.2f}x{spread}")
-    return "\n".join(lines)
+    return lines

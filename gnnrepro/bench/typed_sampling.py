@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from gnnrepro.bench.sampling_speed import seed_batches
+from gnnrepro.bench.sampling_speed import seed_batches, speedup_lines
 from gnnrepro.bench.timing import round_medians, summarize, time_interleaved
 from gnnrepro.config import resolve_threads
 from gnnrepro.datasets import load_scaled
@@ -122,10 +122,5 @@ def format_table(result: dict) -> str:
         lines.append(f"{name:<12} {r['ms_per_batch']:9.2f} {r['ms_p10']:8.2f} "
                      f"{r['ms_p90']:8.2f} {r['edges_per_s'] / 1e6:9.2f} {r['edges']:9.0f} "
                      f"{r['input_nodes']:12.0f}")
-    for key in ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused"):
-        if result.get(key):
-            per_round = result.get(f"{key}_rounds") or []
-            spread = (f" (rounds: {min(per_round):.2f}x-{max(per_round):.2f}x)"
-                      if per_round else "")
-            lines.append(f"fused {key.replace('_', ' ')}: {result[key]:.2f}x{spread}")
+    lines += speedup_lines(result, ("speedup_vs_dgl_fused", "speedup_vs_dgl_unfused"))
     return "\n".join(lines)

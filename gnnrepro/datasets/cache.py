@@ -55,22 +55,28 @@ def entry_dir(root: str | Path, name: str, params: dict[str, Any]) -> Path:
     return Path(root) / name / ("-".join(parts) or "default")
 
 
-def load_or_build(name: str, params: dict[str, Any], build: Callable[[], Dataset],
-                  root: str | Path | None = None) -> Dataset:
+def load_or_build(name: str, params: dict[str, Any], build: Callable[[], Any],
+                  root: str | Path | None = None, *,
+                  read: Callable[[Path, str, dict[str, Any]], Any] | None = None,
+                  write: Callable[[Any, Path, dict[str, Any]], None] | None = None) -> Any:
     """The cached (name, params) dataset, calling `build()` and caching it when absent/corrupt.
 
     The returned arrays are always the memory-mapped cache files, so after a build the in-memory
-    copy is freed and first and later loads return the same thing.
+    copy is freed and first and later loads return the same thing. `read` and `write` (default:
+    this module's, for a Dataset) read and write another kind of entry (a TypedDataset's:
+    gnnrepro.datasets.typed_cache) under the same rules.
     """
+    read = read_entry if read is None else read
+    write = _write if write is None else write
     directory = entry_dir(default_root() if root is None else root, name, params)
-    dataset = read_entry(directory, name, params)
+    dataset = read(directory, name, params)
     if dataset is not None:
         return dataset
     if directory.exists():
         _log.warning("rebuilding invalid cache entry %s", directory)
         shutil.rmtree(directory, ignore_errors=True)
-    _write(build(), directory, params)
-    dataset = read_entry(directory, name, params)
+    write(build(), directory, params)
+    dataset = read(directory, name, params)
     if dataset is None:
         raise RuntimeError(f"cache entry {directory} is unreadable right after writing it")
     return dataset

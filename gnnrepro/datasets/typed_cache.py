@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from gnnrepro.datasets.anonymous import anonymous_copy, fits_in_free_memory
-from gnnrepro.datasets.cache import default_root, entry_dir
+from gnnrepro.datasets import cache
 from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.graph import CSCGraph
 from gnnrepro.typed_graph import Relation, TypedGraph
@@ -40,19 +40,8 @@ _log = logging.getLogger(__name__)
 def load_or_build(name: str, params: dict[str, Any], build: Callable[[], TypedDataset],
                   root: str | Path | None = None) -> TypedDataset:
     """The cached (name, params) typed dataset, calling `build()` and caching it when absent,
-    stale or corrupt; always returns the memory-mapped entry (first and later loads alike)."""
-    directory = entry_dir(default_root() if root is None else root, name, params)
-    dataset = read_entry(directory, name, params)
-    if dataset is not None:
-        return dataset
-    if directory.exists():
-        _log.warning("rebuilding invalid cache entry %s", directory)
-        shutil.rmtree(directory, ignore_errors=True)
-    _write(build(), directory, params)
-    dataset = read_entry(directory, name, params)
-    if dataset is None:
-        raise RuntimeError(f"cache entry {directory} is unreadable right after writing it")
-    return dataset
+    stale or corrupt; always returns the memory-mapped entry (gnnrepro.datasets.cache's rules)."""
+    return cache.load_or_build(name, params, build, root, read=read_entry, write=_write)
 
 
 def array_files(node_types: list[str], relations: list[Relation],

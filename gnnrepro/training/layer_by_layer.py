@@ -32,7 +32,7 @@ from gnnrepro.sampling.block import Block
 from gnnrepro.training.layerwise import (CHUNK_NODES, _all_gather_rows, _device_of, _neighbours,
                                          _rows, _share, checked_inputs, needed_nodes)
 
-__all__ = ["CHUNK_EDGES", "full_neighbour_block", "layer_by_layer_predict"]
+__all__ = ["CHUNK_EDGES", "degree_chunks", "full_neighbour_block", "layer_by_layer_predict"]
 
 #: In-edges per chunk at most (a node with more is a chunk of its own): bounds the chunk's
 #: source rows, [CHUNK_EDGES + CHUNK_NODES, d], whatever the degrees.
@@ -71,7 +71,12 @@ def _edge_chunks(graph: CSCGraph, nodes: torch.Tensor) -> Iterator[torch.Tensor]
     CHUNK_EDGES in-edges (or a single node)."""
     if nodes.numel() == 0:
         return
-    degrees = (graph.indptr[nodes + 1] - graph.indptr[nodes]).cpu()
+    yield from degree_chunks(nodes, (graph.indptr[nodes + 1] - graph.indptr[nodes]).cpu())
+
+
+def degree_chunks(nodes: torch.Tensor, degrees: torch.Tensor) -> Iterator[torch.Tensor]:
+    """Consecutive slices of `nodes` (of in-degrees `degrees`), each of at most CHUNK_NODES
+    nodes and CHUNK_EDGES in-edges (or a single node)."""
     ends = torch.cumsum(degrees, 0)
     start, done = 0, 0
     while start < nodes.numel():

@@ -24,8 +24,7 @@ from gnnrepro.features.store import FeatureStore
 from gnnrepro.features.typed_store import TypedFeatureStore
 from gnnrepro.progress import Progress
 from gnnrepro.sampling.fused import FusedSampler
-from gnnrepro.training.layer_by_layer import CHUNK_EDGES
-from gnnrepro.training.layerwise import CHUNK_NODES
+from gnnrepro.training.layer_by_layer import degree_chunks
 from gnnrepro.typed_graph import TypedGraph
 
 __all__ = ["supports_typed_layerwise", "typed_layerwise_cost", "typed_needed_nodes",
@@ -85,13 +84,7 @@ def _chunks(graph: TypedGraph, ntype: str, nodes: torch.Tensor) -> Iterator[torc
     for rel, csc in graph.relations.items():
         if rel[2] == ntype:
             degrees += csc.indptr[nodes + 1] - csc.indptr[nodes]
-    ends = torch.cumsum(degrees, 0)
-    start, done = 0, 0
-    while start < nodes.numel():
-        end = int(torch.searchsorted(ends, done + CHUNK_EDGES, right=True))
-        end = min(max(end, start + 1), start + CHUNK_NODES)
-        yield nodes[start:end]
-        done, start = int(ends[end - 1]), end
+    yield from degree_chunks(nodes, degrees)
 
 
 def _input_rows(features: Mapping[str, torch.Tensor] | TypedFeatureStore,
