@@ -249,6 +249,37 @@ fig = plots.growth_lines(data)
 papers = params.growth_papers_scale
 named = {"dataset": f"papers-sim scale {papers:g} + products-sim"} if papers else {}
 plots.save_figure(fig, params, meta, "08_scale_growth", scales=params.growth_scales, **named)"""]),
+    "09_heterogeneous": (
+        "Heterogeneous graphs",
+        "Ours beside DGL's heterogeneous stack on a typed graph (`hetero_dataset`: mag-sim, "
+        "ogbn-mag's shape, at `hetero_scale`). Sampling a batch of the target type (papers) at "
+        "each of `hetero_fanouts` (25,20 as ogbn-mag's examples, 5,10,15 as MLPerf's R-GAT, "
+        "input layer first): DGL's sample_neighbors + to_block (dgl-unfused) and its "
+        "NeighborSampler (dgl-fused) on the heterograph against our fused per-relation op, the "
+        "same batches interleaved. Then, at the first fanouts: the pipeline alone (DGL's "
+        "DataLoader on the heterograph against fused+pinned, no model) and training end to "
+        "end, the same R-GCN (`hetero_hidden` wide, one layer per fanout) from the same "
+        "initial weights on both loaders, with its accuracy. Where DGL cannot be imported, its "
+        "samplers and its pipeline are listed as not run, with the reason.",
+        ["""\
+data, meta = experiments.heterogeneous(params)
+for name, why in meta["not_run"].items():
+    print(f"{name}: not run - {why}")
+sampling = experiments.heterogeneous_sampling_table(data)
+experiments.write_table(sampling, params.figures_dir / "09_heterogeneous_sampling",
+                        caption=f"Sampling a batch of {params.batch_size} {meta['target']} "
+                                "seeds on a typed graph: DGL's heterogeneous samplers and "
+                                "the fused per-relation op, per fanout list.")
+sampling""", """\
+table = experiments.heterogeneous_table(data)
+experiments.write_table(table, params.figures_dir / "09_heterogeneous",
+                        caption=f"The same {meta['model']}, hidden {meta['hidden']}, on "
+                                "DGL's loader and on ours: epoch time, speedup, accuracy, and "
+                                f"the pipeline alone ({meta['step_note']}).")
+table""", """\
+fig = plots.heterogeneous_bars(data, meta["step_note"], meta["model"])
+plots.save_figure(fig, params, meta, "09_heterogeneous",
+                  **experiments.heterogeneous_label(params))"""]),
 }
 
 
@@ -269,6 +300,7 @@ USED: dict[str, tuple[str, ...]] = {
     "06_storage": tuple(dict.fromkeys(_key("storage") + _key("disk_training"))),
     "07_partitioned": _key("partitioned"),
     "08_scale_growth": _key("scale_growth"),
+    "09_heterogeneous": _key("heterogeneous"),
 }
 OUTPUT = ("out_dir", "force", "figures_name")
 OTHERS_NOTE = ("# The other notebooks' parameters: not used here, accepted so that one parameters "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib
 import json
 import math
 import os
@@ -65,7 +66,7 @@ def test_unknown_parameters_are_named_with_suggestions():
     ({"batch_size": 0}, ValueError, "batch_size must be >= 1"),
     ({"scale": 0}, ValueError, "scale must be a finite number > 0"),
     ({"scale": "big"}, TypeError, "scale must be a number"),
-    ({"fanouts": [10, 0]}, ValueError, r"fanouts\[1\] must be >= 1, or -1"),
+    ({"fanouts": [10, -2]}, ValueError, r"fanouts\[1\] must be >= -1"),
     ({"fanouts": []}, ValueError, "fanouts must not be empty"),
     ({"gpus": [1, 1]}, ValueError, "gpus has duplicates"),
     ({"dataset": "cora"}, ValueError, "dataset must be one of products-sim"),
@@ -78,6 +79,13 @@ def test_unknown_parameters_are_named_with_suggestions():
     ({"redraw": "yes"}, TypeError, "redraw must be a bool"),
     ({"force": True, "redraw": True}, ValueError, "force .* and redraw .* exclude each other"),
     ({"sweep_fanouts": [[5, 5], 3]}, TypeError, r"sweep_fanouts\[1\] must be a list"),
+    ({"hetero_dataset": "products-sim"}, ValueError,
+     "hetero_dataset must be a typed dataset, one of mag-sim, ogbn-mag"),
+    ({"hetero_dataset": None}, TypeError, "hetero_dataset must be a dataset name"),
+    ({"hetero_fanouts": []}, ValueError, "hetero_fanouts must not be empty"),
+    ({"hetero_fanouts": [[25, 20], [25, 20]]}, ValueError, "hetero_fanouts has duplicates"),
+    ({"hetero_hidden": 0}, ValueError, "hetero_hidden must be >= 1"),
+    ({"hetero_scale": -1}, ValueError, "hetero_scale must be a finite number > 0"),
 ])
 def test_bad_values_name_the_parameter(values, error, message):
     with pytest.raises(error, match=message):
@@ -183,6 +191,8 @@ def test_figure_label_names_dataset_scale_machine_date_and_commit(tmp_path):
     assert growth.startswith("products-sim scale 0.05 · ")
     big = experiments.figure_label(params, record, scales=[1.0], dataset="igb-sim")
     assert big.startswith("igb-sim scale 1 · ")  # 06's larger-than-memory part
+    typed = experiments.figure_label(params, record, dataset="ogbn-mag")  # 09: no scale
+    assert typed.startswith("ogbn-mag · AMD EPYC")
 
 
 def test_a_saved_figure_carries_its_label(tmp_path):
@@ -435,7 +445,7 @@ def test_table_writers(tmp_path):
 # --- experiments and figures on stand-in benchmarks --------------------------------------
 
 def fake_end_to_end(config, *, dataset, scale, root, pipelines, repeats,
-                    timeline_batches, target_acc=None) -> dict:
+                    timeline_batches, target_acc=None, model=None) -> dict:
     """gnnrepro.bench.end_to_end.measure's documented result, with made-up but plausible
     numbers."""
     result = {"params": {"dataset": dataset, "batch_size": config.batch_size,
@@ -538,6 +548,110 @@ def test_stage_breakdown_and_end_to_end_share_one_run(fake_train, params):
     saved(plots.timeline(spans), figures / "03_end_to_end_timeline")
     saved(plots.timeline(spans.iloc[:0]), figures / "empty_timeline")
     assert not leftovers(Path(params.out_dir))
+
+
+def fake_typed_sampling(**kw) -> dict:
+    """gnnrepro.bench.typed_sampling.measure's documented result, with made-up numbers: DGL's
+    samplers 3x and 2x the fused sampler's time."""
+    ms = 2.0 * len(kw["fanouts"])
+    slower = {"dgl-unfused": 3.0, "dgl-fused": 2.0, "fused": 1.0}
+    return {"params": {"target": "paper", "num_nodes": {"paper": 3682},
+                       "num_edges": {"paper/cites/paper": 27081}},
+            "samplers": {s: {"ms_per_batch": ms * slower[s], "ms_p10": 0.9 * ms * slower[s],
+                             "ms_p90": 1.2 * ms * slower[s], "edges": 900.0,
+                             "input_nodes": 400.0} for s in kw["samplers"]}}
+
+
+def fake_loader(**kw) -> dict:
+    """gnnrepro.bench.loader.measure's documented result: DGL's loader 4x slower than ours."""
+    epoch = {"dgl": 4.0, "fused+pinned": 1.0}
+    return {"params": {"step_ms": kw["step_ms"]},
+            "pipelines": {p: {"epoch_s": epoch[p], "batches_per_s": 50 / epoch[p],
+                              "epoch_s_min": 0.9 * epoch[p], "epoch_s_max": 1.1 * epoch[p]}
+                          for p in kw["pipelines"]},
+            "speedup_vs_dgl": ({p: epoch["dgl"] / epoch[p] for p in kw["pipelines"]}
+                               if "dgl" in kw["pipelines"] else {})}
+
+
+@pytest.fixture
+def fake_hetero(monkeypatch, fake_train) -> dict[str, list[dict]]:
+    """Stands in for the three benchmarks of 09_heterogeneous; returns their calls' arguments
+    by benchmark (a loader's and a training run's with their config's fields)."""
+    from gnnrepro.bench import loader, typed_sampling
+    calls: dict[str, list[dict]] = {"sampling": [], "loader": [], "train": fake_train}
+
+    def sample(**kw):
+        calls["sampling"].append(kw)
+        return fake_typed_sampling(**kw)
+
+    def load(config, **kw):
+        calls["loader"].append(config.to_dict() | kw)
+        return fake_loader(**kw)
+    monkeypatch.setattr(typed_sampling, "measure", sample)
+    monkeypatch.setattr(loader, "measure", load)
+    return calls
+
+
+def test_heterogeneous_measures_every_fanout_list_and_both_loaders(fake_hetero, params):
+    data, meta = experiments.heterogeneous(params)
+    sampled = fake_hetero["sampling"]
+    assert [kw["fanouts"] for kw in sampled] == params.hetero_fanouts == [[4, 3], [2, 2, 2]]
+    for kw in sampled:
+        assert (kw["dataset"], kw["scale"], kw["batch_size"]) == ("mag-sim", 0.005, 64)
+        assert kw["samplers"] == ["dgl-unfused", "dgl-fused", "fused"]
+    (loaded,), (trained,) = fake_hetero["loader"], fake_hetero["train"]
+    for run in (loaded, trained):  # the typed dataset at the first fanouts, both loaders
+        assert (run["dataset"], run["scale"], run["fanouts"]) == ("mag-sim", 0.005, [4, 3])
+        assert run["pipelines"] == ["dgl", "fused+pinned"]
+    assert loaded["peers"] == [] and loaded["rounds"] == params.loader_rounds
+    assert (trained["model"], trained["hidden"]) == ("rgcn", params.hetero_hidden)
+    assert trained["repeats"] == params.train_repeats and trained["epochs"] == params.epochs
+    assert meta["target"] == "paper" and meta["not_run"] == {}
+    assert meta["model"].startswith("R-GCN") and meta["hidden"] == params.hetero_hidden
+
+    sampling = experiments.heterogeneous_sampling_table(data)
+    assert sampling["fanouts"].tolist() == ["4,3"] * 3 + ["2,2,2"] * 3
+    assert sampling["sampler"].tolist() == ["dgl-unfused", "dgl-fused", "fused"] * 2
+    assert sampling["fused's speedup (x)"].tolist() == pytest.approx([3, 2, 1] * 2)
+    table = experiments.heterogeneous_table(data).set_index("pipeline")
+    assert table.index.tolist() == ["dgl", "fused+pinned"]
+    assert table.at["fused+pinned", "speedup vs dgl (x)"] == pytest.approx(2)
+    assert table.at["fused+pinned", "alone: speedup vs dgl (x)"] == 4
+    assert table.at["dgl", "alone: batches/s"] == 12.5 and table.at["dgl", "test acc"] == 0.55
+    assert (table["reason"] == "-").all()
+
+    fig = plots.heterogeneous_bars(data, meta["step_note"], meta["model"])
+    assert {"12\n3.00x", "8\n2.00x"} <= set(_texts(fig))  # the fused speedup over each
+    plots.save_figure(fig, params, meta, "09_heterogeneous",
+                      **experiments.heterogeneous_label(params))
+    matplotlib.pyplot.close(fig)
+    label = json.loads((params.figures_dir / "09_heterogeneous.json").read_text())["label"]
+    assert label.startswith("mag-sim scale 0.005 · ")
+    again, meta = experiments.heterogeneous(params)
+    assert meta["reused"] and [len(c) for c in fake_hetero.values()] == [2, 1, 1]
+    pd.testing.assert_frame_equal(again, data)
+
+
+def test_heterogeneous_without_dgl_measures_ours_and_says_why_not_dgl(fake_hetero, params,
+                                                                      monkeypatch):
+    module = importlib.import_module("gnnrepro.experiments.heterogeneous")
+    monkeypatch.setattr(module, "_dgl_missing", lambda: "DGL is not installed")
+    data, meta = experiments.heterogeneous(params)
+    assert all(kw["samplers"] == ["fused"] for kw in fake_hetero["sampling"])
+    assert fake_hetero["loader"][0]["pipelines"] == ["fused+pinned"]
+    assert fake_hetero["train"][0]["pipelines"] == ["fused+pinned"]
+    assert meta["not_run"] == dict.fromkeys(["dgl-unfused", "dgl-fused", "dgl"],
+                                            "DGL is not installed")
+    missing = data[data["status"] == "not run"]
+    assert missing["name"].tolist() == ["dgl-unfused", "dgl-fused"] * 2 + ["dgl"]
+    assert missing["ms_per_batch"].isna().all() and missing["epoch_s"].isna().all()
+    ours = data[data["status"] == "run"]
+    assert ours["name"].tolist() == ["fused", "fused", "fused+pinned"]
+    fig = plots.heterogeneous_bars(data, meta["step_note"], meta["model"])
+    footer = [t.get_text() for t in fig.texts]
+    assert any("not run: dgl-unfused, dgl-fused, dgl (DGL is not installed)" in t
+               for t in footer)
+    saved(fig, params.figures_dir / "09_heterogeneous")
 
 
 def test_sensitivity_measures_the_base_point_once(fake_train, params):

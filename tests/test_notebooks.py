@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from gnnrepro.baselines.dgl_import import dgl_available
 from gnnrepro.experiments.params import Params
 from helpers import require_dgl
 
@@ -22,7 +23,8 @@ nbformat = pytest.importorskip("nbformat")
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = ["01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling",
-             "05_sensitivity", "06_storage", "07_partitioned", "08_scale_growth"]
+             "05_sensitivity", "06_storage", "07_partitioned", "08_scale_growth",
+             "09_heterogeneous"]
 NEEDS_DGL = {"01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling"}
 FIGURES = {"03_end_to_end": ["03_end_to_end", "03_end_to_end_timeline", "03_pipeline_alone"]}
 
@@ -156,6 +158,21 @@ def check_values(out_dir: Path, name: str) -> None:
         assert papers.at["ours", "features"] == "disk" and papers.at["ours", "epoch_s"] > 0
         assert papers.at["ours", "peak_rss_gb"] > 0 and math.isnan(papers.at["dgl", "epoch_s"])
         assert "sampled on" in papers.at["ours", "eval_methods"]
+    elif name == "09_heterogeneous":  # DGL's rows run where DGL imports, else say why not
+        data = stored_data(out_dir, name)
+        sampling = data[data["part"] == "sampling"]
+        assert sampling["fanouts"].unique().tolist() == ["4,3", "2,2,2"]
+        ran = sampling[sampling["status"] == "run"]
+        assert set(ran["name"]) == ({"dgl-unfused", "dgl-fused", "fused"} if dgl_available()
+                                    else {"fused"})
+        assert (ran["ms_per_batch"] > 0).all() and (ran["edges"] > 0).all()
+        assert (ran.loc[ran["name"] == "fused", "fused_speedup"] == 1).all()
+        pipelines = data[data["part"] == "pipeline"].set_index("name")
+        assert pipelines.index.tolist() == ["dgl", "fused+pinned"]
+        ours = pipelines.loc["fused+pinned"]
+        assert ours["epoch_s"] > 0 and ours["batches_per_s"] > 0 and ours["fanouts"] == "4,3"
+        check_accuracy(pipelines.loc[pipelines["status"] == "run", "test_acc"])
+        assert (pipelines.loc["dgl", "status"] == "run") == dgl_available()
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -22,10 +22,13 @@ def figure_label(params: Params, record: Mapping[str, Any],
     """'products-sim scale 0.05 · AMD EPYC (2 cores) · 2026-11-25 · 2d6705c' for a result's
     record (Store.cached's). A figure of other data than the parameters' names it: `dataset`
     (default products-sim when `scales` is given) at `scales` (08_scale_growth: products-sim
-    at growth_scales; 06's larger-than-memory part: igb-sim at disk_training_scale)."""
+    at growth_scales; 06's larger-than-memory part: igb-sim at disk_training_scale), or
+    `dataset` alone where it has no scale (09_heterogeneous on ogbn-mag)."""
     env = record.get("env") or environment()
     if scales is not None:
         data = f"{dataset or 'products-sim'} scale " + ", ".join(f"{s:g}" for s in scales)
+    elif dataset is not None:
+        data = dataset
     elif params.dataset == "products-sim":
         data = f"products-sim scale {params.scale:g}"
     else:

@@ -50,15 +50,20 @@ def ladder(params: Params, store: Store) -> dict:
 
 def end_to_end_run(params: Params, store: Store, pipelines: Sequence[str], *,
                    timeline_batches: int = 0, repeats: int = 1,
-                   target_acc: float | None = None, **overrides: Any) -> dict:
+                   target_acc: float | None = None, model: str | None = None,
+                   **overrides: Any) -> dict:
     """gnnrepro.bench.end_to_end.measure of `pipelines` with `params`' settings, `overrides`
-    replacing any TrainConfig setting; stored by its arguments."""
+    replacing any TrainConfig setting, `model` the model every pipeline trains (None: each
+    pipeline's own); stored by its arguments."""
     config = train_config(params, **overrides)
     kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
               "pipelines": list(pipelines), "repeats": repeats,
               "timeline_batches": timeline_batches}
-    if target_acc is not None:  # absent otherwise: runs stored before it keep their keys
+    # Each absent when None: runs stored before it keep their keys.
+    if target_acc is not None:
         kwargs["target_acc"] = target_acc
+    if model is not None:
+        kwargs["model"] = model
     return store.memo("end-to-end", kwargs | {"config": config.to_dict()},
                       lambda: end_to_end_bench.measure(config, **kwargs), params.force)
 

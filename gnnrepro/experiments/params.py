@@ -25,6 +25,7 @@ from typing import Any, Optional
 from gnnrepro.checks import check_bool, check_fraction, check_int, check_positive_float
 from gnnrepro.config import (FEATURE_SOURCES, SAMPLER_DEVICES, SETTINGS, fanouts_check, list_of,
                              resolve_device)
+from gnnrepro.datasets import TYPED_DATASETS
 from gnnrepro.distributed import unavailable
 from gnnrepro.experiments.archive import archive_dir
 from gnnrepro.experiments.store import Store
@@ -51,6 +52,16 @@ def _int(low: int) -> Check:
 
 def _dataset(name: str, value: Any) -> str:
     return SETTINGS["dataset"].check(name, value)
+
+
+def _typed_dataset(name: str, value: Any) -> str:
+    """A dataset with node types and relations (gnnrepro.datasets.TYPED_DATASETS)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a dataset name, got {type(value).__name__}")
+    if value not in TYPED_DATASETS:
+        raise ValueError(f"{name} must be a typed dataset, one of {', '.join(TYPED_DATASETS)}, "
+                         f"got {value!r}")
+    return value
 
 
 def _peer(name: str, value: Any) -> str:
@@ -211,6 +222,21 @@ class Params:
         200, _int(1), "training steps of the disk store in that section and in "
                       "08_scale_growth's papers-sim point (the baselines take 2); the epoch is "
                       "extrapolated from them")
+    hetero_dataset: str = _param(
+        "mag-sim", _typed_dataset,
+        "typed dataset of 09_heterogeneous: mag-sim (built in, ogbn-mag's shape at scale 1.0) "
+        "or ogbn-mag (read from root, never downloaded)")
+    hetero_scale: float = _param(
+        0.1, _scale, "mag-sim scale of 09_heterogeneous (1.0: ogbn-mag's size, 1.94M nodes); "
+                     "ignored by ogbn-mag")
+    hetero_fanouts: list[list[int]] = _param(
+        [[25, 20], [5, 10, 15]], list_of(fanouts_check, nonempty=True, unique=True),
+        "fanout lists (every relation, input layer first) at which 09_heterogeneous times "
+        "sampling: ogbn-mag's examples' and MLPerf R-GAT's; the first also trains R-GCN and "
+        "feeds the pipeline alone")
+    hetero_hidden: int = _param(
+        64, _int(1), "R-GCN hidden width in 09_heterogeneous (DGL's and PyG's ogbn-mag "
+                     "examples: 64)")
     out_dir: str = _param(
         ".", _check_path,
         "where figures/ and results/ go; relative paths start at the repository root")

@@ -6,18 +6,18 @@ Every function takes an experiment's tidy data (gnnrepro.experiments) and return
 `save` writes it as .png and .pdf atomically. Nothing here picks a backend, so the functions
 work inline in Jupyter and headless (Agg).
 
-The figures live by subject in `pipelines` (01-03, GPU), `sweeps` (04, 05, 07, 08) and
+The figures live by subject in `pipelines` (01-03, 09, GPU), `sweeps` (04, 05, 07, 08) and
 `storage` (06), the style and its shared helpers in `style`, writing in `saving`; every name is
 imported from here.
 """
 from gnnrepro.plots.style import (LOG_SCALE_RATIO, PAPER, PIPELINE_COLORS, SAMPLER_COLORS,
                                   STAGE_COLORS, STORE_COLORS, STYLE)
-from gnnrepro.plots.pipelines import (end_to_end_bars, gpu_bars, pipeline_alone_bars,
-                                      speedup_bars, stage_bars, timeline)
+from gnnrepro.plots.pipelines import (end_to_end_bars, gpu_bars, heterogeneous_bars,
+                                      pipeline_alone_bars, speedup_bars, stage_bars, timeline)
 from gnnrepro.plots.sweeps import growth_lines, partitioned_lines, scaling_lines, sensitivity_bars
 from gnnrepro.plots.storage import disk_training_bars, storage_lines
 from gnnrepro.plots.saving import save, save_figure
 
-__all__ = ["STYLE", "end_to_end_bars", "gpu_bars", "growth_lines", "partitioned_lines",
-           "pipeline_alone_bars", "save", "save_figure", "scaling_lines", "sensitivity_bars",
-           "speedup_bars", "stage_bars", "storage_lines", "timeline"]
+__all__ = ["STYLE", "end_to_end_bars", "gpu_bars", "growth_lines", "heterogeneous_bars",
+           "partitioned_lines", "pipeline_alone_bars", "save", "save_figure", "scaling_lines",
+           "sensitivity_bars", "speedup_bars", "stage_bars", "storage_lines", "timeline"]

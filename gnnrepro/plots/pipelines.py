@@ -1,6 +1,7 @@
 """Figures that compare pipelines and samplers on one machine: where an epoch's time goes
 (01_stage_breakdown), sampling speed (02_sampling_speedup), end to end, the pipeline alone and
-its timeline (03_end_to_end), and the stored GPU results beside the paper's (02, 03).
+its timeline (03_end_to_end), the stored GPU results beside the paper's (02, 03), and all three
+on a typed graph (09_heterogeneous).
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from gnnrepro.plots.style import (PIPELINE_COLORS, SAMPLER_COLORS, _footer, _gro
                                   _log_scale_if_wide, _mark_paper, _note, _stage_color,
                                   _subplots)
 
-__all__ = ["end_to_end_bars", "gpu_bars", "pipeline_alone_bars", "speedup_bars", "stage_bars",
-           "timeline"]
+__all__ = ["end_to_end_bars", "gpu_bars", "heterogeneous_bars", "pipeline_alone_bars",
+           "speedup_bars", "stage_bars", "timeline"]
 
 
 def stage_bars(data: pd.DataFrame) -> Figure:
@@ -162,6 +163,78 @@ def pipeline_alone_bars(data: pd.DataFrame, step_note: str) -> Figure:
         ("speedup_vs_dgl", "%.2fx", "speedup over dgl's loader (x)", "Loader speedup"),
         (batches / data["epoch_s_max"], batches / data["epoch_s_min"]))
     _footer(fig, step_note)  # under the panels: in one it would sit on a bar's label
+    return fig
+
+
+def _spread_bars(ax: Axes, rows: pd.DataFrame, column: str, low: str, high: str,
+                 labels: list[str]) -> None:
+    """One bar per row (its pipeline's colour) of `column`, error bars from `low` to `high`,
+    each labelled with its text in `labels`."""
+    values = rows[column]
+    error = [(values - rows[low]).clip(lower=0), (rows[high] - values).clip(lower=0)]
+    bars = ax.bar(rows["name"], values, 0.6, yerr=error, capsize=3,
+                  color=[PIPELINE_COLORS.get(p) for p in rows["name"]],
+                  error_kw={"elinewidth": 0.8, "ecolor": "#333333"})
+    ax.bar_label(bars, labels=labels, fontsize=7.5, padding=2)
+    ax.set_xlabel("pipeline")
+    ax.margins(y=0.25)
+
+
+def _speedup(value: float) -> str:
+    """A speedup over DGL on a line of its own, or nothing where there is none (DGL's own
+    row, or DGL not run)."""
+    return f"\n{value:.2f}x vs dgl" if np.isfinite(value) else ""
+
+
+def heterogeneous_bars(data: pd.DataFrame, step_note: str, model: str) -> Figure:
+    """09_heterogeneous on a typed graph. Left: ms per batch of each typed sampler per fanout
+    list (bars: p10-p90), each DGL sampler's bar labelled with the fused sampler's speedup over
+    it. Middle: batches/s of the pipeline alone (bars: min-max of its rounds), labelled with
+    the speedup over DGL's loader. Right: the epoch time of `model` (its name) on each loader
+    (bars: p10-p90), labelled with the speedup and the test accuracy. What did not run is left
+    out of the panels and named under them, with the pipeline alone's `step_note`."""
+    fig, (left, middle, right) = _subplots(ncols=3, figsize=(13.0, 3.8))
+    ran = data[data["status"] == "run"]
+    sampling = ran[ran["part"] == "sampling"]
+    groups = list(dict.fromkeys(data.loc[data["part"] == "sampling", "fanouts"]))
+    samplers = list(dict.fromkeys(sampling["name"]))
+
+    def column(sampler: str, name: str) -> list[float]:
+        rows = sampling[sampling["name"] == sampler].set_index("fanouts")
+        return rows[name].reindex(groups).tolist()
+
+    labels = {s: ["" if np.isnan(ms) else f"{ms:.3g}" if s == "fused" else
+                  f"{ms:.3g}\n{speedup:.2f}x"
+                  for ms, speedup in zip(column(s, "ms_per_batch"), column(s, "fused_speedup"))]
+              for s in samplers}
+    _grouped_bars(left, groups, {s: column(s, "ms_per_batch") for s in samplers},
+                  SAMPLER_COLORS, "%.3g",
+                  {s: (column(s, "ms_p10"), column(s, "ms_p90")) for s in samplers},
+                  labels=labels)
+    left.set_xlabel("fanouts (every relation, input layer first)")
+    left.set_ylabel("ms per batch (median; bars: p10-p90)")
+    left.set_title("Sampling a batch (labels: ms, fused's speedup)", fontsize=10)
+    left.margins(y=0.4)  # headroom for the two-line labels under the legend's one row
+    left.legend(fontsize=8, ncols=len(samplers), loc="upper center")
+
+    pipelines = ran[ran["part"] == "pipeline"].reset_index(drop=True)
+    _spread_bars(middle, pipelines, "batches_per_s", "batches_per_s_min", "batches_per_s_max",
+                 [f"{v:.1f}" + _speedup(sp) for v, sp in
+                  zip(pipelines["batches_per_s"], pipelines["alone_speedup_vs_dgl"].where(
+                      pipelines["name"] != "dgl"))])
+    middle.set_ylabel("batches / s (median; bars: min-max)")
+    middle.set_title("The pipeline alone", fontsize=10)
+    _spread_bars(right, pipelines, "epoch_s", "epoch_s_p10", "epoch_s_p90",
+                 [f"{v:.3g} s, test {acc:.3f}" + _speedup(sp) for v, acc, sp in
+                  zip(pipelines["epoch_s"], pipelines["test_acc"],
+                      pipelines["speedup_vs_dgl"].where(pipelines["name"] != "dgl"))])
+    right.set_ylabel("epoch time (s, median; bars: p10-p90)")
+    right.set_title(f"Training epoch: {model}", fontsize=10)
+
+    missing = data[data["status"] != "run"].drop_duplicates("name")
+    notes = [step_note] + [f"not run: {', '.join(group['name'])} ({reason})"
+                           for reason, group in missing.groupby("reason", sort=False)]
+    _footer(fig, "; ".join(notes))
     return fig
 
 

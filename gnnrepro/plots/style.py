@@ -139,10 +139,12 @@ def _log_scale_if_wide(ax: Axes, values: Sequence[float], marks: Sequence[float]
 def _grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[float]],
                   colors: dict[str, str], fmt: str,
                   spread: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
-                  marks: Sequence[float] = ()) -> None:
-    """Bars of each series side by side within each group, each labelled with its value;
-    `spread[name]`: (low, high) per group, drawn as error bars; `marks`: the values of the
-    lines the caller draws on the panel (they count in the choice of a log axis)."""
+                  marks: Sequence[float] = (),
+                  labels: dict[str, Sequence[str]] | None = None) -> None:
+    """Bars of each series side by side within each group, each labelled with its value
+    (or `labels[name]`, a text per group, where given); `spread[name]`: (low, high) per
+    group, drawn as error bars; `marks`: the values of the lines the caller draws on the
+    panel (they count in the choice of a log axis)."""
     width = 0.8 / max(len(series), 1)
     x = np.arange(len(groups))
     for i, (name, values) in enumerate(series.items()):
@@ -154,6 +156,9 @@ def _grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[fl
         bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=name,
                       color=colors.get(name), edgecolor="white", linewidth=0.5, yerr=error,
                       capsize=2, error_kw={"elinewidth": 0.7, "ecolor": "#333333"})
-        ax.bar_label(bars, fmt=fmt, fontsize=7.5, padding=1)
+        if labels and name in labels:
+            ax.bar_label(bars, labels=labels[name], fontsize=7.5, padding=1)
+        else:
+            ax.bar_label(bars, fmt=fmt, fontsize=7.5, padding=1)
     ax.set_xticks(x, groups)
     _log_scale_if_wide(ax, [v for values in series.values() for v in values], marks)
