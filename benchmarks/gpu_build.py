@@ -54,6 +54,10 @@ def errors_reach_python(s: Session) -> tuple[bool, str]:
     return False, output
 
 
+#: The system compiler, whose libgcc and libstdc++ are the ones the process loads.
+SYSTEM_CXX = "/usr/bin/g++"
+
+
 def step_build(s: Session, cuda: bool, reuse: bool) -> bool:
     """Build the extension in place (for this GPU's architecture, every core), or with
     `reuse` keep one already there that loads with its CUDA kernels (one a previous session
@@ -73,6 +77,11 @@ def step_build(s: Session, cuda: bool, reuse: bool) -> bool:
         major, minor = torch.cuda.get_device_capability()
         env.update(MAX_JOBS=str(os.cpu_count() or 1), TORCH_CUDA_ARCH_LIST=f"{major}.{minor}",
                    CUDA_HOME=str(Path(compiler).parent.parent), FORCE_CUDA="1")
+        if os.path.exists(SYSTEM_CXX):
+            # The lent H100s' and H200's default (/opt/gcc) compiler built an extension whose
+            # C++ errors crashed the process (its runtime breaks unwinding): build with the
+            # system's from the start, not after a first build (about a minute of device time).
+            env.update(CXX=SYSTEM_CXX, CC="/usr/bin/gcc")
         cmd.append("--force")
     step = s.run("build", cmd, timeout_s=300, env=env)
     s.report["figures"]["build_s"] = step["seconds"]
@@ -80,7 +89,7 @@ def step_build(s: Session, cuda: bool, reuse: bool) -> bool:
         step["compilers"] = compilers()
         loads, output = cuda_kernels_load(s)
         raises, probe = errors_reach_python(s) if loads else (False, "")
-        system = "/usr/bin/g++"
+        system = SYSTEM_CXX
         if loads and not raises and os.path.exists(system) and (
                 shutil.which(env.get("CXX") or "c++") != system):
             # Another compiler's runtime broke unwinding: the system's, whose libgcc and
