@@ -41,6 +41,7 @@ def script(name: str) -> list[str]:
 
 
 SAMPLING, LOADER, END_TO_END = bench("sampling_speed"), bench("loader"), bench("end_to_end")
+TYPED_SAMPLING = bench("typed_sampling")
 SCALING, PARTITIONED, STORAGE = bench("scaling"), bench("partitioned"), bench("storage")
 DISK_TRAINING, LOCALITY = bench("disk_training"), script("locality_order")
 #: Result (a JSON, or a GPU session's folder) -> (command, where its numbers are shown, the
@@ -127,6 +128,26 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
         "`bench end-to-end --scale 0.05 --pipelines fused+pinned --model pyg-sage --peers pyg "
         "--epochs 3 --repeats 2 --threads 2 --target-acc 0.6` (after `make peers`)",
         "[own-loop](own-loop.md)", END_TO_END),
+    "typed-sampling-cpu-mag.json": (
+        "`bench typed-sampling --dataset mag-sim --scale 1.0 --fanouts 25,20 --batch-size 1024 "
+        "--batches 30 --repeats 4 --threads 2`", "README, headline table; "
+        "[heterogeneous](heterogeneous.md)", TYPED_SAMPLING),
+    "typed-sampling-cpu-mag-mlperf.json": (
+        "`bench typed-sampling --dataset mag-sim --scale 1.0 --fanouts 5,10,15 --batch-size 1024 "
+        "--batches 30 --repeats 4 --threads 2`", "README, headline table; "
+        "[heterogeneous](heterogeneous.md)", TYPED_SAMPLING),
+    "loader-cpu-mag.json": (
+        "`bench loader --dataset mag-sim --scale 1.0 --fanouts 25,20 --batch-size 1024 "
+        "--pipelines dgl,fused+pinned --threads 2 --rounds 3`", "README, headline table",
+        LOADER),
+    "train-cpu-mag-0.25.json": (
+        "`bench end-to-end --dataset mag-sim --scale 0.25 --pipelines dgl,fused+pinned --model "
+        "rgcn --hidden 64 --fanouts 25,20 --epochs 2 --threads 2`", "README, headline table",
+        END_TO_END),
+    "train-cpu-mag-0.25-no-relations.json": (
+        "`bench end-to-end --dataset mag-sim --scale 0.25 --pipelines fused+pinned --model rgcn "
+        "--hidden 64 --fanouts 0,0 --epochs 2 --threads 2` (R-GCN's root weights alone: an MLP "
+        "on the papers' features)", "README, headline table", END_TO_END),
     "gpu-h100": ("`python3 benchmarks/gpu_session.py --out $OUT --commit <sha> --deadline-s "
                  "520 --reuse-build` on a lent H100 (`run1-20ceee2/`: the first run, before its "
                  "mends; `run2-126acd1/`: the second; `run3-0ed3096/`: the third, whose fused@gpu "
@@ -135,43 +156,26 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
                  "it; `run7-ec8cd93/`: `--steps pyg` after this run's PyG peer failed, cut off "
                  "by the loan's end)",
                  "README, On a GPU; notebooks 02 and 03", [EVERY_FILE]),
-    "gpu-h200": ("`python3 benchmarks/gpu_session.py --out $OUT --pyg-wheels <dir>` on an "
-                 "H200 machine outside our sessions, carrying torch-sparse's and "
-                 "torch-scatter's wheels (`make gpu-pyg-wheels`, scipy left out); its PyG step "
-                 "timed out (`run2-4653ae8/`: `--steps pyg --reuse-build --deadline-s 265`, "
-                 "the PyG step alone, timed out too)",
+    "gpu-h200": ("`python3 benchmarks/gpu_session.py --out $OUT --commit <sha> --steps "
+                 "tests,sanitizers,measurements,h2d --deadline-s 470` on an H200 lent to this "
+                 "session (its PyG step left out: no wheels carried), then in the same loan "
+                 "`benchmarks/sampler_threads.py --scale 1.0` (`sampler-threads.json`); "
+                 "`run1-4653ae8/`: a session run outside our sessions, carrying torch-sparse's "
+                 "and torch-scatter's wheels, whose PyG step timed out; `run2-4653ae8/`: its "
+                 "`--steps pyg` call, which timed out too)",
                  "README, On a GPU; notebooks 02 and 03", [EVERY_FILE]),
 }
 
 #: Why a result measured by older code was not measured again, by result.
-_CHANGE_1DAB2BC = ("1dab2bc (layer-wise evaluation of a caller's model with forward_layer, "
-                   "the drop-in loaders' arguments, a lock in Loader.__iter__) is on its import "
-                   "path only: ")
-_SAMPLERS_ONLY = (_CHANGE_1DAB2BC + "this run times the samplers' ops, and csrc/ and "
-                  "gnnrepro/sampling/ are unchanged since it was measured")
-_LOADERS_ONLY = (_CHANGE_1DAB2BC + "this run iterates Loaders (one lock taken per epoch, "
-                 "nothing else changed in them) and evaluates no model")
-_OUR_MODEL = (_CHANGE_1DAB2BC + "this run trains and evaluates our GraphSAGE, whose "
-              "evaluation takes the same code (an A/B of 8bd970c and 1dab2bc on one VM gave "
-              "identical losses and accuracies: benchmarks/NOTES.md, session 10)")
-_DGL_MODEL = (_CHANGE_1DAB2BC + "its dgl-native pipeline's test accuracy was sampled, and "
-              "DGL's example model is now evaluated layer-wise where auto picks it "
-              "(own-model-dgl-cpu-products, measured again, shows what that changes)")
-STALE_REASONS: dict[str, str] = {
-    **dict.fromkeys(["peers-sampling-cpu-products.json", "sampling-cpu-papers.json",
-                     "locality-order-cpu.json", "locality-order-sbm-cpu.json"], _SAMPLERS_ONLY),
-    "peers-loader-cpu-products.json": _LOADERS_ONLY,
-    **dict.fromkeys(["train-cpu-products.json", "scaling-cpu-products.json",
-                     "partitioned-cpu-products.json", "disk-training-cpu-papers.json",
-                     "disk-training-cpu-igb.json", "disk-same-as-memory-cpu-papers.json",
-                     "checkpoint-faults-cpu.json", "checkpoint-cost-cpu.json"], _OUR_MODEL),
-    "eval-methods-cpu.json": (_OUR_MODEL + "; benchmarks/eval_methods.py gained "
-                              "--architecture, whose default builds and loads the same "
-                              "GraphSAGE"),
-    "peers-train-cpu.json": _DGL_MODEL + "; left for the session's time",
-    "peers-train-cpu-products.json": (_DGL_MODEL + "; at products size each peer's run takes "
-                                      "tens of minutes on 2 cores"),
-}
+_ISSUE_50 = ("issue 50's typed graphs (2026-11-28) generalised what it runs without changing "
+             "its work: the sampler op (csrc/sampling: the homogeneous op is the typed op's "
+             "one-type case, drawing the same blocks; an A/B against 4653ae8's op at "
+             "products-sim 0.25 gave 10.09/8.93/9.41 ms a batch before and 10.08/8.45/7.70 "
+             "after, and sampling-cpu.json was measured again), Block and MiniBatch (their "
+             "tensors walked by one apply), the Loader's hand-over and workers (typed batches "
+             "beside homogeneous ones), and train() (Adam unless the model has sparse "
+             "embeddings); it is measured again once issue 50's code is final")
+_GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
 #: How many changed files a row names before "and N more".
@@ -201,8 +205,8 @@ def _current(name: str, measured_by: str | None, uncommitted: bool,
         return "yes: the code on its path is unchanged (the changes since are elsewhere)"
     why = (f"no: changed on its path since: {_changed_files(changed)}" if changed is not None
            else "no: measured by uncommitted code of an older source")
-    reason = STALE_REASONS.get(name) or (PEERS_REASON if name.startswith("peers-")
-                                         and "products" in name else None)
+    reason = (_GPU_REASON if name.startswith("gpu-") else PEERS_REASON
+              if name.startswith("peers-") and "products" in name else _ISSUE_50)
     return why + (f"; not measured again: {reason}" if reason else "")
 
 
