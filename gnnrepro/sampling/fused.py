@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -148,7 +148,8 @@ class FusedSampler:
         seed_dict = {t: s for t, s in zip(g.node_types, seed_list) if t in seeds}
         return MiniBatch(seed_dict, blocks[0].src_nodes, blocks, batch_id=batch_id)
 
-    def _run(self, map_size: int, op: object) -> list[torch.Tensor]:
+    def _run(self, map_size: int,
+             op: Callable[[torch.Tensor], list[torch.Tensor]]) -> list[torch.Tensor]:
         """Runs `op(node_map)` with this sampler's node map, one call at a time."""
         with self._lock:  # the node map is shared by calls on this sampler
             if self._node_map is None:
