@@ -21,10 +21,20 @@ def _load(name: str) -> dict[str, Any]:
     return json.loads((RESULTS / f"{name}.json").read_text())
 
 
+def _machine(cpu: str) -> str:
+    """A short name of the CPU a result ran on ("AMD EPYC", "Intel Xeon", else as recorded)."""
+    for vendor, family in (("AMD", "EPYC"), ("Intel", "Xeon")):
+        if family in cpu:
+            return f"{vendor} {family}"
+    return cpu or "?"
+
+
 def _link(name: str) -> str:
-    """The JSON's link and the day it was measured (its commit: docs/results.md)."""
-    day = (_load(name)["env"].get("timestamp") or "?")[:10]
-    return f"[{name}](benchmarks/results/{name}.json) ({day})"
+    """The JSON's link, the day it was measured and the CPU it ran on (its commit:
+    docs/results.md)."""
+    env = _load(name)["env"]
+    day = (env.get("timestamp") or "?")[:10]
+    return f"[{name}](benchmarks/results/{name}.json) ({day}, {_machine(env.get('cpu', ''))})"
 
 
 def _pair(values: list[float], fmt: str = ".3g") -> str:
