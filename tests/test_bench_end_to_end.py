@@ -135,7 +135,7 @@ def test_bench_end_to_end_failures_raise_with_the_cause(capsys):
     child raises naming the pipeline, with the child's traceback."""
     for option, value, message in (("--pipelines", "fused,nope", "subset of"),
                                    ("--workers", "-1", "workers must be >= 0"),
-                                   ("--fanouts", "4,0", "fanouts[1] must be >= 1")):
+                                   ("--fanouts", "4,-2", "fanouts[1] must be >= -1")):
         with pytest.raises(SystemExit):
             main(ARGS + [option, value])
         assert message in capsys.readouterr().err, option
