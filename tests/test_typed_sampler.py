@@ -147,17 +147,21 @@ def test_same_blocks_on_any_thread_count(graph: TypedGraph) -> None:
 
 def test_picks_are_uniform_per_relation() -> None:
     """Relation 1 of a two-relation graph (its own random stream): each of a destination's 12
-    neighbours is picked with probability 4/12."""
-    num = {"a": 13, "b": 13}
-    hub_in = (torch.arange(1, 13), torch.zeros(12, dtype=torch.long))
-    g = TypedGraph.from_edges(num, {("a", "r0", "b"): hub_in, ("b", "r1", "b"): hub_in})
+    neighbours is picked with probability 4/12. 300 destinations with the same 12 neighbours
+    over 5 batches: 1500 independent draws per neighbour."""
+    num = {"a": 13, "b": 312}
+    dst = torch.arange(12, 312).repeat_interleave(12)
+    src = torch.arange(12).repeat(300)
+    g = TypedGraph.from_edges(num, {("a", "r0", "b"): (src, dst), ("b", "r1", "b"): (src, dst)})
     sampler = FusedSampler(g, [4], seed=0)
-    hits = torch.zeros(13)
-    trials = 1500
-    for batch_id in range(trials):
-        block = sampler.sample({"b": torch.tensor([0])}, batch_id).blocks[0].blocks[("b", "r1", "b")]
-        hits[block.src_nodes[block.indices]] += 1
-    freq = hits[1:] / trials
+    hits = torch.zeros(12)
+    trials = 0
+    for batch_id in range(5):
+        block = sampler.sample({"b": torch.arange(12, 312)}, batch_id).blocks[0].blocks[
+            ("b", "r1", "b")]
+        hits += torch.bincount(block.src_nodes[block.indices], minlength=312)[:12]
+        trials += 300
+    freq = hits / trials
     # Binomial(1500, 1/3): standard deviation 0.0122; 5 of them.
     assert torch.all((freq - 1 / 3).abs() < 0.061), freq
 
