@@ -28,6 +28,7 @@ from gnnrepro.datasets.dataset import ARRAYS, Dataset
 from gnnrepro.feature_file import read_header
 
 __all__ = ["FEATURE_FILE", "FORMAT_VERSION", "default_root", "entry_dir", "load_or_build",
+           "write_atomically",
            "read_entry", "write_meta"]
 
 FORMAT_VERSION = 1  # bump when the layout or a generator changes: old entries get rebuilt
@@ -118,9 +119,7 @@ def _write(dataset: Dataset, directory: Path, params: dict[str, Any]) -> None:
 
     `params` (the cache key) is what meta.json records and what later reads must match.
     """
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    try:
+    def fill(tmp: Path) -> None:
         tensors = dataset.arrays()
         for key, tensor in tensors.items():
             np.save(tmp / f"{key}.npy", tensor.numpy())
@@ -128,6 +127,16 @@ def _write(dataset: Dataset, directory: Path, params: dict[str, Any]) -> None:
             "num_nodes": dataset.num_nodes, "num_edges": dataset.graph.num_edges,
             "num_features": dataset.num_features,
             **{k: tensors[k].numel() for k in ("train_idx", "val_idx", "test_idx")}})
+    write_atomically(directory, fill)
+
+
+def write_atomically(directory: Path, fill: Callable[[Path], None]) -> None:
+    """`fill(tmp)` writes an entry into a temporary sibling of `directory`, then renamed into
+    place; a concurrent builder that renamed first wins (its entry is used)."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    try:
+        fill(tmp)
         try:
             os.replace(tmp, directory)
         except OSError:

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -128,9 +125,7 @@ def _write(dataset: TypedDataset, directory: Path, params: dict[str, Any]) -> No
                "val_idx": dataset.val_idx, "test_idx": dataset.test_idx}
     if any(csc.edge_ids is not None for csc in g.relations.values()):
         raise ValueError(f"{dataset.name}: relations with their own edge ids are not cached")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    try:
+    def fill(tmp: Path) -> None:
         for key, tensor in tensors.items():
             np.save(tmp / files[key], np.ascontiguousarray(tensor.cpu().numpy()))
         meta = {"format_version": FORMAT_VERSION, "kind": "typed", "name": dataset.name,
@@ -142,11 +137,4 @@ def _write(dataset: TypedDataset, directory: Path, params: dict[str, Any]) -> No
                              for t, x in dataset.features.items()},
                 "counts": {k: tensors[k].numel() for k in SPLITS}}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-        try:
-            os.replace(tmp, directory)
-        except OSError:
-            if not (directory / "meta.json").exists():
-                raise
-            _log.info("another process cached %s first; using its entry", directory)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    cache.write_atomically(directory, fill)

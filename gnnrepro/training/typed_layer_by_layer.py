@@ -25,6 +25,7 @@ from gnnrepro.features.typed_store import TypedFeatureStore
 from gnnrepro.progress import Progress
 from gnnrepro.sampling.fused import FusedSampler
 from gnnrepro.training.layer_by_layer import degree_chunks
+from gnnrepro.training.layerwise import _neighbours
 from gnnrepro.typed_graph import TypedGraph
 
 __all__ = ["supports_typed_layerwise", "typed_layerwise_cost", "typed_needed_nodes",
@@ -44,20 +45,6 @@ def typed_layerwise_cost(graph: TypedGraph, num_layers: int) -> float:
     return float(num_layers) * sum(graph.num_edges.values())
 
 
-def _in_neighbours(graph: TypedGraph, rel: tuple[str, str, str],
-                   nodes: torch.Tensor) -> torch.Tensor:
-    csc = graph.relations[rel]
-    starts, ends = csc.indptr[nodes], csc.indptr[nodes + 1]
-    counts = ends - starts
-    total = int(counts.sum())
-    if total == 0:
-        return torch.empty(0, dtype=torch.int64)
-    offsets = torch.cumsum(counts, 0) - counts
-    edges = torch.repeat_interleave(starts - offsets, counts, output_size=total)
-    edges += torch.arange(total)
-    return csc.indices[edges].long()
-
-
 def typed_needed_nodes(graph: TypedGraph, target: str, targets: torch.Tensor,
                        num_layers: int) -> list[dict[str, torch.Tensor]]:
     """Per layer l (0 .. num_layers - 1) the sorted node ids of each type whose layer-l output
@@ -70,7 +57,7 @@ def typed_needed_nodes(graph: TypedGraph, target: str, targets: torch.Tensor,
             masks[t][ids] = True
         for rel in graph.canonical_relations:
             if rel[2] in current and current[rel[2]].numel():
-                masks[rel[0]][_in_neighbours(graph, rel, current[rel[2]])] = True
+                masks[rel[0]][_neighbours(graph.relations[rel], current[rel[2]])[1]] = True
         sets.insert(0, {t: m.nonzero().squeeze(1) for t, m in masks.items() if bool(m.any())})
     return sets
 
