@@ -167,14 +167,15 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
 }
 
 #: Why a result measured by older code was not measured again, by result.
-_ISSUE_50 = ("issue 50's typed graphs (2026-11-28) generalised what it runs without changing "
-             "its work: the sampler op (csrc/sampling: the homogeneous op is the typed op's "
-             "one-type case, drawing the same blocks; an A/B against 4653ae8's op at "
-             "products-sim 0.25 gave 10.09/8.93/9.41 ms a batch before and 10.08/8.45/7.70 "
-             "after, and sampling-cpu.json was measured again), Block and MiniBatch (their "
-             "tensors walked by one apply), the Loader's hand-over and workers (typed batches "
-             "beside homogeneous ones), and train() (Adam unless the model has sparse "
-             "embeddings); it is measured again once issue 50's code is final")
+_ISSUE_50 = ("issue 50 (typed graphs, 2026-11-28) generalised what it runs without changing its "
+             "work: the sampler op (the homogeneous op is the typed op's one-type case and "
+             "draws the same blocks; an A/B against 4653ae8's op at products-sim 0.25 gave "
+             "10.09/8.93/9.41 ms a batch before and 10.08/8.45/7.70 after), Block and "
+             "MiniBatch, the Loader's hand-over and workers, and train(); session 11 measured "
+             "again the results that fit its time (one at a time on 2 cores), not this one: "
+             "its run takes the better part of an hour or more at products size, or needs "
+             "papers-sim's 65 GB or igb-sim's 42 GB of disk, or a peer's environment "
+             "(`make peers`, not set up on this machine)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
