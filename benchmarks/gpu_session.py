@@ -4,7 +4,8 @@ In order, each step bounded in time, its result written under OUT the moment it 
 cut off still leaves what finished): build the extension for this GPU's architecture with every
 core; tests/gpu with CUDA required; compute-sanitizer memcheck over the CUDA op tests and
 racecheck over a few; the paper's 1-GPU measurements at products-sim `--scale` (per-batch
-sampling per placement, the copy overlap, the end-to-end ladder); the host-to-device ceiling.
+sampling per placement, the copy overlap, the end-to-end ladder); the host-to-device ceiling;
+MLPerf's R-GAT preset for a fixed number of steps on igbh-sim (its result in session.json).
 The dataset is generated in the background from the start (it needs one core; the build and
 tests use the others), and the measurements wait for it.
 
@@ -62,7 +63,7 @@ SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows
 RACECHECK_SELECTION = "test_blocks_are_right_and_equal_the_cpu_op and cuda and fanouts1 and device"
 MEASUREMENTS = ("placements", "copy-overlap", "end-to-end")
 #: What `--steps` can name (the dataset and the build come with whatever needs them).
-STEPS = ("tests", "sanitizers", "measurements", "h2d", "pyg")
+STEPS = ("tests", "sanitizers", "measurements", "h2d", "mlperf", "pyg")
 REFUSED = "skipped: compute-sanitizer refused this device"
 
 
@@ -207,6 +208,28 @@ def step_h2d(s: Session, cuda: bool) -> None:
                                            for k in ("pinned", "pageable") if k in result}
 
 
+def step_mlperf(s: Session, cuda: bool, built: bool) -> None:
+    """MLPerf's R-GAT preset (3 layers, hidden 512 in 4 heads, fanouts 5,10,15, 1024 seeds)
+    for a fixed number of steps on igbh-sim, features in memory, then its sampled validation
+    (`bench typed-disk`). Its result goes into session.json (OUT's 8 files are spoken for)."""
+    if not built:
+        s.skip("mlperf-rgat", "skipped: the build failed")
+        return
+    scale, steps, eval_ids = ("0.02", "60", "4096") if cuda else ("0.001", "1", "32")
+    result = step_measure(s, "mlperf-rgat",
+                          ["typed-disk", "--dataset", "igbh-sim", "--scale", scale, "--model",
+                           "rgat-mlperf", "--stores", "memory", "--steps", steps, "--eval-ids",
+                           eval_ids, "--device", "cuda" if cuda else "cpu"],
+                          150, reserve_s=60, keep=False)
+    if result is not None:
+        run = result["stores"]["memory"]
+        s.report["mlperf_rgat"] = result
+        s.report["figures"]["mlperf_rgat"] = {
+            k: run.get(k) for k in ("steps", "step_s_after_first", "loss", "test_acc",
+                                    "test_majority_acc", "eval_ids", "params_count")}
+        s.save()
+
+
 def headline(s: Session) -> None:
     """The figures the issue asks for, read from the measurements in OUT the way the notebooks
     and the README read a stored session (gnnrepro.experiments.gpu_results)."""
@@ -282,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
             wait_dataset(s, dataset, began)
         if "h2d" in steps:
             step_h2d(s, cuda)
+        if "mlperf" in steps:
+            step_mlperf(s, cuda, built)
         if "pyg" in steps:
             step_pyg_peer(s, cuda, built, scale, args.pyg_wheels)
         headline(s)

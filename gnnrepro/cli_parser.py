@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gnnrepro.bench import disk_training, placements, sampling_speed, typed_sampling
+from gnnrepro.bench import (disk_training, placements, sampling_speed, typed_disk,
+                            typed_sampling)
 from gnnrepro.checks import check_fraction, check_int
 from gnnrepro.peers import PEERS, SETUP_COMMAND
 from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
@@ -106,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     benchmarks = [add(kinds) for add in (_add_sampling, _add_end_to_end, _add_loader,
                                          _add_scaling, _add_partitioned, _add_storage,
                                          _add_disk_training, _add_placements,
-                                         _add_copy_overlap, _add_typed_sampling)]
+                                         _add_copy_overlap, _add_typed_sampling,
+                                         _add_typed_disk)]
     for sub in benchmarks:
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
     for sub in (*benchmarks, _add_partition(commands)):
@@ -150,6 +152,34 @@ def _add_typed_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
     s.add_argument("--samplers", type=_names(typed_sampling.SAMPLERS),
                    default=list(typed_sampling.SAMPLERS),
                    help=f"comma-separated subset of {','.join(typed_sampling.SAMPLERS)}")
+    return s
+
+
+def _add_typed_disk(kinds: Subparsers) -> argparse.ArgumentParser:
+    s = kinds.add_parser("typed-disk", help="a typed model (R-GCN, or MLPerf's R-GAT preset) "
+                                            "trained on igbh-sim with features read from disk: "
+                                            "our disk store vs mmap, each in its own process")
+    add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed", "hidden", "lr"],
+                dataset="igbh-sim", scale=1.0, fanouts=[10, 5], lr=3e-3, hidden=64)
+    s.add_argument("--model", choices=typed_disk.MODELS, default="rgcn",
+                   help="rgcn (2 layers for 2 cores) or rgat-mlperf (MLPerf's preset; its "
+                        "fanouts, batch size and lr replace the options')")
+    s.add_argument("--steps", type=_arg_type(_count(1), "steps"), default=40,
+                   help="training steps of the disk store (a random subset of the papers)")
+    s.add_argument("--baseline-steps", type=_arg_type(_count(1), "baseline_steps"), default=6,
+                   help="training steps of mmap")
+    s.add_argument("--eval-ids", type=_arg_type(_count(1), "eval_ids"), default=2048,
+                   help="test papers evaluated (sampled, at the training fanouts)")
+    s.add_argument("--stores", type=_names(typed_disk.STORES), default=["disk", "mmap"],
+                   help=f"comma-separated subset of {','.join(typed_disk.STORES)}")
+    s.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the model trains")
+    s.add_argument("--cache-fraction", type=float, default=0.05,
+                   help="the disk store's CLOCK cache, as a fraction of the features")
+    s.add_argument("--workers", type=_arg_type(_count(0), "workers"), default=1,
+                   help="Loader worker threads (0: in the training loop)")
+    s.add_argument("--store-seconds", type=float, default=1200.0,
+                   help="a store's process is stopped after this long (its steps so far kept)")
     return s
 
 

@@ -80,7 +80,7 @@ def test_unknown_parameters_are_named_with_suggestions():
     ({"force": True, "redraw": True}, ValueError, "force .* and redraw .* exclude each other"),
     ({"sweep_fanouts": [[5, 5], 3]}, TypeError, r"sweep_fanouts\[1\] must be a list"),
     ({"hetero_dataset": "products-sim"}, ValueError,
-     "hetero_dataset must be a typed dataset, one of mag-sim, ogbn-mag"),
+     "hetero_dataset must be a typed dataset, one of mag-sim, igbh-sim, ogbn-mag"),
     ({"hetero_dataset": None}, TypeError, "hetero_dataset must be a dataset name"),
     ({"hetero_fanouts": []}, ValueError, "hetero_fanouts must not be empty"),
     ({"hetero_fanouts": [[25, 20], [25, 20]]}, ValueError, "hetero_fanouts has duplicates"),
@@ -806,3 +806,29 @@ def test_the_growth_figures_scale_labels_stay_inside_their_panel():
         assert panel.x0 <= box.x0 and box.x1 <= panel.x1, text.get_text()
         assert panel.y0 <= box.y0 and box.y1 <= panel.y1, text.get_text()
     matplotlib.pyplot.close(fig)
+
+
+def test_heterogeneous_disk_is_skipped_at_scale_0_and_tabulates_each_store(tmp_path, monkeypatch):
+    params = Params(out_dir=str(tmp_path))
+    assert "hetero_disk_scale is 0" in experiments.heterogeneous_disk_skip_reason(params)
+    asked = {}
+
+    def measure(**kwargs):
+        asked.update(kwargs)
+        return {"params": {"feature_bytes": 4e9, "memory_bytes": 2e9, **kwargs},
+                "dataset": {"name": "igbh-sim"},
+                "stores": {"disk": {"steps": 40, "step_s_after_first": 2.0,
+                                    "epoch_s_extrapolated": 7200.0, "test_acc": 0.2,
+                                    "test_majority_acc": 0.01, "peak_rss_bytes": 2**31},
+                           "mmap": {"error": "stopped after 1200 s", "steps": 1}}}
+
+    module = importlib.import_module("gnnrepro.experiments.heterogeneous_disk")
+    monkeypatch.setattr(module.bench, "measure", measure)
+    params = Params(out_dir=str(tmp_path), hetero_disk_scale=0.5, hetero_disk_steps=7)
+    assert experiments.heterogeneous_disk_skip_reason(params) is None
+    data, meta = experiments.heterogeneous_disk(params)
+    assert (asked["dataset"], asked["scale"], asked["steps"]) == ("igbh-sim", 0.5, 7)
+    disk = data.set_index("store").loc["disk"]
+    assert (disk["epoch_h"], disk["peak_rss_gb"], disk["test_acc"]) == (2.0, 2.0, 0.2)
+    assert data.set_index("store").loc["mmap", "error"] == "stopped after 1200 s"
+    assert (meta["feature_gb"], meta["memory_gb"]) == (4.0, 2.0)

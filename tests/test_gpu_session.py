@@ -46,8 +46,12 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     names = list(steps)
     assert names[:7] == ["dataset", "build", "tests-gpu", "memcheck", "racecheck", "placements",
                          "copy-overlap"]
-    assert names[-2:] == ["h2d", "own-model-pyg"] and len(names) >= 12
-    assert all(name.startswith("end-to-end-") for name in names[7:-2])
+    assert names[-3:] == ["h2d", "mlperf-rgat", "own-model-pyg"] and len(names) >= 13
+    assert all(name.startswith("end-to-end-") for name in names[7:-3])
+    mlperf = report["mlperf_rgat"]  # the preset ran, on igbh-sim, with its own settings
+    assert mlperf["params"]["model"] == "rgat-mlperf" and mlperf["params"]["batch_size"] == 1024
+    assert mlperf["params"]["fanouts"] == [5, 10, 15] and mlperf["dataset"]["name"] == "igbh-sim"
+    assert report["figures"]["mlperf_rgat"]["steps"] == 1
     if not pyg_ran:
         assert steps["own-model-pyg"]["status"].startswith("skipped: torch_sparse is not "
                                                             "installed")

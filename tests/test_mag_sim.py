@@ -276,7 +276,7 @@ def test_bad_mag_sim_arguments_are_named(kwargs: dict, error: type, word: str,
 def test_both_are_registered_as_typed_datasets() -> None:
     assert {"mag-sim", "ogbn-mag"} <= set(KNOWN_DATASETS)
     assert "mag-sim" in SCALED_DATASETS and "ogbn-mag" not in SCALED_DATASETS
-    assert set(TYPED_DATASETS) == {"mag-sim", "ogbn-mag"}
+    assert set(TYPED_DATASETS) == {"mag-sim", "igbh-sim", "ogbn-mag"}
     with pytest.raises(TypeError, match="scale"):
         load("ogbn-mag", scale=0.5)
 

@@ -14,6 +14,8 @@ from typing import Any, Callable
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.datasets.igb_sim import NAME as IGB_SIM
 from gnnrepro.datasets.igb_sim import load_igb_sim
+from gnnrepro.datasets.igbh_sim import NAME as IGBH_SIM
+from gnnrepro.datasets.igbh_sim import load_igbh_sim
 from gnnrepro.datasets.mag_sim import NAME as MAG_SIM
 from gnnrepro.datasets.mag_sim import load_mag_sim
 from gnnrepro.datasets.ogb_loader import OGB_DATASETS, load_ogb
@@ -33,14 +35,15 @@ _LOADERS: dict[str, Callable[..., Dataset | TypedDataset]] = {
     IGB_SIM: load_igb_sim,
     PAPERS_SIM: load_papers_sim,
     MAG_SIM: load_mag_sim,
+    IGBH_SIM: load_igbh_sim,
     **{name: functools.partial(load_ogb, name) for name in OGB_DATASETS},
     OGBN_MAG: load_ogbn_mag,
 }
 KNOWN_DATASETS: tuple[str, ...] = tuple(_LOADERS)
 #: The synthetic datasets, which take a scale.
-SCALED_DATASETS: tuple[str, ...] = (PRODUCTS_SIM, IGB_SIM, PAPERS_SIM, MAG_SIM)
+SCALED_DATASETS: tuple[str, ...] = (PRODUCTS_SIM, IGB_SIM, PAPERS_SIM, MAG_SIM, IGBH_SIM)
 #: The heterogeneous datasets: `load` returns a TypedDataset for them.
-TYPED_DATASETS: tuple[str, ...] = (MAG_SIM, OGBN_MAG)
+TYPED_DATASETS: tuple[str, ...] = (MAG_SIM, IGBH_SIM, OGBN_MAG)
 
 
 def load(name: str, root: str | Path | None = None,
@@ -50,9 +53,11 @@ def load(name: str, root: str | Path | None = None,
     `root` is the cache directory for the synthetic datasets (default `$GNNREPRO_DATA`) and
     the OGB data directory for ogbn-* (default `$GNNREPRO_OGB_ROOT` or `~/data/ogb`).
     products-sim, igb-sim (features larger than memory at scale 1.0: 41 GB), papers-sim
-    (ogbn-papers100M's size at 1.0: 65 GB of disk) and mag-sim (ogbn-mag's shape, typed: 0.6 GB
-    at 1.0) take `scale` (float > 0, default 1.0) and `seed` (int >= 0, default 0); ogbn-*
-    take no options. mag-sim and ogbn-mag (TYPED_DATASETS) return a TypedDataset.
+    (ogbn-papers100M's size at 1.0: 65 GB of disk), mag-sim (ogbn-mag's shape, typed: 0.6 GB
+    at 1.0) and igbh-sim (MLPerf's IGBH schema, typed: 44 GB at 1.0, float16 features larger
+    than memory) take `scale` (float > 0, default 1.0) and `seed` (int >= 0, default 0);
+    ogbn-* take no options. mag-sim, igbh-sim and ogbn-mag (TYPED_DATASETS) return a
+    TypedDataset.
     """
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(KNOWN_DATASETS)}")

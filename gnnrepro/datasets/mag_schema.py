@@ -19,6 +19,7 @@ from gnnrepro.graph import CSCGraph
 from gnnrepro.typed_graph import Relation, TypedGraph
 
 __all__ = ["AFFILIATED_WITH", "CITES", "HAS_TOPIC", "NODE_TYPES", "RELATIONS", "REVERSES",
+           "csc_from_edges",
            "TARGET", "WRITES", "mag_graph", "reverse"]
 
 NODE_TYPES = ("paper", "author", "institution", "field_of_study")
@@ -58,12 +59,12 @@ def mag_graph(num_nodes: Mapping[str, int],
             if ids.size and (ids.min() < 0 or ids.max() >= n):
                 raise ValueError(f"relation {rel}: {role} ids must lie in [0, {n}), found "
                                  f"values in [{ids.min()}, {ids.max()}]")
-        forward[rel] = _csc(src, dst, n_src, n_dst)
-        backward[reverse(rel)] = _csc(dst, src, n_dst, n_src)
+        forward[rel] = csc_from_edges(src, dst, n_src, n_dst)
+        backward[reverse(rel)] = csc_from_edges(dst, src, n_dst, n_src)
     return TypedGraph(num_nodes, {**forward, **backward})
 
 
-def _csc(src: np.ndarray, dst: np.ndarray, n_src: int, n_dst: int) -> CSCGraph:
+def csc_from_edges(src: np.ndarray, dst: np.ndarray, n_src: int, n_dst: int) -> CSCGraph:
     """The CSC over `n_dst` destinations of edges src -> dst: one sort of int64 keys
     dst * n_src + src (so neighbours come out ascending), int32 source ids."""
     keys = dst * n_src

@@ -53,6 +53,7 @@ import torch
 from gnnrepro.datasets import typed_cache
 from gnnrepro.datasets.mag_schema import (AFFILIATED_WITH, CITES, HAS_TOPIC, NODE_TYPES,
                                           TARGET, WRITES, mag_graph)
+from gnnrepro.datasets.planted import RelationModel, relation_edges
 from gnnrepro.datasets.scaled import check_scale_and_seed
 from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.typed_graph import Relation
@@ -77,11 +78,11 @@ LABEL_NOISE = 0.3
 HOMOPHILY = 0.3  # share of picks drawn from the driver's venue, in every relation
 #: Per relation: the driver side ("src" or "dst"), and (floor, Lomax shape) of the driver's
 #: degree weights and of the picked side's popularity weights.
-DRIVERS = {WRITES: ("dst", (0.3, 3.0), (0.1, 2.5)), CITES: ("src", (0.3, 3.0), (0.05, 2.0)),
-           HAS_TOPIC: ("src", (0.5, 4.0), (0.05, 1.5)),
-           AFFILIATED_WITH: ("src", (0.3, 3.0), (0.05, 1.5))}
+DRIVERS: dict[Relation, RelationModel] = {
+    WRITES: ("dst", (0.3, 3.0), (0.1, 2.5)), CITES: ("src", (0.3, 3.0), (0.05, 2.0)),
+    HAS_TOPIC: ("src", (0.5, 4.0), (0.05, 1.5)),
+    AFFILIATED_WITH: ("src", (0.3, 3.0), (0.05, 1.5))}
 MIN_NODES = 8_000  # all types together: scale >= ~0.0041 (36 institutions, 244 fields)
-_MAX_ROUNDS, _UNIFORM_AFTER = 60, 20  # redraw rounds; later rounds pick uniformly among all
 _STREAMS = {"years": 1, "venues": 2, "labels": 3, "features": 4, "edges": 5}
 _CHUNK_ROWS = 1 << 16  # feature rows per step: bounds the temporaries to ~32 MB
 
@@ -162,84 +163,11 @@ def _venues(rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.choice(NUM_CLASSES, size=n, p=prior / prior.sum())
 
 
-def _weights(rng: np.random.Generator, n: int, floor_and_shape: tuple[float, float]) -> np.ndarray:
-    floor, shape = floor_and_shape
-    return floor + rng.pareto(shape, size=n)
-
-
 def _relation(rng: np.random.Generator, rel: Relation, count: int,
               venues: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(src, dst) int64 ids of `count` distinct edges of `rel` (model: module docstring)."""
-    side, driver_weights, pick_weights = DRIVERS[rel]
-    driver_type, picked_type = (rel[0], rel[2]) if side == "src" else (rel[2], rel[0])
-    n_driver, n_picked = venues[driver_type].size, venues[picked_type].size
-    degrees = _degrees(_weights(rng, n_driver, driver_weights), count, max(2, n_picked // 4))
-    drivers = np.repeat(np.arange(n_driver, dtype=np.int64), degrees)
-    pool = _Pool(venues[picked_type], _weights(rng, n_picked, pick_weights))
-    picked = _distinct_picks(rng, drivers, venues[driver_type][drivers], pool, HOMOPHILY,
-                             no_self=driver_type == picked_type)
-    return (drivers, picked) if side == "src" else (picked, drivers)
-
-
-def _degrees(weights: np.ndarray, total: int, cap: int) -> np.ndarray:
-    """int64 degrees summing to exactly `total`, proportional to `weights` and at most `cap`
-    (water-filling: the excess of the capped nodes goes to the others), rounded through the
-    prefix sum."""
-    limit = cap - 1.0  # rounding the prefix sums adds at most 1 to a node's share
-    if total > limit * weights.size:
-        raise ValueError(f"cannot place {total} edges on {weights.size} nodes of degree <= {cap}")
-    share = weights * (total / weights.sum())
-    while share.max() > limit:
-        np.minimum(share, limit, out=share)
-        free = share < limit
-        share[free] *= (total - limit * (~free).sum()) / share[free].sum()
-    ends = np.rint(np.cumsum(share)).astype(np.int64)
-    ends[-1] = total
-    return np.diff(ends, prepend=0)
-
-
-class _Pool:
-    """The nodes of one type, drawn proportional to weight: from all, or from one venue's."""
-
-    def __init__(self, venues: np.ndarray, weights: np.ndarray):
-        self.order = np.argsort(venues, kind="stable")
-        self.cum = np.cumsum(weights[self.order])
-        ends = np.cumsum(np.bincount(venues, minlength=NUM_CLASSES))
-        bounds = np.concatenate(([0.0], self.cum))
-        self.lo, self.hi = bounds[ends - np.bincount(venues, minlength=NUM_CLASSES)], bounds[ends]
-
-    def draw(self, rng: np.random.Generator, venues: np.ndarray, same: np.ndarray) -> np.ndarray:
-        """One node per entry: of venue `venues[i]` where `same[i]` (and that venue has nodes),
-        else of any venue."""
-        same &= self.hi[venues] > self.lo[venues]
-        lo = np.where(same, self.lo[venues], 0.0)
-        hi = np.where(same, self.hi[venues], self.cum[-1])
-        pos = np.searchsorted(self.cum, lo + rng.random(venues.size) * (hi - lo), side="right")
-        return self.order[np.minimum(pos, self.order.size - 1)]
-
-
-def _distinct_picks(rng: np.random.Generator, drivers: np.ndarray, driver_venues: np.ndarray,
-                    pool: _Pool, homophily: float, no_self: bool) -> np.ndarray:
-    """int64 picked node per edge, no driver picking one node twice (nor itself if
-    `no_self`): repeats are redrawn, uniformly among all nodes after _UNIFORM_AFTER rounds."""
-    n = pool.order.size
-    picked = np.empty(drivers.size, dtype=np.int64)
-    todo = np.arange(drivers.size)
-    for round_ in range(_MAX_ROUNDS):
-        if round_ < _UNIFORM_AFTER:
-            picked[todo] = pool.draw(rng, driver_venues[todo], rng.random(todo.size) < homophily)
-        else:
-            picked[todo] = rng.integers(0, n, size=todo.size)
-        keys = drivers * n + picked
-        order = np.argsort(keys, kind="stable")
-        repeat = np.zeros(drivers.size, dtype=bool)
-        repeat[order[1:][keys[order[1:]] == keys[order[:-1]]]] = True
-        if no_self:
-            repeat |= picked == drivers
-        todo = np.flatnonzero(repeat)
-        if todo.size == 0:
-            return picked
-    raise RuntimeError(f"{NAME}: {todo.size} repeated picks left after {_MAX_ROUNDS} rounds")
+    """(src, dst) int64 ids of `count` distinct edges of `rel` (gnnrepro.datasets.planted)."""
+    return relation_edges(rng, DRIVERS[rel], count, venues[rel[0]], venues[rel[2]],
+                          rel[0] == rel[2], HOMOPHILY, NUM_CLASSES, NAME)
 
 
 def _features(rng: np.random.Generator, venues: np.ndarray) -> np.ndarray:

@@ -37,33 +37,37 @@ T = TypeVar("T")
 
 
 def load_streamed(root: str | Path | None, name: str, params: dict[str, Any], num_classes: int,
-                  stages: Callable[[Path], dict[str, int]]) -> Dataset:
+                  stages: Callable[[Path], dict[str, int] | None],
+                  read: Callable[[Path, str, dict[str, Any]], Any] = cache.read_entry) -> Any:
     """The (name, params) entry under `root` (default: the cache's), built first when absent:
     `stages(partial)` writes every array into the partial directory (resuming what an earlier
-    call left there) and returns meta.json's counts."""
+    call left there) and returns meta.json's counts (or None when it wrote its own meta.json:
+    a typed entry). `read` reads an entry (None when absent or stale)."""
     directory = cache.entry_dir(cache.default_root() if root is None else root, name, params)
-    dataset = cache.read_entry(directory, name, params)
+    dataset = read(directory, name, params)
     if dataset is None:
-        _build(directory, name, params, num_classes, stages)
-        dataset = cache.read_entry(directory, name, params)
+        _build(directory, name, params, num_classes, stages, read)
+        dataset = read(directory, name, params)
     if dataset is None:
         raise RuntimeError(f"cache entry {directory} is unreadable right after building it")
     return dataset
 
 
 def _build(directory: Path, name: str, params: dict[str, Any], num_classes: int,
-           stages: Callable[[Path], dict[str, int]]) -> None:
+           stages: Callable[[Path], dict[str, int] | None],
+           read: Callable[[Path, str, dict[str, Any]], Any]) -> None:
     """Build the entry in `<directory>.partial/` (resuming one left there), then rename it."""
     directory.parent.mkdir(parents=True, exist_ok=True)
     partial = directory.with_name(directory.name + ".partial")
     with open(directory.with_name(directory.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others wait, then read
-        if cache.read_entry(directory, name, params) is not None:
+        if read(directory, name, params) is not None:
             return
         if directory.exists():
-            shutil.rmtree(directory)  # incomplete or stale: read_entry refused it
+            shutil.rmtree(directory)  # incomplete or stale: read refused it
         counts = stages(partial)
-        cache.write_meta(partial, name, num_classes, params, counts)
+        if counts is not None:
+            cache.write_meta(partial, name, num_classes, params, counts)
         os.replace(partial, directory)
 
 
@@ -133,21 +137,22 @@ def ordered_map(fn: Callable[..., T], calls: Sequence[tuple], workers: int) -> I
 
 def write_features(partial: Path, name: str, num_nodes: int, num_features: int,
                    rows: Callable[[int, int], np.ndarray], group_rows: int,
-                   checkpoint_bytes: int, max_workers: int | None = None) -> None:
-    """Write the entry's float32 feature file, `rows(start, stop)` a chunk at a time (start
-    a multiple of group_rows) on up to `max_workers` threads, resuming after its last
-    checkpoint (every checkpoint_bytes)."""
-    writer = FeatureFileWriter(partial / cache.FEATURE_FILE, num_nodes, num_features,
-                               torch.float32, partial=partial / f"{cache.FEATURE_FILE}.partial",
-                               resume=True)
+                   checkpoint_bytes: int, max_workers: int | None = None,
+                   file_name: str = cache.FEATURE_FILE,
+                   dtype: torch.dtype = torch.float32) -> None:
+    """Write the entry's `dtype` feature file `file_name`, `rows(start, stop)` a chunk at a
+    time (start a multiple of group_rows) on up to `max_workers` threads, resuming after its
+    last checkpoint (every checkpoint_bytes)."""
+    writer = FeatureFileWriter(partial / file_name, num_nodes, num_features, dtype,
+                               partial=partial / f"{file_name}.partial", resume=True)
     if writer.rows_done:
         announce(f"{name}: resuming the features at row {writer.rows_done} of {num_nodes}")
     else:
         announce(f"{name}: writing {writer.total_bytes / 1e9:.1f} GB of features to "
-                 f"{partial / cache.FEATURE_FILE}")
+                 f"{partial / file_name}")
     step = max(group_rows, writer.chunk_rows // group_rows * group_rows)
     calls = [(s, min(s + step, num_nodes)) for s in range(writer.rows_done, num_nodes, step)]
-    every = max(1, checkpoint_bytes // (step * num_features * 4))
+    every = max(1, checkpoint_bytes // (step * num_features * dtype.itemsize))
     try:
         with Progress(f"{name} features", num_nodes - writer.rows_done, "rows") as bar, \
                 closing(ordered_map(rows, calls, worker_count(max_workers))) as chunks:

@@ -13,6 +13,8 @@ from gnnrepro.experiments.gpu_results import (NOT_MEASURED, gpu_copy, gpu_end_to
                                               gpu_sampling, stored_gpu_sessions)
 from gnnrepro.experiments.heterogeneous import (heterogeneous, heterogeneous_label,
                                                 heterogeneous_sampling_table, heterogeneous_table)
+from gnnrepro.experiments.heterogeneous_disk import (heterogeneous_disk,
+                                                     heterogeneous_disk_skip_reason)
 from gnnrepro.experiments.labels import figure_label
 from gnnrepro.experiments.params import Params, from_namespace
 from gnnrepro.experiments.partitioned import partitioned, partitioned_table
@@ -28,7 +30,7 @@ from gnnrepro.experiments.tables import write_table
 __all__ = ["NOT_MEASURED", "Params", "Store", "disk_training", "disk_training_table", "end_to_end",
            "end_to_end_table", "figure_label", "from_namespace", "gpu_copy", "gpu_end_to_end",
            "gpu_label", "gpu_sampling", "stored_gpu_sessions", "growth_table", "heterogeneous",
-           "heterogeneous_label", "heterogeneous_sampling_table", "heterogeneous_table",
+           "heterogeneous_disk", "heterogeneous_disk_skip_reason", "heterogeneous_label", "heterogeneous_sampling_table", "heterogeneous_table",
            "param_hash", "partitioned", "partitioned_table", "pipeline_alone",
            "pipeline_alone_table", "sampling_speedup", "scale_growth", "scaling", "scaling_table",
            "sensitivity", "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table",

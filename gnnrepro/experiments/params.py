@@ -224,11 +224,12 @@ class Params:
                       "extrapolated from them")
     hetero_dataset: str = _param(
         "mag-sim", _typed_dataset,
-        "typed dataset of 09_heterogeneous: mag-sim (built in, ogbn-mag's shape at scale 1.0) "
-        "or ogbn-mag (read from root, never downloaded)")
+        "typed dataset of 09_heterogeneous: mag-sim (built in, ogbn-mag's shape at scale 1.0), "
+        "igbh-sim (built in, MLPerf's IGBH schema) or ogbn-mag (read from root, never "
+        "downloaded)")
     hetero_scale: float = _param(
-        0.1, _scale, "mag-sim scale of 09_heterogeneous (1.0: ogbn-mag's size, 1.94M nodes); "
-                     "ignored by ogbn-mag")
+        0.1, _scale, "scale of hetero_dataset in 09_heterogeneous (mag-sim 1.0: ogbn-mag's "
+                     "size, 1.94M nodes); ignored by ogbn-mag")
     hetero_fanouts: list[list[int]] = _param(
         [[25, 20], [5, 10, 15]], list_of(fanouts_check, nonempty=True, unique=True),
         "fanout lists (every relation, input layer first) at which 09_heterogeneous times "
@@ -237,6 +238,15 @@ class Params:
     hetero_hidden: int = _param(
         64, _int(1), "R-GCN hidden width in 09_heterogeneous (DGL's and PyG's ogbn-mag "
                      "examples: 64)")
+    hetero_disk_scale: float = _param(
+        0.0, _non_negative,
+        "igbh-sim scale of 09_heterogeneous's larger-than-memory section (R-GCN trained with "
+        "the features on disk, our store against mmap; 1.0: MLPerf's IGBH schema with 10M "
+        "papers, 41.6 GB of float16 features); 0 skips it (it needs ~45 GB of free disk and "
+        "~30 minutes at 1.0)")
+    hetero_disk_steps: int = _param(
+        40, _int(1), "training steps of the disk store in that section (mmap takes a few); "
+                     "the epoch is extrapolated from them")
     out_dir: str = _param(
         ".", _check_path,
         "where figures/ and results/ go; relative paths start at the repository root")

@@ -18,6 +18,7 @@ import torch
 from gnnrepro.checks import check_int
 from gnnrepro.datasets.cache import FEATURE_FILE, default_root, entry_dir
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.typed_cache import feature_file_name
 from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.features.baseline_stores import LmdbFeatureStore, MmapFeatureStore, write_lmdb
 from gnnrepro.features.disk import DiskFeatureStore
@@ -27,7 +28,7 @@ from gnnrepro.features.hot import hot_nodes
 from gnnrepro.features.store import FeatureStore, InMemoryFeatureStore
 from gnnrepro.features.typed_store import TypedFeatureStore
 
-__all__ = ["FEATURE_STORES", "feature_file_for", "open_feature_store"]
+__all__ = ["FEATURE_STORES", "feature_file_for", "open_feature_store", "typed_feature_file"]
 
 FEATURE_STORES = ("memory", "disk", "mmap", "lmdb")
 
@@ -76,19 +77,19 @@ def open_feature_store(kind: str, source: Dataset | str | os.PathLike, *,
     nodes come from its graph, by `hot_policy` "degree" or "pagerank") and CLOCK cache.
     disk_options go to DiskFeatureStore (engine, threads, queue_depth, max_gap_bytes, ...), or
     for "mmap" to MmapFeatureStore (advice).
+    A TypedDataset gets a TypedFeatureStore of one `kind` store per featured node type
+    (memory, disk or mmap; its cache entry's files, see typed_feature_file).
     """
     if kind not in FEATURE_STORES:
         raise ValueError(f"feature_store must be one of {', '.join(FEATURE_STORES)}, "
                          f"got {kind!r}")
     check_int("hot_bytes", hot_bytes, 0)
     check_int("cache_bytes", cache_bytes, 0)
+    if isinstance(source, TypedDataset) and hot_bytes:
+        raise ValueError("hot_bytes does not take a typed dataset (hot sets are chosen from a "
+                         "homogeneous graph): use cache_bytes")
     if isinstance(source, TypedDataset):
-        if kind != "memory":
-            raise ValueError(f"feature_store={kind!r}: a typed dataset's features are read from "
-                             "memory for now (feature_store 'memory'); per-type disk stores "
-                             "are built with TypedFeatureStore from feature files")
-        return TypedFeatureStore({t: InMemoryFeatureStore(x, share=share, pin=pin)
-                                  for t, x in source.features.items()})
+        return _typed_store(kind, source, cache_bytes, share, pin, disk_options)
     dataset = source if isinstance(source, Dataset) else None
     if dataset is None and not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"source must be a Dataset or a path, got {type(source).__name__}")
@@ -136,3 +137,45 @@ def open_feature_store(kind: str, source: Dataset | str | os.PathLike, *,
                             dataset.train_idx)
     return DiskFeatureStore(file, hot_ids=hot_ids, cache_bytes=cache_bytes, share=share,
                             pin=pin, **disk_options)
+
+
+def typed_feature_file(dataset: TypedDataset, node_type: str) -> Path:
+    """The feature file of one node type of a cached typed dataset: the entry's own
+    (`feat-<type>.gnnf`, igbh-sim) or one converted once from its `feat-<type>.npy`, packed
+    into blocks when its rows would straddle them."""
+    entry = entry_dir(default_root(), dataset.name, dataset.params)
+    own = entry / feature_file_name(node_type)
+    if own.exists():
+        return own
+    npy = entry / f"feat-{node_type}.npy"
+    if not npy.exists():
+        raise ValueError(f"dataset {dataset.name!r} has no cache entry with features of "
+                         f"{node_type!r} (looked for {own} and {npy}): a typed dataset is read "
+                         "from disk only from its cache entry")
+    block = block_size_of(entry)
+    row_bytes = dataset.features[node_type].shape[1] * dataset.features[node_type].element_size()
+    straddles = row_bytes % block and block % row_bytes
+    packed = block if straddles else None
+    name = f"feat-{node_type}.gnnf" if packed is None else f"feat-{node_type}.packed{block}.gnnf"
+    return ensure_feature_file(npy, entry / name, pack_block=packed).path
+
+
+def _typed_store(kind: str, dataset: TypedDataset, cache_bytes: int, share: bool, pin: bool,
+                 disk_options: dict[str, Any]) -> TypedFeatureStore:
+    """Per featured node type a `kind` store (memory, disk or mmap); the disk stores share
+    `cache_bytes` in proportion to their types' bytes."""
+    if kind == "memory":
+        return TypedFeatureStore({t: InMemoryFeatureStore(x, share=share, pin=pin)
+                                  for t, x in dataset.features.items()})
+    if kind == "lmdb":
+        raise ValueError("feature_store='lmdb' does not take a typed dataset: use memory, disk "
+                         "or mmap")
+    files = {t: typed_feature_file(dataset, t) for t in dataset.features}
+    if kind == "mmap":
+        return TypedFeatureStore({t: MmapFeatureStore(f, **disk_options)
+                                  for t, f in files.items()})
+    total = sum(x.numel() * x.element_size() for x in dataset.features.values())
+    return TypedFeatureStore({
+        t: DiskFeatureStore(f, cache_bytes=cache_bytes * (x.numel() * x.element_size()) // total,
+                            share=share, pin=pin, **disk_options)
+        for (t, f), x in zip(files.items(), dataset.features.values())})

@@ -59,10 +59,12 @@ class TypedFeatureStore(FeatureStore):
         return sum(s.nbytes() for s in self.stores.values())
 
     def _ids(self, ids: object) -> dict[str, torch.Tensor]:
+        """The ids of the featured types, in the store's type order, where they are (counting
+        or splitting rows needs no copy to the host)."""
         if not isinstance(ids, Mapping):
             raise TypeError(f"ids of a TypedFeatureStore must be a dict {{node type: ids}}, "
                             f"got {type(ids).__name__}")
-        return {t: ids[t].cpu() for t in self.stores if t in ids}
+        return {t: ids[t] for t in self.stores if t in ids}
 
     def num_rows(self, ids: object) -> int:
         return sum(t.numel() for t in self._ids(ids).values())
@@ -70,7 +72,7 @@ class TypedFeatureStore(FeatureStore):
     def gather(self, ids: object, out: torch.Tensor | None = None) -> torch.Tensor:
         """The rows of every featured type's ids, type after type, as one [rows, dim] tensor
         (written into `out[:rows]` when given)."""
-        ids = self._ids(ids)
+        ids = {t: type_ids.cpu() for t, type_ids in self._ids(ids).items()}
         rows = sum(t.numel() for t in ids.values())
         out = (torch.empty((rows, self.dim), dtype=self.dtype) if out is None
                else check_out(out, rows, self.dim, self.dtype))
@@ -91,7 +93,7 @@ class TypedFeatureStore(FeatureStore):
 
     def prefetch(self, ids: object) -> None:
         for ntype, type_ids in self._ids(ids).items():
-            self.stores[ntype].prefetch(type_ids)
+            self.stores[ntype].prefetch(type_ids.cpu())
 
     def discard_prefetched(self) -> None:
         for store in self.stores.values():
