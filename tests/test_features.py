@@ -269,13 +269,14 @@ def test_ring_hands_out_the_lowest_free_slot() -> None:
     """Used one batch at a time, a ring writes one slot only (its other slots' pages are never
     committed); slots in use are never handed out twice."""
     ring = StagingRing(3, 100, 37)
-    assert ring.buffers.shape == (3, 100, 37) and not ring.pinned  # no CUDA here
+    assert ring.buffers is None and not ring.pinned  # not shared; no CUDA here
+    assert [s.buffer.shape for s in ring.slots] == [(100, 37)] * 3
     seen = []
     for _ in range(4):
         slot = ring.acquire()
         seen.append((slot.index, slot.buffer.data_ptr()))
         slot.release()
-    assert seen == [(0, ring.buffers[0].data_ptr())] * 4
+    assert seen == [(0, ring.slots[0].buffer.data_ptr())] * 4
     held = [ring.acquire() for _ in range(3)]
     assert [s.index for s in held] == [0, 1, 2]
     held[1].release()
@@ -293,6 +294,20 @@ def test_shared_ring_commits_only_the_rows_written() -> None:
     resident = data_copies({"ring": ring.buffers})[0]["resident_bytes"]
     assert 1000 * 100 * 4 <= resident <= 1000 * 100 * 4 + (2 << 20)  # a huge page at most
     assert float(ring.slots[1].buffer[:1000].sum()) == 1000 * 100
+
+
+def test_a_slot_grows_once_to_fit_and_no_further_than_the_bound() -> None:
+    ring = StagingRing(2, 1000, 3, initial_rows=10)
+    slot = ring.acquire()
+    assert slot.reserve(10) is slot.buffer and slot.buffer.shape == (10, 3)
+    grown = slot.reserve(12)
+    assert grown is slot.buffer and grown.shape == (15, 3)  # by half at least: few regrowths
+    assert slot.reserve(800).shape == (800, 3) and ring.slots[1].buffer.shape == (10, 3)
+    with pytest.raises(ValueError, match="needs 1001 staging rows but a slot holds at most 1000"):
+        slot.reserve(1001)
+    shared = StagingRing(1, 20, 3, pin=False, share=True)
+    with pytest.raises(ValueError, match="needs 21 staging rows but a slot holds at most 20"):
+        shared.acquire().reserve(21)
 
 
 def test_ring_gather_into_slot_allocates_nothing() -> None:

@@ -93,3 +93,16 @@ def test_a_homogeneous_dataset_as_its_one_type_case(dataset) -> None:
             assert torch.equal(x.seeds, y.seeds["_N"]) and torch.equal(x.y, y.y)
             assert torch.equal(x.x, y.x["_N"])
             assert torch.equal(x.blocks[0].indices, y.blocks[0].blocks[("_N", "_E", "_N")].indices)
+
+
+@pytest.mark.parametrize("fanouts", [[4, 3], [-1, 2], [{"writes": 0, "rev_writes": 5, "cites": 2,
+                                                         "has_topic": 1, "rev_has_topic": 3}]])
+def test_the_slot_bound_holds_every_batch_and_counts_featured_types_only(
+        typed: TypedDataset, fanouts: list) -> None:
+    from gnnrepro.pipeline.loader import _typed_max_input_rows
+    sampler = FusedSampler(typed.graph, fanouts, seed=3, target="paper")
+    bound = _typed_max_input_rows(typed, sampler.fanouts, 64)
+    assert bound <= NUM["paper"] + NUM["field"]  # authors have no rows to stage
+    with Loader(typed, sampler, "cpu", 64, seed=2) as loader:
+        for batch in loader:
+            assert sum(x.shape[0] for x in batch.x.values()) <= bound

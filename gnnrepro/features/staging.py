@@ -5,6 +5,11 @@ serialises with the GPU), and a pageable one makes the host-to-device copy synch
 A ring of a few fixed buffers, each handed out only when its previous batch no longer needs it,
 costs neither. A slot is busy from `acquire()` until `release()`, or until the event given to
 `release_after(event)` (e.g. a CUDA event recorded after the copy out of the slot) completes.
+
+A ring in shared memory (worker processes write into it) is one [slots, max_rows, dim] tensor
+sized for the largest possible batch. Any other ring may start its slots smaller
+(`initial_rows`) and grows a slot, once, when a batch needs more rows (`StagingSlot.reserve`):
+on a typed graph the bound can be tens of GB a slot while batches use a tenth of it.
 """
 from __future__ import annotations
 
@@ -39,12 +44,19 @@ class Event(Protocol):
 
 
 class StagingSlot:
-    """One buffer of a StagingRing: `buffer` is [max_rows, dim]; write the first rows you need."""
+    """One buffer of a StagingRing: `buffer` is [rows, dim]; `reserve(rows)` first, then write
+    the first rows you need."""
 
     def __init__(self, ring: "StagingRing", index: int, buffer: torch.Tensor):
         self.ring = ring
         self.index = index
         self.buffer = buffer
+
+    def reserve(self, rows: int) -> torch.Tensor:
+        """The slot's buffer with room for `rows` rows: grown (re-allocated, while the slot is
+        held, so nothing reads the old one) where it is smaller and the ring may grow;
+        ValueError where a batch needs more rows than the ring's bound allows."""
+        return self.ring._reserve(self, rows)
 
     def release(self) -> None:
         """Return the slot to the ring now; it may be handed out again at once."""
@@ -72,21 +84,26 @@ class StagingRing:
     """
 
     def __init__(self, slots: int, max_rows: int, dim: int, dtype: torch.dtype = torch.float32,
-                 pin: bool = True, *, share: bool = False):
+                 pin: bool = True, *, share: bool = False, initial_rows: int | None = None):
         for name, value in (("slots", slots), ("max_rows", max_rows), ("dim", dim)):
             check_int(name, value, 1)
+        if initial_rows is not None:
+            check_int("initial_rows", initial_rows, 1)
         if not isinstance(dtype, torch.dtype):
             raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
         check_bool("pin", pin)
         check_bool("share", share)
         cuda = pin and torch.cuda.is_available()
+        self.max_rows, self.dim, self.dtype = max_rows, dim, dtype
+        self.buffers: torch.Tensor | None = None  # the shared ring's one tensor
         if share:
             self.buffers = _shared_empty((slots, max_rows, dim), dtype)
             self.pinned = cuda and pin_in_place(self.buffers)
+            self.slots = [StagingSlot(self, i, self.buffers[i]) for i in range(slots)]
         else:
-            self.buffers = torch.empty((slots, max_rows, dim), dtype=dtype, pin_memory=cuda)
             self.pinned = cuda
-        self.slots = [StagingSlot(self, i, self.buffers[i]) for i in range(slots)]
+            rows = max_rows if initial_rows is None else min(initial_rows, max_rows)
+            self.slots = [StagingSlot(self, i, self._empty(rows)) for i in range(slots)]
         self._events: list[Event | None] = [None] * slots  # pending release of a busy slot
         self._busy = [False] * slots
         self._cond = threading.Condition()
@@ -124,6 +141,20 @@ class StagingRing:
                     wait = _POLL_S if wait is None else min(wait, _POLL_S)
                 self._cond.wait(wait)
 
+    def _empty(self, rows: int) -> torch.Tensor:
+        return torch.empty((rows, self.dim), dtype=self.dtype, pin_memory=self.pinned)
+
+    def _reserve(self, slot: StagingSlot, rows: int) -> torch.Tensor:
+        have = slot.buffer.shape[0]
+        if rows <= have:
+            return slot.buffer
+        if rows > self.max_rows or self.buffers is not None:
+            raise ValueError(f"a batch needs {rows} staging rows but a slot holds at most "
+                             f"{have if self.buffers is not None else self.max_rows} (the "
+                             "bound on a batch's input nodes is wrong for this sampler)")
+        slot.buffer = self._empty(min(self.max_rows, max(rows, have + have // 2)))
+        return slot.buffer
+
     def _completed(self, i: int) -> bool:
         """Whether busy slot i's release event has completed (False if it has none yet)."""
         event = self._events[i]
@@ -140,6 +171,6 @@ class StagingRing:
             self._cond.notify()
 
     def __repr__(self) -> str:
-        _, max_rows, dim = self.buffers.shape
-        return (f"StagingRing(slots={len(self.slots)}, max_rows={max_rows}, dim={dim}, "
-                f"dtype={self.buffers.dtype}, pinned={self.pinned}, busy={self.num_busy})")
+        return (f"StagingRing(slots={len(self.slots)}, max_rows={self.max_rows}, dim={self.dim}, "
+                f"dtype={self.dtype}, shared={self.buffers is not None}, pinned={self.pinned}, "
+                f"busy={self.num_busy})")

@@ -49,20 +49,41 @@ _OTHER_THREAD = ("this Loader is in the middle of an epoch in another thread: a 
                  "its own Loader")
 
 
+#: A slot's first size where it may grow (rings not in shared memory): most batches fit.
+_SLOT_BYTES = 256 << 20
+
+
 def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: int) -> int:
-    """An upper bound on a batch's input nodes: what one staging slot must hold. On a typed
-    graph a layer's fanouts (one per relation) add up: a node may be reached by each."""
+    """An upper bound on a batch's input nodes: what one staging slot must hold."""
     fanouts = getattr(sampler, "fanouts", None)
     if fanouts is None:
         return max(num_nodes, 1)
     rows = batch_size
     for layer in fanouts:
-        per_rel = layer if isinstance(layer, list) else [layer]
         # destinations come first among the sources
-        rows *= 1 + sum(max_degree if f == -1 else f for f in per_rel)
+        rows *= 1 + (max_degree if layer == -1 else layer)
         if rows >= num_nodes:
             return max(num_nodes, 1)
     return rows
+
+
+def _typed_max_input_rows(dataset: TypedDataset, fanouts: list[list[int]],
+                          batch_size: int) -> int:
+    """An upper bound on a typed batch's rows (input nodes of the featured types): from the
+    seeds outward, each relation adds at most min(fanout, its largest in-degree) sources per
+    destination to its source type, each type capped at its node count."""
+    g = dataset.graph
+    degree = {rel: int(csc.in_degrees().max()) if csc.num_nodes else 0
+              for rel, csc in g.relations.items()}
+    rows = dict.fromkeys(g.node_types, 0)
+    rows[dataset.target] = batch_size
+    for layer in reversed(fanouts):  # the seeds' layer first
+        grown = dict(rows)  # destinations come first among the sources
+        for rel, fanout in zip(g.canonical_relations, layer):
+            grown[rel[0]] += rows[rel[2]] * (degree[rel] if fanout == -1
+                                             else min(fanout, degree[rel]))
+        rows = {t: min(n, g.num_nodes[t]) for t, n in grown.items()}
+    return max(1, sum(rows[t] for t in dataset.features))
 
 
 def _feature_store(store: FeatureStore | None, dataset: Dataset | TypedDataset | None,
@@ -97,10 +118,8 @@ def _feature_store(store: FeatureStore | None, dataset: Dataset | TypedDataset |
     return store
 
 
-def _max_in_degree(dataset: Dataset | TypedDataset) -> int:
-    graphs = (dataset.graph.relations.values() if isinstance(dataset, TypedDataset)
-              else [dataset.graph])
-    return max((int(g.in_degrees().max()) for g in graphs if g.num_nodes), default=0)
+def _max_in_degree(dataset: Dataset) -> int:
+    return int(dataset.graph.in_degrees().max()) if dataset.graph.num_nodes else 0
 
 
 def _typed_sampler(dataset: Dataset | TypedDataset | None, sampler: Any) -> Any:
@@ -276,13 +295,19 @@ class Loader:
             return None
         cuda = self.device.type == "cuda"
         num_nodes = self.store.num_nodes
-        max_degree = num_nodes  # without the graph, an all-neighbours layer may reach them all
-        if self.dataset is not None and num_nodes:
-            max_degree = _max_in_degree(self.dataset)
-        rows = _max_input_rows(self.sampler, num_nodes, max_degree, self.plan.max_batch_size)
+        fanouts = getattr(self.sampler, "fanouts", None)
+        if isinstance(self.dataset, TypedDataset) and fanouts is not None:
+            rows = _typed_max_input_rows(self.dataset, fanouts, self.plan.max_batch_size)
+        else:
+            max_degree = num_nodes  # without the graph, an all-neighbours layer may reach all
+            if self.dataset is not None and num_nodes:
+                max_degree = _max_in_degree(self.dataset)
+            rows = _max_input_rows(self.sampler, num_nodes, max_degree, self.plan.max_batch_size)
         slots = self.prefetch + (self.streams if cuda else self.prefetch)
-        return StagingRing(slots, rows, self.store.dim, self.store.dtype, pin=cuda,
-                           share=self.workers > 0 and self.worker_kind == "process")
+        share = self.workers > 0 and self.worker_kind == "process"
+        row_bytes = self.store.dim * self.store.dtype.itemsize
+        return StagingRing(slots, rows, self.store.dim, self.store.dtype, pin=cuda, share=share,
+                           initial_rows=None if share else max(1, _SLOT_BYTES // row_bytes))
 
     def __len__(self) -> int:
         return len(self.plan)

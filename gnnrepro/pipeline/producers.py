@@ -68,7 +68,8 @@ class LocalProducer:
         start = time.perf_counter()
         slot = self.ring.acquire()
         try:
-            x = self.store.gather(on_cpu(mb.input_nodes), out=slot.buffer)
+            ids = on_cpu(mb.input_nodes)
+            x = self.store.gather(ids, out=slot.reserve(self.store.num_rows(ids)))
         except BaseException:
             slot.release()
             raise
@@ -113,7 +114,9 @@ class WorkerProducer:
 
     def _start(self) -> WorkerPool | ThreadWorkerPool:
         if self.pool is None:
-            staging = self.ring.buffers if self.ring is not None else None
+            # threads reserve (and may grow) the ring's slots; processes write the shared one
+            staging = self.ring if self.kind == "thread" else (
+                self.ring.buffers if self.ring is not None else None)
             if self.kind == "thread":
                 self.pool = ThreadWorkerPool(self.workers, self.sampler, self.store, staging,
                                              self.threads, self.timeout_s, self.read_ahead)

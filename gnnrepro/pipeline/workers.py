@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.multiprocessing  # registers the reductions that send shared tensors as handles
 
+from gnnrepro.features.staging import StagingRing
 from gnnrepro.features.store import FeatureStore
 from gnnrepro.sampling.block import MiniBatch
 from gnnrepro.supervisor import Supervisor
@@ -99,10 +100,13 @@ def sample_task(task: Task, ids: torch.Tensor, sampler: Any) -> tuple[MiniBatch,
 
 
 def gather_task(task: Task, mb: MiniBatch, store: FeatureStore,
-                staging: torch.Tensor | None) -> float:
-    """Gather sampled `mb`'s rows into the task's staging slot; when it finished."""
+                staging: torch.Tensor | StagingRing | None) -> float:
+    """Gather sampled `mb`'s rows into the task's staging slot (of the shared [slots, rows,
+    dim] tensor, or a ring's slot reserved to fit); when it finished."""
     if task.slot >= 0:  # -1: the GPU gathers this batch's rows (feature_source)
-        store.gather(mb.input_nodes, out=staging[task.slot])
+        out = (staging.slots[task.slot].reserve(store.num_rows(mb.input_nodes))
+               if isinstance(staging, StagingRing) else staging[task.slot])
+        store.gather(mb.input_nodes, out=out)
     return time.perf_counter()
 
 
