@@ -14,23 +14,28 @@ TRAIN_OUT ?= benchmarks/results/train-cpu.json
         gpu-session-dry-run gpu-wheels gpu-pyg-wheels \
         bench-sampling bench-end-to-end figures report lab clean peers
 
-setup: $(BUILD)
+setup: $(BUILD) $(DEPS)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # torch first: a local wheel where pip's find-links has one (no multi-GB CUDA download on CPU
-# machines), else the registry's. Then the package with every extra; its extension is built by
-# the next rule, against that torch.
-$(DEPS): pyproject.toml | $(PY)
+# machines), else the registry's. Then, side by side (make -j): the package with every extra
+# (mostly unpacking: disk) and what compiles against that torch (CPU): the extension, and
+# check-cuda where nvcc exists.
+TORCH  := $(VENV)/.stamp-torch
+$(TORCH): | $(PY)
 	$(PIP) install -q --upgrade pip setuptools wheel ninja numpy pybind11
 	$(PIP) install -q --no-index --no-deps 'torch>=2.3' 2>/dev/null || true
 	$(PIP) install -q 'torch>=2.3'
+	touch $@
+
+$(DEPS): pyproject.toml $(TORCH)
 	GNNREPRO_NO_EXT=1 $(PIP) install -q --no-build-isolation -e '.[all]'
 	touch $@
 
 # Rebuild the extension in place (ninja, incremental) when a C++/CUDA source changes.
-$(BUILD): $(DEPS) $(CSRC)
+$(BUILD): $(TORCH) $(CSRC)
 	$(PY) setup.py -q build_ext --inplace
 	touch $@
 
@@ -57,8 +62,19 @@ $(PEERS_DIR)/pyg/.stamp: $(DEPS)
 	$(PEERS_DIR)/pyg/bin/python -c "import torch_geometric, torch_sparse"
 	touch $@
 
-test: setup check-cuda-if-nvcc
-	$(PY) -m pytest -q tests
+# The tests in two parts: files whose tests bound processes in seconds, kill them or count on
+# an idle machine run alone (SERIAL_TESTS); the others on TEST_WORKERS pytest-xdist workers,
+# a file per worker (the suite leaves half of 2 cores idle when run in one process).
+TEST_WORKERS ?= 2
+SERIAL_TESTS := $(addprefix tests/test_,$(addsuffix .py,supervisor gpu_session bench_storage \
+  bench_disk_training bench_partitioned peers distributed distdgl_machines partitioned_training \
+  partitioned_sampling browser checkpoint machine_share features thread_workers output_pool \
+  progress dgl_baseline))
+
+test:
+	$(MAKE) --no-print-directory -j3 setup check-cuda-if-nvcc
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SERIAL_TESTS)) tests
+	$(PY) -m pytest -q $(SERIAL_TESTS)
 
 test-gpu: setup
 	$(PY) -m pytest -q tests/gpu
@@ -83,7 +99,7 @@ NVCC_FLAGS  = -std=c++20 -O3 --threads 2 --expt-relaxed-constexpr -Xcompiler -fP
     print(" ".join("-isystem " + p for p in include_paths() + [sysconfig.get_paths()["include"]]))') \
   -Xcompiler -idirafter,csrc/cuda_shim
 
-check-cuda: $(DEPS)
+check-cuda: $(TORCH)
 	@test -n "$(NVCC)" || { echo "check-cuda: nvcc not found (set NVCC= or CUDA_HOME=)"; exit 1; }
 	@mkdir -p $(CHECK_CUDA)
 	@set -e; start=$$(date +%s); for cu in $(CU_SRC); do \

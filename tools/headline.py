@@ -229,6 +229,37 @@ def _row_typed_sampling() -> list[str]:
             f"{_link('typed-sampling-cpu-mag')}, {_link('typed-sampling-cpu-mag-mlperf')}"]
 
 
+def _row_igbh_sampling() -> list[str]:
+    ours, theirs, ratio, inputs = [], [], [], []
+    for name in ("typed-sampling-cpu-igbh", "typed-sampling-cpu-igbh-mlperf"):
+        samplers = _load(name)["samplers"]
+        ours.append(samplers["fused"]["ms_per_batch"])
+        theirs.append(samplers["dgl-fused"]["ms_per_batch"])
+        ratio.append(theirs[-1] / ours[-1])
+        inputs.append(samplers["fused"]["input_nodes"])
+    return ["heterogeneous: sampling a batch of papers, every relation (11), the sampler alone, "
+            "igbh-sim 1.0 (MLPerf's IGBH schema, 20.3M nodes), fanouts 25,20 / MLPerf R-GAT's "
+            f"5,10,15 ({inputs[0] / 1e6:.2g}M / {inputs[1] / 1e6:.2g}M input nodes a batch)",
+            _pair(ours) + " ms", "DGL's heterogeneous NeighborSampler " + _pair(theirs) + " ms",
+            _ratios(ratio),
+            f"{_link('typed-sampling-cpu-igbh')}, {_link('typed-sampling-cpu-igbh-mlperf')}"]
+
+
+def _row_igbh_disk() -> list[str]:
+    r = _load("typed-disk-cpu-igbh")
+    p, disk, mmap = r["params"], r["stores"]["disk"], r["stores"]["mmap"]
+    return ["heterogeneous, features larger than memory: a training step of R-GCN (2 layers, "
+            f"hidden {p['hidden']}, fanouts {','.join(map(str, p['fanouts']))}, batch "
+            f"{p['batch_size']}) on igbh-sim 1.0, {p['feature_bytes'] / 1e9:.3g} GB of float16 "
+            f"features, {p['feature_bytes'] / p['memory_bytes']:.2g}x this VM's memory (test "
+            f"accuracy {disk['test_acc']:.3f} after {disk['steps']} steps, the majority class "
+            f"{disk['test_majority_acc']:.3f}; peak RSS {disk['peak_rss_bytes'] / 2**30:.3g} GiB)",
+            f"disk store {disk['step_s_after_first']:.3g} s",
+            f"mmap {mmap['step_s_after_first']:.3g} s",
+            _ratios([mmap["step_s_after_first"] / disk["step_s_after_first"]]) + " per step",
+            _link("typed-disk-cpu-igbh")]
+
+
 def _row_typed_loader() -> list[str]:
     p = _load("loader-cpu-mag")["pipelines"]
     ours, theirs = p["fused+pinned"], p["dgl"]
@@ -254,7 +285,7 @@ def _row_typed_training() -> list[str]:
 ROWS = (_row_sampling, _row_graphbolt_sampling, _row_loader, _row_training, _row_whole_stack,
         _row_graphbolt_training, _row_memory, _row_storage, _row_disk_training,
         _row_papers_sampling, _row_papers_training, _row_partitioned, _row_typed_sampling,
-        _row_typed_loader, _row_typed_training)
+        _row_typed_loader, _row_typed_training, _row_igbh_sampling, _row_igbh_disk)
 
 
 def headline_table() -> str:
