@@ -107,8 +107,9 @@ check-cuda: $(TORCH)
 	  $(NVCC) $(NVCC_FLAGS) -c $$cu -o $(CHECK_CUDA)/$$(basename $$cu .cu).o; \
 	done; echo "check-cuda: $(words $(CU_SRC)) CUDA sources compiled in $$(( $$(date +%s) - start )) s"
 
-# make test runs check-cuda where nvcc exists, and says so where it does not.
-check-cuda-if-nvcc:
+# make test runs check-cuda where nvcc exists, and says so where it does not. Its torch first, in
+# this make: under make -j the sub-make must not build it a second time beside this one.
+check-cuda-if-nvcc: $(TORCH)
 	@if [ -n "$(NVCC)" ]; then $(MAKE) --no-print-directory check-cuda; \
 	else echo "check-cuda: SKIPPED, no nvcc on this machine (the CUDA sources were not compiled)"; fi
 
