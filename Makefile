@@ -62,19 +62,19 @@ $(PEERS_DIR)/pyg/.stamp: $(DEPS)
 	$(PEERS_DIR)/pyg/bin/python -c "import torch_geometric, torch_sparse"
 	touch $@
 
-# The tests in two parts: files whose tests bound processes in seconds, kill them or count on
-# an idle machine run alone (SERIAL_TESTS); the others on TEST_WORKERS pytest-xdist workers,
-# a file per worker (the suite leaves half of 2 cores idle when run in one process).
+# The tests in two parts: the files whose tests bound a run in seconds and check what it did by
+# then (a hang's silence, a step or store past its time limit, a peer's heartbeats) run alone
+# (SERIAL_TESTS); the others on TEST_WORKERS pytest-xdist workers, a file per worker (in one
+# process the suite keeps about one of 2 cores busy).
 TEST_WORKERS ?= 2
 SERIAL_TESTS := $(addprefix tests/test_,$(addsuffix .py,supervisor gpu_session bench_storage \
-  bench_disk_training bench_partitioned peers distributed distdgl_machines partitioned_training \
-  partitioned_sampling browser checkpoint machine_share features thread_workers output_pool \
-  progress dgl_baseline))
+  bench_disk_training peers))
 
 test:
 	$(MAKE) --no-print-directory -j3 setup check-cuda-if-nvcc
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SERIAL_TESTS)) tests
-	$(PY) -m pytest -q $(SERIAL_TESTS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 \
+	  $(addprefix --ignore=,$(SERIAL_TESTS)) tests
+	$(PY) -m pytest -q --durations=10 $(SERIAL_TESTS)
 
 test-gpu: setup
 	$(PY) -m pytest -q tests/gpu
