@@ -29,10 +29,13 @@ def extension():
     # parallel only where _OPENMP is defined (without it, every op here would run on one
     # thread); not when linking, so the extension names no OpenMP library of its own and its
     # OpenMP calls resolve to the runtime torch loaded (one runtime per process).
-    cxx = ["-O3", "-std=c++20", "-fopenmp"]
+    # -ffp-contract=off: no fused multiply-add, so the weighted picks' floating point (csrc/common/
+    # weighted_picks.h) rounds as the CUDA kernels' __dadd_rn/__dmul_rn do, on any host CPU.
+    cxx = ["-O3", "-std=c++20", "-fopenmp", "-ffp-contract=off"]
     link = []
     if os.environ.get("GNNREPRO_ASAN") == "1":
-        cxx = ["-O1", "-g", "-std=c++20", "-fopenmp", "-fsanitize=address,undefined",
+        cxx = ["-O1", "-g", "-std=c++20", "-fopenmp", "-ffp-contract=off",
+               "-fsanitize=address,undefined",
                "-fno-omit-frame-pointer"]
         link += ["-fsanitize=address,undefined"]
     if build_cuda():

@@ -58,10 +58,23 @@ TORCH_LIBRARY(gnnrepro, m) {
   // indices[r]); then per type its source nodes. node_map: int32 [sum(num_nodes)], with the
   // contract above. Random numbers are keyed by (seed, batch, layer, relation, node), relation 0
   // drawing as the homogeneous op, which is this op's one-type, one-relation case.
+  // edge_weights / alias_tables / positive_counts: empty (every relation uniform), or per
+  // relation None (uniform) or its float32 weights, one per edge, with what weight_table
+  // returned for them: a weighted relation (common/weighted_picks.h). Only positive weights are
+  // picked: without replacement by successive sampling (min(fanout, positive weights) picks, all
+  // of them in order where fewer than the fanout), with replacement independently (fanout
+  // picks where any weight is positive).
   m.def(
       "sample_fused_typed(Tensor[] indptrs, Tensor[] indices, int[] src_types, int[] dst_types, "
       "int[] num_nodes, Tensor[] seeds, int[] fanouts, bool replace, int seed, int batch_id, "
-      "bool return_eids, Tensor node_map) -> Tensor[]");
+      "bool return_eids, Tensor?[] edge_weights, Tensor?[] alias_tables, "
+      "Tensor?[] positive_counts, Tensor node_map) -> Tensor[]");
+
+  // A weighted relation's sampling arrays from its CSC and its float32 weights (one per edge,
+  // non-negative and finite: ValueError otherwise): (alias table int64 [E * words], each
+  // destination's Walker alias table with the ids it gives, 2 words an edge for int32 indices
+  // and 3 for int64, as common/weighted_picks.h packs them; positive counts int64 [N]).
+  m.def("weight_table(Tensor indptr, Tensor indices, Tensor weights) -> (Tensor, Tensor)");
 
   // ---- Feature extraction (csrc/features) ----
   // Row gather: out[i, :] = src[index[i], :] for a 2-D contiguous src, int64 or int32 index, into

@@ -29,6 +29,9 @@ def _sample_fused_typed_fake(indptrs: list[torch.Tensor], indices: list[torch.Te
                              src_types: list[int], dst_types: list[int], num_nodes: list[int],
                              seeds: list[torch.Tensor], fanouts: list[int], replace: bool,
                              seed: int, batch_id: int, return_eids: bool,
+                             edge_weights: list[torch.Tensor | None],
+                             alias_tables: list[torch.Tensor | None],
+                             positive_counts: list[torch.Tensor | None],
                              node_map: torch.Tensor) -> list[torch.Tensor]:
     ctx = torch.library.get_ctx()
     rels, types = len(indptrs), len(num_nodes)
@@ -50,6 +53,13 @@ def _sample_fused_typed_fake(indptrs: list[torch.Tensor], indices: list[torch.Te
         for t in range(types):
             out[base + per_rel * rels + t] = ref.new_empty(num_dst[t])
     return out
+
+
+@torch.library.register_fake("gnnrepro::weight_table")
+def _weight_table_fake(indptr: torch.Tensor, indices: torch.Tensor,
+                       weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    words = 2 if indices.dtype == torch.int32 else 3
+    return indptr.new_empty(words * weights.shape[0]), indptr.new_empty(indptr.shape[0] - 1)
 
 
 @torch.library.register_fake("gnnrepro::gather_rows")

@@ -23,6 +23,7 @@
 #include "../common/relabel.h"
 #include "../common/rng.h"
 #include "../common/step_team.h"
+#include "../common/weighted_picks.h"
 #include "prefetch_distances.h"
 #include "sample_args.h"
 #include "sample_errors.h"
@@ -169,6 +170,11 @@ class SampleCall {
       rel.dst_offset = spec.offsets[rs.dst_type];
       rel.dst_type = rs.dst_type;
       rel.src_type = rs.src_type;
+      if (rs.weighted()) {
+        rel.weights = rs.weights.data_ptr<float>();
+        rel.table = rs.table.data_ptr<int64_t>();
+        rel.nonzero = rs.nonzero.data_ptr<int64_t>();
+      }
     }
   }
 
@@ -187,6 +193,8 @@ class SampleCall {
   struct Rel {
     const int64_t* ip = nullptr;
     const IdT* ix = nullptr;
+    const float* weights = nullptr;  // weighted relations only (common/weighted_picks.h)
+    const int64_t *table = nullptr, *nonzero = nullptr;
     int64_t num_edges = 0, src_offset = 0, num_src_nodes = 0, dst_offset = 0, dst_type = 0,
             src_type = 0;
     // The layer: its fanout, its destinations (global ids: d[0..n)), their scratch (start and
@@ -314,9 +322,11 @@ class SampleCall {
     const int64_t dst_offset = rel.dst_offset, rel_edges = rel.num_edges;
     int64_t *starts = start_ + rel.seg, *degrees = degree_ + rel.seg, *counts = rel.bp + 1;
     const int64_t layer_fanout = rel.fanout;
+    const int64_t* nonzero = rel.nonzero;
     for (int64_t i = item.begin; i < item.end; ++i) {
       if (i + kPrefetchAhead < item.end) {
         __builtin_prefetch(ip + dst_ids[i + kPrefetchAhead] - dst_offset);
+        if (nonzero) __builtin_prefetch(nonzero + dst_ids[i + kPrefetchAhead] - dst_offset);
       }
       const int64_t v = dst_ids[i] - dst_offset;
       int64_t lo = ip[v], hi = ip[v + 1];
@@ -326,7 +336,8 @@ class SampleCall {
       }
       starts[i] = lo;
       degrees[i] = hi - lo;
-      counts[i] = pick_count(hi - lo, layer_fanout, replace_);
+      counts[i] = nonzero ? weighted_pick_count(hi - lo, nonzero[v], layer_fanout, replace_)
+                          : pick_count(hi - lo, layer_fanout, replace_);
     }
   }
 
@@ -386,6 +397,14 @@ class SampleCall {
   // (mostly one cache line per pick: frontiers favour hubs) overlap.
   void sample_chunk(const Item& item) {
     const Rel& rel = rels_[item.rel];
+    if (rel.weights) {
+      thread_local std::vector<int64_t> thread_ids;  // the chunk's neighbour ids
+      const int64_t e_begin = rel.bp[item.begin], e_end = rel.bp[item.end];
+      if (static_cast<int64_t>(thread_ids.size()) < e_end - e_begin) thread_ids.resize(e_end - e_begin);
+      weighted_pick_chunk(rel, item.begin, item.end, thread_ids.data());
+      weighted_gather_chunk(rel, item.rel, e_begin, e_end, thread_ids.data());
+      return;
+    }
     pick_chunk(rel, item.begin, item.end);
     gather_chunk(rel, item.rel, rel.bp[item.begin], rel.bp[item.end]);
   }
@@ -406,6 +425,65 @@ class SampleCall {
       const uint64_t key = node_key(stream, static_cast<uint64_t>(dst_ids[i]));
       pick_positions(starts[i], degrees[i], count, layer_fanout, replace_, key,
                      picks + offsets[i], bitmap);
+    }
+  }
+
+  // pick_chunk for a weighted relation (weighted_picks.h): positions into bi, their neighbour
+  // ids (read from the alias table entries, not from `indices`) into `ids` at the same offsets
+  // from bp[begin]. The entries of the first draws of the destination kWeightedPrefetchAhead
+  // ahead are prefetched: a draw's slot is a pure function of its key, and the entries are the
+  // picks' random reads.
+  void weighted_pick_chunk(const Rel& rel, int64_t begin, int64_t end, int64_t* ids) {
+    constexpr int64_t S = kTableWords<IdT>;
+    const int64_t* offsets = rel.bp;  // locals: see count_range
+    const int64_t* dst_ids = rel.d;
+    const int64_t *starts = start_ + rel.seg, *degrees = degree_ + rel.seg;
+    const float* weights = rel.weights;
+    const int64_t* table = rel.table;
+    const IdT* ix = rel.ix;
+    int64_t* picks = rel.bi;
+    const int64_t layer_fanout = rel.fanout, base = offsets[begin];
+    const bool attempts = !replace_;
+    thread_local std::vector<uint8_t> thread_marks;  // exact picks' scratch (weighted_picks.h)
+    std::vector<uint8_t>& marks = thread_marks;  // looked up once, not per destination
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t ahead = i + kWeightedPrefetchAhead;
+      if (ahead < end && !weighted_takes_all(offsets[ahead + 1] - offsets[ahead], layer_fanout,
+                                             replace_)) {
+        const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[ahead]));
+        const int64_t* t = table + starts[ahead] * S;
+        for (int64_t n = 0, c = offsets[ahead + 1] - offsets[ahead]; n < c; ++n) {
+          const uint64_t index = attempts ? static_cast<uint64_t>(n) * kAliasAttempts : n;
+          __builtin_prefetch(t + table_slot(degrees[ahead], key, index) * S);
+        }
+      }
+      const int64_t count = offsets[i + 1] - offsets[i];
+      if (count == 0) continue;
+      const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[i]));
+      const int64_t start = starts[i];
+      const PickOut<IdT> po{ix + start, start, picks + offsets[i], ids + (offsets[i] - base)};
+      if (static_cast<int64_t>(marks.size()) < degrees[i]) marks.resize(degrees[i], 0);
+      weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count,
+                              layer_fanout, replace_, key, po, {marks.data()});
+    }
+  }
+
+  // gather_chunk for a weighted relation: the ids are those weighted_pick_chunk read.
+  void weighted_gather_chunk(const Rel& rel, int64_t r, int64_t e_begin, int64_t e_end,
+                             const int64_t* ids) {
+    int64_t* picks = rel.bi;  // locals: see count_range
+    const int64_t src_nodes = rel.num_src_nodes, src_offset = rel.src_offset;
+    if (rel.eid && e_end > e_begin) {
+      std::memcpy(rel.eid + e_begin, picks + e_begin, (e_end - e_begin) * sizeof(int64_t));
+    }
+    for (int64_t e = e_begin; e < e_end; ++e) {
+      const int64_t u = ids[e - e_begin];
+      if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(src_nodes)) {
+        atomic_min(bad_index_, (r << kRelShift) | picks[e]);
+        picks[e] = -1;  // skipped by the relabel; the error is raised after the layer
+        continue;
+      }
+      picks[e] = u + src_offset;
     }
   }
 
@@ -584,6 +662,11 @@ void check_map_overlap(const TypedSpec& spec, const at::Tensor& node_map) {
   for (const RelationSpec& rel : spec.rels) {
     at::assert_no_overlap(node_map, rel.indptr);
     at::assert_no_overlap(node_map, rel.indices);
+    if (rel.weighted()) {
+      at::assert_no_overlap(node_map, rel.weights);
+      at::assert_no_overlap(node_map, rel.table);
+      at::assert_no_overlap(node_map, rel.nonzero);
+    }
   }
   for (const at::Tensor& s : spec.seeds) at::assert_no_overlap(node_map, s);
 }
@@ -591,7 +674,10 @@ void check_map_overlap(const TypedSpec& spec, const at::Tensor& node_map) {
 void check_cpu(const TypedSpec& spec, const at::Tensor& node_map) {
   auto on_cpu = [](const at::Tensor& t) { return t.device().is_cpu(); };
   bool all_cpu = on_cpu(node_map);
-  for (const RelationSpec& rel : spec.rels) all_cpu &= on_cpu(rel.indptr) && on_cpu(rel.indices);
+  for (const RelationSpec& rel : spec.rels) {
+    all_cpu &= on_cpu(rel.indptr) && on_cpu(rel.indices);
+    if (rel.weighted()) all_cpu &= on_cpu(rel.weights) && on_cpu(rel.table) && on_cpu(rel.nonzero);
+  }
   for (const at::Tensor& s : spec.seeds) all_cpu &= on_cpu(s);
   TORCH_CHECK(all_cpu, "every tensor argument of the CPU op must be a CPU tensor");
 }
@@ -614,9 +700,13 @@ std::vector<at::Tensor> sample_fused_typed_cpu(at::TensorList indptrs, at::Tenso
                                                at::IntArrayRef num_nodes, at::TensorList seeds,
                                                at::IntArrayRef fanouts, bool replace,
                                                int64_t seed, int64_t batch_id, bool return_eids,
+                                               const OptionalTensors& edge_weights,
+                                               const OptionalTensors& alias_tables,
+                                               const OptionalTensors& positive_counts,
                                                at::Tensor node_map) {
-  const TypedSpec spec = make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds,
-                                         fanouts, node_map, 0);
+  const TypedSpec spec =
+      make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds, fanouts, node_map,
+                      0, edge_weights, alias_tables, positive_counts);
   check_cpu(spec, node_map);
   check_map_overlap(spec, node_map);
   return run_sample_call(spec, replace, seed, batch_id, return_eids, node_map);

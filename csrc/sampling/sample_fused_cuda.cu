@@ -52,6 +52,7 @@
 #include "../common/picks.h"
 #include "../common/relabel.h"
 #include "../common/rng.h"
+#include "../common/weighted_picks.h"
 #include "sample_args.h"
 #include "sample_errors.h"
 #include "typed_spec.h"
@@ -141,7 +142,8 @@ __global__ void map_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n, i
 __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nodes,
                              int64_t num_edges, const int64_t* __restrict__ dst, int64_t upper,
                              int64_t n_base, const int32_t* __restrict__ n_extra, int64_t fanout,
-                             bool replace, int64_t dst_offset, ull rel_tag,
+                             bool replace, const int64_t* __restrict__ nonzero,
+                             int64_t dst_offset, ull rel_tag,
                              int64_t* __restrict__ start, int64_t* __restrict__ degree,
                              int64_t* __restrict__ count, ull* status) {
   const int64_t n = n_base + (n_extra ? *n_extra : 0);
@@ -154,7 +156,8 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
       if (0 <= a && a <= b && b <= num_edges) {
         lo = a;
         deg = b - a;
-        c = std::min<int64_t>(pick_count(deg, fanout, replace),
+        c = std::min<int64_t>(nonzero ? weighted_pick_count(deg, nonzero[v], fanout, replace)
+                                      : pick_count(deg, fanout, replace),
                               std::numeric_limits<int32_t>::max());
       } else {
         flag_error(status, kBadIndptr, kBadIndptrNode, rel_tag | static_cast<ull>(v));
@@ -196,6 +199,36 @@ __global__ void edge_positions_kernel(const int64_t* __restrict__ dst, int64_t n
     }
   }
 }
+
+// Positions of a weighted relation's picks: one thread per destination, running the CPU op's
+// routine (weighted_picks.h) over the destination's weights and alias table.
+template <typename IdT>
+__global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64_t n,
+                                          const int64_t* __restrict__ bp,
+                                          const int64_t* __restrict__ start,
+                                          const int64_t* __restrict__ degree,
+                                          const float* __restrict__ weights,
+                                          const int64_t* __restrict__ table, int64_t fanout,
+                                          bool replace, uint64_t stream,
+                                          int64_t* __restrict__ pos) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t out = bp[i], count = bp[i + 1] - out;
+    if (count == 0) continue;
+    const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
+    const int64_t s = start[i];
+    const PickOut<IdT> po{nullptr, s, pos + out, nullptr};  // ids: lookup_kernel reads indices
+    weighted_positions<IdT>(weights + s, table + s * kTableWords<IdT>, degree[i], count, fanout,
+                            replace, key, po, {nullptr});  // exact picks scan the picks
+  }
+}
+
+// A weighted relation's arrays as the kernels read them (null for a uniform relation).
+struct WeightPtrs {
+  const float* weights = nullptr;
+  const int64_t* table = nullptr;
+  const int64_t* nonzero = nullptr;
+};
 
 // Open-addressing set of int64 offsets (kNone = empty) over `cap` slots: the Floyd picks of
 // one destination so far.
@@ -393,21 +426,30 @@ struct CountArrays {
 
 void launch_count(const int64_t* indptr, int64_t num_nodes, int64_t num_edges, const int64_t* dst,
                   int64_t upper, int64_t n_base, const int32_t* n_extra, int64_t fanout,
-                  bool replace, int64_t dst_offset, ull rel_tag, const CountArrays& ca,
-                  ull* status, const at::TensorOptions& bytes_opts, cudaStream_t stream) {
+                  bool replace, const int64_t* nonzero, int64_t dst_offset, ull rel_tag,
+                  const CountArrays& ca, ull* status, const at::TensorOptions& bytes_opts,
+                  cudaStream_t stream) {
   if (upper > 0) {
     count_kernel<<<cuda_blocks(upper), kCudaThreads, 0, stream>>>(
-        indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, dst_offset,
-        rel_tag, ca.start, ca.degree, ca.count, status);
+        indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, nonzero,
+        dst_offset, rel_tag, ca.start, ca.degree, ca.count, status);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   exclusive_offsets<int64_t>(ca.count, ca.bp, upper, bytes_opts, stream);
 }
 
 // Picked positions of every edge of one relation's part of the layer into pos[0..edges).
+template <typename IdT>
 void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int64_t edges,
-                      int64_t fanout, bool replace, uint64_t stream_key, int64_t* pos,
-                      const at::TensorOptions& long_opts, cudaStream_t stream) {
+                      int64_t fanout, bool replace, const WeightPtrs& wp, uint64_t stream_key,
+                      int64_t* pos, const at::TensorOptions& long_opts, cudaStream_t stream) {
+  if (wp.weights) {
+    weighted_positions_kernel<IdT><<<cuda_blocks(n), kCudaThreads, 0, stream>>>(
+        dst, n, ca.bp, ca.start, ca.degree, wp.weights, wp.table, fanout, replace, stream_key,
+        pos);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
   edge_positions_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream>>>(
       dst, n, ca.bp, ca.start, ca.degree, edges, fanout, replace, stream_key, pos);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -536,9 +578,10 @@ template <typename IdT>
 class CudaSampleCall {
  public:
   CudaSampleCall(const TypedSpec& spec, const std::vector<const int64_t*>& ip,
-                 const std::vector<const IdT*>& ix, bool replace, int64_t seed, int64_t batch_id,
-                 bool return_eids, int32_t* map, cudaStream_t stream)
-      : spec_(spec), ip_(ip), ix_(ix), R_(spec.num_rels()), T_(spec.num_types()),
+                 const std::vector<const IdT*>& ix, const std::vector<WeightPtrs>& wp,
+                 bool replace, int64_t seed, int64_t batch_id, bool return_eids, int32_t* map,
+                 cudaStream_t stream)
+      : spec_(spec), ip_(ip), ix_(ix), wp_(wp), R_(spec.num_rels()), T_(spec.num_types()),
         replace_(replace), seed_(seed), batch_id_(batch_id), return_eids_(return_eids),
         map_(map), stream_(stream),
         long_opts_(spec.seeds[0].options().dtype(at::kLong)),
@@ -611,7 +654,7 @@ class CudaSampleCall {
                       const int32_t* n_extra, const CountArrays& ca) {
     const RelationSpec& rel = spec_.rels[r];
     launch_count(ip_[r], rel.indptr.numel() - 1, rel.indices.numel(), dst, upper, n_base, n_extra,
-                 spec_.fanout(layer, r), replace_, spec_.offsets[rel.dst_type],
+                 spec_.fanout(layer, r), replace_, wp_[r].nonzero, spec_.offsets[rel.dst_type],
                  static_cast<ull>(r) << kRelShift, ca, status_, bytes_opts_, stream_);
     total_kernel<int64_t><<<1, 1, 0, stream_>>>(status_ + kStatusSlots + r, ca.bp + upper);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -661,7 +704,7 @@ class CudaSampleCall {
       if (e == 0) continue;
       // The block's indices hold the picked positions until fill_kernel overwrites them.
       int64_t* pos = bi + edge_base[r];
-      launch_positions(d_ + b, nd, *ca_[r], e, spec_.fanout(layer, r), replace_,
+      launch_positions<IdT>(d_ + b, nd, *ca_[r], e, spec_.fanout(layer, r), replace_, wp_[r],
                        relation_key(layer_stream, static_cast<uint64_t>(r)), pos, long_opts_,
                        stream_);
       if (return_eids_) {
@@ -822,6 +865,7 @@ class CudaSampleCall {
   const TypedSpec& spec_;
   const std::vector<const int64_t*>& ip_;
   const std::vector<const IdT*>& ix_;
+  const std::vector<WeightPtrs>& wp_;
   const int64_t R_, T_;
   const bool replace_;
   const int64_t seed_, batch_id_;
@@ -853,6 +897,21 @@ std::vector<at::Tensor> run_cuda_call(const TypedSpec& spec, bool replace, int64
   // GPU memory on the map's device, or pinned host memory read over UVA.
   std::vector<const int64_t*> ip;
   std::vector<const void*> ix;
+  std::vector<WeightPtrs> wp(spec.rels.size());
+  for (size_t r = 0; r < spec.rels.size(); ++r) {
+    const RelationSpec& rel = spec.rels[r];
+    if (!rel.weighted()) continue;
+    // A relation without edges (or destinations) has null pointers here, never read.
+    wp[r].weights =
+        static_cast<const float*>(device_readable_ptr(rel.weights, "edge_weights", device));
+    wp[r].table =
+        static_cast<const int64_t*>(device_readable_ptr(rel.table, "alias_tables", device));
+    wp[r].nonzero =
+        static_cast<const int64_t*>(device_readable_ptr(rel.nonzero, "positive_counts", device));
+    at::assert_no_overlap(node_map, rel.weights);
+    at::assert_no_overlap(node_map, rel.table);
+    at::assert_no_overlap(node_map, rel.nonzero);
+  }
   for (const RelationSpec& rel : spec.rels) {
     TORCH_CHECK(rel.indptr.device() == rel.indices.device(), "indptr is on ", rel.indptr.device(),
                 " but indices is on ", rel.indices.device());
@@ -869,13 +928,13 @@ std::vector<at::Tensor> run_cuda_call(const TypedSpec& spec, bool replace, int64
     if (spec.rels[0].indices.scalar_type() == at::kInt) {
       std::vector<const int32_t*> ix32;
       for (const void* p : ix) ix32.push_back(static_cast<const int32_t*>(p));
-      return CudaSampleCall<int32_t>(spec, ip, ix32, replace, seed, batch_id, return_eids, map,
+      return CudaSampleCall<int32_t>(spec, ip, ix32, wp, replace, seed, batch_id, return_eids, map,
                                      stream)
           .run();
     }
     std::vector<const int64_t*> ix64;
     for (const void* p : ix) ix64.push_back(static_cast<const int64_t*>(p));
-    return CudaSampleCall<int64_t>(spec, ip, ix64, replace, seed, batch_id, return_eids, map,
+    return CudaSampleCall<int64_t>(spec, ip, ix64, wp, replace, seed, batch_id, return_eids, map,
                                    stream)
         .run();
   } catch (...) {
@@ -914,9 +973,13 @@ std::vector<at::Tensor> sample_fused_typed_cuda(at::TensorList indptrs, at::Tens
                                                 at::IntArrayRef num_nodes, at::TensorList seeds,
                                                 at::IntArrayRef fanouts, bool replace,
                                                 int64_t seed, int64_t batch_id, bool return_eids,
+                                                const OptionalTensors& edge_weights,
+                                                const OptionalTensors& alias_tables,
+                                                const OptionalTensors& positive_counts,
                                                 at::Tensor node_map) {
-  const TypedSpec spec = make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds,
-                                         fanouts, node_map, 0);
+  const TypedSpec spec =
+      make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds, fanouts, node_map,
+                      0, edge_weights, alias_tables, positive_counts);
   return run_cuda_call(spec, replace, seed, batch_id, return_eids, node_map);
 }
 

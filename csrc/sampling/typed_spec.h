@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace gnnrepro {
@@ -18,6 +19,10 @@ namespace gnnrepro {
 struct RelationSpec {
   at::Tensor indptr, indices;
   int64_t src_type = 0, dst_type = 0;
+  // A weighted relation's weights (float32) and alias table (int64), one per edge, and its
+  // positive weights per destination (int64): common/weighted_picks.h. Undefined if uniform.
+  at::Tensor weights, table, nonzero;
+  bool weighted() const { return weights.defined(); }
 };
 
 struct TypedSpec {
@@ -40,6 +45,52 @@ struct TypedSpec {
   }
 };
 
+using OptionalTensors = c10::List<std::optional<at::Tensor>>;
+
+// Sets each weighted relation's arrays: all three lists empty (no relation is weighted) or one
+// entry per relation in each, None for a uniform relation.
+inline void add_weights(TypedSpec& spec, const OptionalTensors& weights,
+                        const OptionalTensors& tables, const OptionalTensors& nonzeros,
+                        at::IntArrayRef num_nodes) {
+  const auto num_rels = static_cast<int64_t>(spec.rels.size());
+  if (weights.empty() && tables.empty() && nonzeros.empty()) return;
+  TORCH_CHECK(static_cast<int64_t>(weights.size()) == num_rels &&
+                  static_cast<int64_t>(tables.size()) == num_rels &&
+                  static_cast<int64_t>(nonzeros.size()) == num_rels,
+              "edge_weights, alias_tables and positive_counts must be empty or hold one entry "
+              "per relation");
+  for (int64_t r = 0; r < num_rels; ++r) {
+    const std::optional<at::Tensor> w = weights.get(r), table = tables.get(r),
+                                    nonzero = nonzeros.get(r);
+    TORCH_CHECK(w.has_value() == table.has_value() && w.has_value() == nonzero.has_value(),
+                "relation ", r, " needs its edge_weights, alias_tables and positive_counts "
+                "entries all given, or all None");
+    if (!w.has_value()) continue;
+    RelationSpec& rel = spec.rels[r];
+    const int64_t edges = rel.indices.numel(), dst_nodes = num_nodes[rel.dst_type];
+    TORCH_CHECK(w->dim() == 1 && w->scalar_type() == at::kFloat && w->numel() == edges &&
+                    w->is_contiguous(),
+                "edge_weights of relation ", r, " must be contiguous float32 [", edges, "]");
+    // Entries of 2 words (int32 indices) or 3 (int64): common/weighted_picks.h, kTableWords.
+    const int64_t words = rel.indices.scalar_type() == at::kInt ? 2 : 3;
+    TORCH_CHECK(table->dim() == 1 && table->scalar_type() == at::kLong &&
+                    table->numel() == edges * words && table->is_contiguous(),
+                "alias_tables of relation ", r, " must be contiguous int64 [", edges * words,
+                "] (weight_table's, for indices of this dtype)");
+    TORCH_CHECK(nonzero->dim() == 1 && nonzero->scalar_type() == at::kLong &&
+                    nonzero->numel() == dst_nodes && nonzero->is_contiguous(),
+                "positive_counts of relation ", r, " must be contiguous int64 [", dst_nodes,
+                "] (one per destination)");
+    const at::Device device = rel.indices.device();
+    TORCH_CHECK(w->device() == device && table->device() == device &&
+                    nonzero->device() == device,
+                "relation ", r, "'s weights must be on its indices' device");
+    rel.weights = *w;
+    rel.table = *table;
+    rel.nonzero = *nonzero;
+  }
+}
+
 // Checks shapes, dtypes and sizes (not devices, not values: the kernels check those) and lays
 // the lists out as a TypedSpec. `min_fanout` is 1 for the homogeneous op (whose schema has no
 // way to skip a layer) and 0 for the typed one (fanout 0: the relation is not sampled there).
@@ -47,7 +98,10 @@ inline TypedSpec make_typed_spec(at::TensorList indptrs, at::TensorList indices,
                                  at::IntArrayRef src_types, at::IntArrayRef dst_types,
                                  at::IntArrayRef num_nodes, at::TensorList seeds,
                                  at::IntArrayRef fanouts, const at::Tensor& node_map,
-                                 int64_t min_fanout) {
+                                 int64_t min_fanout,
+                                 const OptionalTensors& weights = OptionalTensors(),
+                                 const OptionalTensors& tables = OptionalTensors(),
+                                 const OptionalTensors& nonzeros = OptionalTensors()) {
   TypedSpec spec;
   const auto num_types = static_cast<int64_t>(num_nodes.size());
   const auto num_rels = static_cast<int64_t>(indptrs.size());
@@ -83,8 +137,9 @@ inline TypedSpec make_typed_spec(at::TensorList indptrs, at::TensorList indices,
                 "indices must be int32 or int64");
     TORCH_CHECK(ix.scalar_type() == index_type, "every relation's indices must have one dtype");
     TORCH_CHECK(ip.is_contiguous() && ix.is_contiguous(), "indptr and indices must be contiguous");
-    spec.rels.push_back({ip, ix, src_types[r], dst_types[r]});
+    spec.rels.push_back({ip, ix, src_types[r], dst_types[r], {}, {}, {}});
   }
+  add_weights(spec, weights, tables, nonzeros, num_nodes);
   for (int64_t t = 0; t < num_types; ++t) {
     const at::Tensor& s = seeds[t];
     TORCH_CHECK(s.dim() == 1 && s.scalar_type() == at::kLong && s.is_contiguous(),

@@ -15,6 +15,7 @@ from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, seed_
 from gnnrepro.sampling.block import Block, MiniBatch
 from gnnrepro.sampling.typed import (check_typed_fanouts, op_graph_args, typed_blocks_from_op,
                                      typed_seed_tensors)
+from gnnrepro.sampling.weights import EdgeWeights, edge_weights, relation_weights
 from gnnrepro.typed_graph import TypedGraph
 
 __all__ = ["FusedSampler", "blocks_from_op"]
@@ -66,13 +67,19 @@ class FusedSampler:
     seeds are {node type: ids} (or, with `target`, a tensor of that type's ids: what a
     Loader's batch plan hands over), and the blocks TypedBlocks. `edge_ids` makes every block
     carry the graph's ids of its edges (`Block.edge_ids`, DGL's EID, PyG's e_id).
+
+    `weights` makes the sampling weighted (DGL's `prob`, PyG's `weight_attr`): one non-negative
+    weight per edge id (a bool tensor: a mask), or on a typed graph {relation: weights} (the
+    relations not named stay uniform). Only positive weights are picked: without replacement
+    by successive sampling (each pick proportional to the weights not yet picked, as DGL's),
+    min(fanout, positive weights) a destination; with `replace`, independent picks.
     """
 
     name = "fused"
 
     def __init__(self, graph: CSCGraph | TypedGraph, fanouts: Sequence[int] | Sequence[dict],
                  replace: bool = False, seed: int = 0, device: torch.device | str | None = None,
-                 edge_ids: bool = False, target: str | None = None):
+                 edge_ids: bool = False, target: str | None = None, weights: object = None):
         self.typed = isinstance(graph, TypedGraph)
         if self.typed:
             self.graph = graph
@@ -89,9 +96,32 @@ class FusedSampler:
         self.seed = check_seed(seed)
         self.edge_ids = check_bool("edge_ids", edge_ids)
         self.device = _sampling_device(self.graph, device)
+        self.weights = self._op_weights(weights)
         self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
         self._lock = threading.Lock()
         _LIVE_SAMPLERS.add(self)
+
+    def _op_weights(self, weights: object) -> list[EdgeWeights | None] | None:
+        """Per relation (the graph's order) its sampling arrays where the relation is weighted,
+        where the op reads them (pinned for a GPU that samples a CPU graph)."""
+        if weights is None:
+            return None
+        if self.typed:
+            g = self.graph
+            by_rel = relation_weights(weights, g.relations, g.relation)
+            out = [by_rel.get(rel) for rel in g.canonical_relations]
+        else:
+            out = [edge_weights(self.graph, weights)]
+        if self.device != self.graph.device:
+            out = [w.pin_memory() if w is not None else None for w in out]
+        return out
+
+    def _weight_args(self) -> tuple[list, list, list]:
+        """The op's edge_weights, alias_tables and positive_counts lists (empty if uniform)."""
+        if self.weights is None:
+            return [], [], []
+        args = [(None, None, None) if w is None else w.op_args() for w in self.weights]
+        return [a[0] for a in args], [a[1] for a in args], [a[2] for a in args]
 
     def __getstate__(self) -> dict:
         # The op's node map is per sampler object: a copy (a worker process's unpickled one, a
@@ -122,11 +152,12 @@ class FusedSampler:
             return self._sample_typed(seeds, batch_id)
         seeds = seed_tensor(seeds, self.device)
         g = self.graph
-        if self.edge_ids:
+        if self.edge_ids or self.weights is not None:
+            weights = self._weight_args()
             flat = self._run(g.num_nodes, lambda node_map: _ops.ops.sample_fused_typed(
                 [g.indptr], [g.indices], [0], [0], [g.num_nodes], [seeds], self.fanouts,
-                self.replace, self.seed, batch_id, True, node_map))
-            blocks = blocks_from_op(flat, True, g.edge_ids)
+                self.replace, self.seed, batch_id, self.edge_ids, *weights, node_map))
+            blocks = blocks_from_op(flat, self.edge_ids, g.edge_ids)
         else:
             flat = self._run(g.num_nodes, lambda node_map: _ops.ops.sample_fused(
                 g.indptr, g.indices, seeds, self.fanouts, self.replace, self.seed, batch_id,
@@ -141,9 +172,10 @@ class FusedSampler:
         seed_list = typed_seed_tensors(seeds, g, self.device)
         indptrs, indices, src_types, dst_types, num_nodes = op_graph_args(g)
         fanouts = [f for layer in self.fanouts for f in layer]
+        weights = self._weight_args()
         flat = self._run(sum(num_nodes), lambda node_map: _ops.ops.sample_fused_typed(
             indptrs, indices, src_types, dst_types, num_nodes, seed_list, fanouts, self.replace,
-            self.seed, batch_id, self.edge_ids, node_map))
+            self.seed, batch_id, self.edge_ids, *weights, node_map))
         blocks = typed_blocks_from_op(flat, g, seed_list, self.edge_ids)
         seed_dict = {t: s for t, s in zip(g.node_types, seed_list) if t in seeds}
         return MiniBatch(seed_dict, blocks[0].src_nodes, blocks, batch_id=batch_id)

@@ -1,0 +1,370 @@
+// Weighted neighbour picks: the per-destination rules that the CPU op and the CUDA kernels share
+// (host and device), so that both give bit-identical blocks.
+//
+// A weighted relation carries, per edge position, its weight (float32, as sampled) and an entry
+// of its destination's alias table, and per destination its count of positive weights
+// (weight_table_range below builds the last two). An entry is kTableWords<IdT> int64 words: the
+// slot's keep threshold and alias offset, then the neighbour ids of both (the slot's own and its
+// alias's, copies of `indices`), so that the CPU op's pick reads one random entry and no
+// `indices` line after it (the CUDA kernels read `indices`). A pick reads one table entry: a slot drawn
+// uniformly over the destination's list keeps itself with probability threshold / 2^32, else
+// gives its alias, so that each offset comes out proportional to its weight (to 2^-32 of a
+// slot). Only positive weights are ever picked. Without replacement the picks are successive
+// sampling, each proportional to the weights not yet picked (DGL's CPU sampler's scheme, and
+// what its CUDA keys give): a table draw is kept if its offset is not picked yet; after
+// kAliasAttempts draws that all land on picked offsets, the destination's remaining picks are
+// resolved exactly over its unpicked weights (a pass over its list). Either way a pick is
+// proportional to the unpicked weights. With replacement each pick is one table draw.
+//
+// Bit-identical on both devices: every floating-point step is one correctly rounded IEEE
+// operation (add_rn, sub_rn, mul_rn, div_rn: no fused multiply-add on the device, and the host
+// build compiles with -ffp-contract=off), in the same order on both. Whatever the table and the
+// counts hold, picks stay distinct offsets of the destination's list: nothing is read outside
+// [start, start + degree).
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "hd.h"
+#include "rng.h"
+
+namespace gnnrepro {
+
+GNNREPRO_HD double add_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+GNNREPRO_HD double sub_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+GNNREPRO_HD double mul_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+GNNREPRO_HD double div_rn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+// Table draws a pick makes before the destination's picks are resolved exactly. Pick n's
+// attempt a is draw index n * kAliasAttempts + a.
+constexpr int kAliasAttempts = 4;
+
+// A uniform double in [0, 1) from the draw's 53 high bits (exact: no rounding).
+GNNREPRO_HD double unit_draw(uint64_t r) {
+  return mul_rn(static_cast<double>(r >> 11), 1.0 / 9007199254740992.0);
+}
+
+// Words per table entry: threshold | alias, then the two ids (packed in one word for int32).
+template <typename IdT>
+constexpr int64_t kTableWords = sizeof(IdT) == 4 ? 2 : 3;
+
+// A table entry's first word: the slot keeps itself when a 32-bit coin is below `threshold`,
+// else gives offset `alias` (in its destination's list).
+GNNREPRO_HD int64_t table_entry(uint32_t threshold, int64_t alias) {
+  return static_cast<int64_t>((static_cast<uint64_t>(alias) << 32) | threshold);
+}
+
+// The neighbour id an entry gives: its own (kept) or its alias's.
+template <typename IdT>
+GNNREPRO_HD int64_t entry_id(const int64_t* entry, bool kept) {
+  if (sizeof(IdT) == 4) {
+    const auto word = static_cast<uint64_t>(entry[1]);
+    return static_cast<int32_t>(static_cast<uint32_t>(kept ? word : word >> 32));
+  }
+  return entry[kept ? 1 : 2];
+}
+
+// Writes the ids of entry `slot` (offset `alias` its alias) of the list `ix` (from its start).
+template <typename IdT>
+GNNREPRO_HD void set_entry_ids(int64_t* entry, const IdT* ix, int64_t slot, int64_t alias) {
+  if (sizeof(IdT) == 4) {
+    entry[1] = static_cast<int64_t>((static_cast<uint64_t>(static_cast<uint32_t>(ix[alias])) << 32) |
+                                    static_cast<uint32_t>(ix[slot]));
+  } else {
+    entry[1] = static_cast<int64_t>(ix[slot]);
+    entry[2] = static_cast<int64_t>(ix[alias]);
+  }
+}
+GNNREPRO_HD uint32_t entry_threshold(int64_t entry) { return static_cast<uint32_t>(entry); }
+GNNREPRO_HD int64_t entry_alias(int64_t entry) {
+  return static_cast<int64_t>(static_cast<uint64_t>(entry) >> 32);
+}
+
+// A slot's keep probability q in [0, 1] as a threshold out of 2^32 (rounded up, so that a
+// positive q keeps a positive chance).
+GNNREPRO_HD uint32_t keep_threshold(double q) {
+  if (!(q > 0.0)) return 0;
+  if (q >= 1.0) return 0xFFFFFFFFu;
+  const double x = mul_rn(q, 4294967296.0);  // exact: a power of two
+  uint64_t t = static_cast<uint64_t>(x);
+  if (static_cast<double>(t) < x) ++t;
+  return t > 0xFFFFFFFFull ? 0xFFFFFFFFu : static_cast<uint32_t>(t);
+}
+
+// Builds the alias table of one destination's weights w[lo, hi) (neighbours ix[lo, hi)) into
+// its entries (table from entry lo) and returns how many weights are positive. Vose's
+// construction as one sweep without work lists: each slot's scaled weight q = w * degree / total
+// is kept in its entry's first word (as double bits) until the slot is final; smalls (q < 1) are
+// visited in order, each topped up by the current large (the first slot, in order, with
+// q >= 1), which becomes small once it has given below 1; a large that becomes small behind the
+// visiting pointer is finished at once, one ahead of it is visited in turn. Slots left when
+// either kind runs out keep themselves.
+template <typename IdT>
+GNNREPRO_HD int64_t weight_table_range(const float* w, const IdT* ix, int64_t lo, int64_t hi,
+                                       int64_t* table) {
+  constexpr int64_t S = kTableWords<IdT>;
+  const int64_t degree = hi - lo;
+  int64_t* entries = table + lo * S;
+  const float* wl = w + lo;
+  const IdT* il = ix + lo;
+  auto finish = [&](int64_t slot, uint32_t threshold, int64_t alias) {
+    entries[slot * S] = table_entry(threshold, alias);
+    set_entry_ids(entries + slot * S, il, slot, alias);
+  };
+  double total = 0.0;
+  int64_t positive = 0;
+  for (int64_t j = 0; j < degree; ++j) {
+    total = add_rn(total, static_cast<double>(wl[j]));
+    positive += wl[j] > 0.0f;
+  }
+  if (!(total > 0.0)) {
+    for (int64_t j = 0; j < degree; ++j) finish(j, 0, j);
+    return 0;
+  }
+  const double scale = div_rn(static_cast<double>(degree), total);
+  auto q_of = [&](int64_t j) { return mul_rn(static_cast<double>(wl[j]), scale); };
+  auto store = [&](int64_t j, double q) {
+    int64_t bits;
+    static_assert(sizeof(bits) == sizeof(q), "an entry's first word holds a double meanwhile");
+    memcpy(&bits, &q, sizeof(q));
+    entries[j * S] = bits;
+  };
+  auto load = [&](int64_t j) {
+    double q;
+    memcpy(&q, &entries[j * S], sizeof(q));
+    return q;
+  };
+  for (int64_t j = 0; j < degree; ++j) store(j, q_of(j));
+  // The next small after x (among slots not final: those past the visiting pointer), and the
+  // next large after x (a slot that is large from the start: larges change only as `large`).
+  auto next_small = [&](int64_t x) {
+    for (++x; x < degree && !(load(x) < 1.0); ++x) {}
+    return x;
+  };
+  auto next_large = [&](int64_t x) {
+    for (++x; x < degree && !(q_of(x) >= 1.0); ++x) {}
+    return x;
+  };
+  int64_t visit = next_small(-1), large = next_large(-1), small = visit;
+  while (small < degree && large < degree) {
+    const double q_small = load(small);
+    finish(small, keep_threshold(q_small), large);
+    const double q_large = sub_rn(add_rn(load(large), q_small), 1.0);
+    store(large, q_large);
+    if (q_large < 1.0) {
+      const int64_t became_small = large;
+      large = next_large(large);
+      if (became_small < visit) {
+        small = became_small;
+        continue;
+      }
+    }
+    small = visit = next_small(visit);
+  }
+  // Leftovers (rounding): the current large and those after it, or the smalls not visited.
+  if (small < degree) {
+    for (; small < degree; small = visit = next_small(visit)) finish(small, 0xFFFFFFFFu, small);
+  } else {
+    for (; large < degree; large = next_large(large)) finish(large, 0xFFFFFFFFu, large);
+  }
+  return positive;
+}
+
+// Edges sampled for one destination with `nonzero` positive weights among `degree`.
+GNNREPRO_HD int64_t weighted_pick_count(int64_t degree, int64_t nonzero, int64_t fanout,
+                                        bool replace) {
+  const int64_t positive = nonzero < 0 ? 0 : (nonzero > degree ? degree : nonzero);
+  if (fanout < 0) return positive;
+  if (replace) return positive > 0 ? fanout : 0;
+  return positive < fanout ? positive : fanout;
+}
+
+// Whether the destination takes its positive weights in order (fanout -1, or without
+// replacement fewer of them than the fanout) rather than sampling them.
+GNNREPRO_HD bool weighted_takes_all(int64_t count, int64_t fanout, bool replace) {
+  return fanout < 0 || (!replace && count < fanout);
+}
+
+// Whether position `pos` is among out[0, n).
+GNNREPRO_HD bool already_picked(const int64_t* out, int64_t n, int64_t pos) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (out[i] == pos) return true;
+  }
+  return false;
+}
+
+// The slot table draw `index` reads (pick n's attempt a is index n * kAliasAttempts + a; with
+// replacement pick n is index n), so that a loop can prefetch its entry.
+GNNREPRO_HD int64_t table_slot(int64_t degree, uint64_t key, uint64_t index) {
+  return static_cast<int64_t>(below(draw(key, 2 * index), static_cast<uint64_t>(degree)));
+}
+
+// One table draw over a destination's list (`table` from its first entry): an offset in
+// [0, degree), and its neighbour id into *id where id is not null.
+template <typename IdT>
+GNNREPRO_HD int64_t table_draw(const int64_t* table, int64_t degree, uint64_t key, uint64_t index,
+                               int64_t* id) {
+  const int64_t slot = table_slot(degree, key, index);
+  const int64_t* entry = table + slot * kTableWords<IdT>;
+  const int64_t alias = entry_alias(entry[0]);
+  const bool kept = static_cast<uint32_t>(draw(key, 2 * index + 1)) < entry_threshold(entry[0]) ||
+                    alias >= degree;  // (a malformed alias: the slot itself)
+  if (id) *id = entry_id<IdT>(entry, kept);
+  return kept ? slot : alias;
+}
+
+// Where one destination's picks go: positions (start + offset) into out[0, count) and, where
+// `ids` is not null, their neighbour ids into ids[0, count) (from the table, or from `ix`, the
+// destination's list, for picks not drawn from it).
+template <typename IdT>
+struct PickOut {
+  const IdT* ix;
+  int64_t start;
+  int64_t* out;
+  int64_t* ids;
+  GNNREPRO_HD void set(int64_t n, int64_t offset) const {
+    out[n] = start + offset;
+    if (ids) ids[n] = static_cast<int64_t>(ix[offset]);
+  }
+};
+
+// The destination's positive weights, in order, as its `count` picks; if its weights hold fewer
+// than `count` (a count that overstates them), the first other offsets fill the rest.
+template <typename IdT>
+GNNREPRO_HD void weighted_take_all(const float* w, int64_t degree, int64_t count,
+                                   const PickOut<IdT>& po) {
+  int64_t n = 0;
+  for (int64_t j = 0; j < degree && n < count; ++j) {
+    if (w[j] > 0.0f) po.set(n++, j);
+  }
+  for (int64_t j = 0; n < count; ++j) {
+    if (!(w[j] > 0.0f)) po.set(n++, j);
+  }
+}
+
+// Scratch that speeds the exact picks up where a caller has it (the CPU op): `marks`, room for
+// the destination's degree flags, all zero on entry and on exit. On the device it is null and
+// membership is a pass over the picks; both ways add the same numbers in the same order.
+struct ExactScratch {
+  uint8_t* marks;
+};
+
+GNNREPRO_HD bool is_picked(const ExactScratch& scratch, const int64_t* out, int64_t n,
+                           int64_t start, int64_t offset) {
+  return scratch.marks ? scratch.marks[offset] != 0 : already_picked(out, n, start + offset);
+}
+
+// Pick n resolved exactly: x uniform over the unpicked weight (summed over the unpicked offsets,
+// in order, so that no subtraction loses a small weight beside a huge one), then the first
+// unpicked offset whose running sum exceeds x. Two passes over the list.
+GNNREPRO_HD int64_t exact_pick(const float* w, const ExactScratch& scratch, int64_t start,
+                               int64_t degree, const int64_t* out, int64_t n, uint64_t key) {
+  double rest = 0.0;
+  for (int64_t j = 0; j < degree; ++j) {
+    if (w[j] > 0.0f && !is_picked(scratch, out, n, start, j)) {
+      rest = add_rn(rest, static_cast<double>(w[j]));
+    }
+  }
+  const double x = mul_rn(unit_draw(draw(key, static_cast<uint64_t>(n))), rest);
+  double sum = 0.0;
+  int64_t last = -1;
+  for (int64_t j = 0; j < degree; ++j) {
+    if (w[j] > 0.0f && !is_picked(scratch, out, n, start, j)) {
+      sum = add_rn(sum, static_cast<double>(w[j]));
+      if (sum > x) return j;
+      last = j;
+    }
+  }
+  if (last >= 0) return last;  // rounding: the last unpicked positive weight
+  for (int64_t k = 0;; ++k) {  // malformed input (counts past the positive weights)
+    if (!already_picked(out, n, start + k)) return k;
+  }
+}
+
+// `count` distinct picks by successive sampling (count <= degree, as weighted_pick_count gives;
+// the scheme's distribution needs count <= the positive weights).
+template <typename IdT>
+GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t degree,
+                                int64_t count, uint64_t key, const PickOut<IdT>& po,
+                                const ExactScratch& scratch) {
+  bool exact = false;
+  const uint64_t exact_key = mix64(key ^ 0x5851F42D4C957F2Dull);
+  for (int64_t n = 0; n < count; ++n) {
+    bool drawn = false;
+    for (int a = 0; !exact && a < kAliasAttempts; ++a) {
+      int64_t id = 0;
+      const int64_t t = table_draw<IdT>(table, degree, key,
+                                        static_cast<uint64_t>(n) * kAliasAttempts + a,
+                                        po.ids ? &id : nullptr);
+      if (!already_picked(po.out, n, po.start + t)) {
+        po.out[n] = po.start + t;
+        if (po.ids) po.ids[n] = id;
+        drawn = true;
+        break;
+      }
+    }
+    if (drawn) continue;
+    if (!exact) {  // from here on, this destination's picks are exact
+      exact = true;
+      if (scratch.marks) {
+        for (int64_t i = 0; i < n; ++i) scratch.marks[po.out[i] - po.start] = 1;
+      }
+    }
+    const int64_t j = exact_pick(w, scratch, po.start, degree, po.out, n, exact_key);
+    if (scratch.marks) scratch.marks[j] = 1;
+    po.set(n, j);
+  }
+  if (exact && scratch.marks) {
+    for (int64_t i = 0; i < count; ++i) scratch.marks[po.out[i] - po.start] = 0;
+  }
+}
+
+// Positions (and ids) of one weighted destination's `count` picks: `w` and `table` from its
+// first edge.
+template <typename IdT>
+GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree,
+                                    int64_t count, int64_t fanout, bool replace, uint64_t key,
+                                    const PickOut<IdT>& po, const ExactScratch& scratch) {
+  if (count <= 0) return;
+  if (weighted_takes_all(count, fanout, replace)) {
+    weighted_take_all(w, degree, count, po);
+  } else if (replace) {  // independent table draws
+    for (int64_t n = 0; n < count; ++n) {
+      int64_t id = 0;
+      po.out[n] = po.start + table_draw<IdT>(table, degree, key, static_cast<uint64_t>(n),
+                                             po.ids ? &id : nullptr);
+      if (po.ids) po.ids[n] = id;
+    }
+  } else {
+    weighted_picks(w, table, degree, count, key, po, scratch);
+  }
+}
+
+}  // namespace gnnrepro
