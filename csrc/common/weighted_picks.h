@@ -206,10 +206,17 @@ GNNREPRO_HD int64_t weighted_pick_count(int64_t degree, int64_t nonzero, int64_t
   return positive < fanout ? positive : fanout;
 }
 
-// Whether the destination takes its positive weights in order (fanout -1, or without
-// replacement fewer of them than the fanout) rather than sampling them.
-GNNREPRO_HD bool weighted_takes_all(int64_t count, int64_t fanout, bool replace) {
-  return fanout < 0 || (!replace && count < fanout);
+// The degree as the counting step records it for the picking step: ~degree (negative) where
+// the destination takes its positive weights in order (fanout -1, or without replacement no
+// more of them than the fanout) rather than sampling them.
+GNNREPRO_HD int64_t weighted_degree_code(int64_t degree, int64_t nonzero, int64_t fanout,
+                                         bool replace) {
+  const int64_t positive = nonzero < 0 ? 0 : (nonzero > degree ? degree : nonzero);
+  return fanout < 0 || (!replace && positive <= fanout) ? ~degree : degree;
+}
+GNNREPRO_HD bool weighted_takes_all(int64_t degree_code) { return degree_code < 0; }
+GNNREPRO_HD int64_t code_degree(int64_t degree_code) {
+  return degree_code < 0 ? ~degree_code : degree_code;
 }
 
 // Whether position `pos` is among out[0, n).
@@ -281,17 +288,23 @@ GNNREPRO_HD bool is_picked(const ExactScratch& scratch, const int64_t* out, int6
   return scratch.marks ? scratch.marks[offset] != 0 : already_picked(out, n, start + offset);
 }
 
-// Pick n resolved exactly: x uniform over the unpicked weight (summed over the unpicked offsets,
-// in order, so that no subtraction loses a small weight beside a huge one), then the first
-// unpicked offset whose running sum exceeds x. Two passes over the list.
-GNNREPRO_HD int64_t exact_pick(const float* w, const ExactScratch& scratch, int64_t start,
-                               int64_t degree, const int64_t* out, int64_t n, uint64_t key) {
+// The unpicked weight: a sum over the unpicked offsets, in order.
+GNNREPRO_HD double unpicked_weight(const float* w, const ExactScratch& scratch, int64_t start,
+                                   int64_t degree, const int64_t* out, int64_t n) {
   double rest = 0.0;
   for (int64_t j = 0; j < degree; ++j) {
     if (w[j] > 0.0f && !is_picked(scratch, out, n, start, j)) {
       rest = add_rn(rest, static_cast<double>(w[j]));
     }
   }
+  return rest;
+}
+
+// Pick n resolved exactly: x uniform over the unpicked weight `rest`, then the first unpicked
+// offset whose running sum exceeds x (one pass over the list).
+GNNREPRO_HD int64_t exact_pick(const float* w, const ExactScratch& scratch, int64_t start,
+                               int64_t degree, const int64_t* out, int64_t n, double rest,
+                               uint64_t key) {
   const double x = mul_rn(unit_draw(draw(key, static_cast<uint64_t>(n))), rest);
   double sum = 0.0;
   int64_t last = -1;
@@ -315,6 +328,7 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
                                 int64_t count, uint64_t key, const PickOut<IdT>& po,
                                 const ExactScratch& scratch) {
   bool exact = false;
+  double rest = 0.0;  // the unpicked weight, once picks are exact
   const uint64_t exact_key = mix64(key ^ 0x5851F42D4C957F2Dull);
   for (int64_t n = 0; n < count; ++n) {
     bool drawn = false;
@@ -336,10 +350,17 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
       if (scratch.marks) {
         for (int64_t i = 0; i < n; ++i) scratch.marks[po.out[i] - po.start] = 1;
       }
+      rest = unpicked_weight(w, scratch, po.start, degree, po.out, n);
     }
-    const int64_t j = exact_pick(w, scratch, po.start, degree, po.out, n, exact_key);
+    const int64_t j = exact_pick(w, scratch, po.start, degree, po.out, n, rest, exact_key);
     if (scratch.marks) scratch.marks[j] = 1;
     po.set(n, j);
+    // The next pick's unpicked weight: subtracted while the pick is at most half of it (the
+    // difference then loses no more than an ulp or two), else summed afresh, so that a small
+    // weight left beside a huge picked one keeps its share.
+    const double picked = static_cast<double>(w[j]);
+    rest = picked <= mul_rn(rest, 0.5) ? sub_rn(rest, picked)
+                                       : unpicked_weight(w, scratch, po.start, degree, po.out, n + 1);
   }
   if (exact && scratch.marks) {
     for (int64_t i = 0; i < count; ++i) scratch.marks[po.out[i] - po.start] = 0;
@@ -348,12 +369,14 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
 
 // Positions (and ids) of one weighted destination's `count` picks: `w` and `table` from its
 // first edge.
+// `degree_code`: weighted_degree_code's.
 template <typename IdT>
-GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree,
-                                    int64_t count, int64_t fanout, bool replace, uint64_t key,
+GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree_code,
+                                    int64_t count, bool replace, uint64_t key,
                                     const PickOut<IdT>& po, const ExactScratch& scratch) {
+  const int64_t degree = code_degree(degree_code);
   if (count <= 0) return;
-  if (weighted_takes_all(count, fanout, replace)) {
+  if (weighted_takes_all(degree_code)) {
     weighted_take_all(w, degree, count, po);
   } else if (replace) {  // independent table draws
     for (int64_t n = 0; n < count; ++n) {

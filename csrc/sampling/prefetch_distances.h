@@ -10,6 +10,6 @@ constexpr int64_t kPrefetchAhead = 16;         // indptr entries of the destinat
 constexpr int64_t kRelabelPrefetchAhead = 32;  // relabel map entries of the picked nodes
 constexpr int64_t kOwnerPrefetchAhead = 12;    // the source list entries the map check reads
 constexpr int64_t kGatherPrefetchAhead = 64;   // `indices` entries at the picked positions
-constexpr int64_t kWeightedPrefetchAhead = 4;  // destinations whose alias table draws are read
+constexpr int64_t kWeightedPrefetchAhead = 1;  // destinations whose alias table draws are read
 
 }  // namespace gnnrepro

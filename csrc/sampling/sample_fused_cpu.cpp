@@ -335,9 +335,13 @@ class SampleCall {
         lo = hi = 0;
       }
       starts[i] = lo;
-      degrees[i] = hi - lo;
-      counts[i] = nonzero ? weighted_pick_count(hi - lo, nonzero[v], layer_fanout, replace_)
-                          : pick_count(hi - lo, layer_fanout, replace_);
+      if (nonzero) {  // a weighted relation: its degree code (weighted_picks.h)
+        degrees[i] = weighted_degree_code(hi - lo, nonzero[v], layer_fanout, replace_);
+        counts[i] = weighted_pick_count(hi - lo, nonzero[v], layer_fanout, replace_);
+      } else {
+        degrees[i] = hi - lo;
+        counts[i] = pick_count(hi - lo, layer_fanout, replace_);
+      }
     }
   }
 
@@ -448,8 +452,7 @@ class SampleCall {
     std::vector<uint8_t>& marks = thread_marks;  // looked up once, not per destination
     for (int64_t i = begin; i < end; ++i) {
       const int64_t ahead = i + kWeightedPrefetchAhead;
-      if (ahead < end && !weighted_takes_all(offsets[ahead + 1] - offsets[ahead], layer_fanout,
-                                             replace_)) {
+      if (ahead < end && !weighted_takes_all(degrees[ahead])) {
         const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[ahead]));
         const int64_t* t = table + starts[ahead] * S;
         for (int64_t n = 0, c = offsets[ahead + 1] - offsets[ahead]; n < c; ++n) {
@@ -462,9 +465,11 @@ class SampleCall {
       const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[i]));
       const int64_t start = starts[i];
       const PickOut<IdT> po{ix + start, start, picks + offsets[i], ids + (offsets[i] - base)};
-      if (static_cast<int64_t>(marks.size()) < degrees[i]) marks.resize(degrees[i], 0);
-      weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count,
-                              layer_fanout, replace_, key, po, {marks.data()});
+      if (static_cast<int64_t>(marks.size()) < code_degree(degrees[i])) {
+        marks.resize(code_degree(degrees[i]), 0);
+      }
+      weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count, replace_,
+                              key, po, {marks.data()});
     }
   }
 

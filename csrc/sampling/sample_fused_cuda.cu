@@ -159,6 +159,8 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
         c = std::min<int64_t>(nonzero ? weighted_pick_count(deg, nonzero[v], fanout, replace)
                                       : pick_count(deg, fanout, replace),
                               std::numeric_limits<int32_t>::max());
+        // A weighted relation records its degree code (weighted_picks.h).
+        if (nonzero) deg = weighted_degree_code(deg, nonzero[v], fanout, replace);
       } else {
         flag_error(status, kBadIndptr, kBadIndptrNode, rel_tag | static_cast<ull>(v));
       }
@@ -208,18 +210,18 @@ __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64
                                           const int64_t* __restrict__ start,
                                           const int64_t* __restrict__ degree,
                                           const float* __restrict__ weights,
-                                          const int64_t* __restrict__ table, int64_t fanout,
-                                          bool replace, uint64_t stream,
+                                          const int64_t* __restrict__ table, bool replace,
+                                          uint64_t stream,
                                           int64_t* __restrict__ pos) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t out = bp[i], count = bp[i + 1] - out;
     if (count == 0) continue;
     const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
-    const int64_t s = start[i];
+    const int64_t s = start[i];  // degree[i]: the count kernel's degree code
     const PickOut<IdT> po{nullptr, s, pos + out, nullptr};  // ids: lookup_kernel reads indices
-    weighted_positions<IdT>(weights + s, table + s * kTableWords<IdT>, degree[i], count, fanout,
-                            replace, key, po, {nullptr});  // exact picks scan the picks
+    weighted_positions<IdT>(weights + s, table + s * kTableWords<IdT>, degree[i], count, replace,
+                            key, po, {nullptr});  // exact picks scan the picks
   }
 }
 
@@ -445,8 +447,7 @@ void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int6
                       int64_t* pos, const at::TensorOptions& long_opts, cudaStream_t stream) {
   if (wp.weights) {
     weighted_positions_kernel<IdT><<<cuda_blocks(n), kCudaThreads, 0, stream>>>(
-        dst, n, ca.bp, ca.start, ca.degree, wp.weights, wp.table, fanout, replace, stream_key,
-        pos);
+        dst, n, ca.bp, ca.start, ca.degree, wp.weights, wp.table, replace, stream_key, pos);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }

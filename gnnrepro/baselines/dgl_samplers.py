@@ -90,7 +90,7 @@ class _DGLSampler:
     thread_use = None
 
     def __init__(self, graph: CSCGraph, fanouts: list[int], replace: bool = False,
-                 seed: int = 0):
+                 seed: int = 0, prob: torch.Tensor | None = None):
         self.graph = check_graph(graph)
         if graph.device.type != "cpu":
             raise ValueError(f"graph must be on the CPU for DGL's CPU samplers, is on "
@@ -100,12 +100,21 @@ class _DGLSampler:
         self.seed = check_seed(seed)
         self._dgl = import_dgl()
         self._g, self._idtype = dgl_graph(self._dgl, graph)
+        # DGL's weighted sampling (`prob`): one weight per edge in CSC order, as edata.
+        self.prob = prob
+        self._prob = None
+        if prob is not None:
+            if prob.shape != (graph.num_edges,):
+                raise ValueError(f"prob must hold one weight per edge ({graph.num_edges}), got "
+                                 f"shape {tuple(prob.shape)}")
+            self._g.edata["prob"] = prob.to(torch.float32)
+            self._prob = "prob"
 
     def __getstate__(self) -> dict:
         # DGL objects do not travel well (the dgl module does not pickle at all): a worker
         # process rebuilds them from the constructor's arguments.
         return {"graph": self.graph, "fanouts": self.fanouts, "replace": self.replace,
-                "seed": self.seed}
+                "seed": self.seed, "prob": self.prob}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(**state)
@@ -148,7 +157,8 @@ class DGLUnfusedSampler(_DGLSampler):
         dgl, nid, eid = self._dgl, self._dgl.NID, self._dgl.EID
         nodes, blocks = seeds, []
         for fanout in reversed(self.fanouts):
-            frontier = dgl.sampling.sample_neighbors(self._g, nodes, fanout, replace=self.replace)
+            frontier = dgl.sampling.sample_neighbors(self._g, nodes, fanout, replace=self.replace,
+                                                     prob=self._prob)
             block = dgl.to_block(frontier, nodes)
             block.edata[eid] = frontier.edata[eid]
             nodes = block.srcdata[nid]
@@ -163,9 +173,10 @@ class DGLFusedSampler(_DGLSampler):
     name = "dgl-fused"
 
     def __init__(self, graph: CSCGraph, fanouts: list[int], replace: bool = False,
-                 seed: int = 0):
-        super().__init__(graph, fanouts, replace, seed)
-        self._sampler = self._dgl.dataloading.NeighborSampler(self.fanouts, replace=replace)
+                 seed: int = 0, prob: torch.Tensor | None = None):
+        super().__init__(graph, fanouts, replace, seed, prob)
+        self._sampler = self._dgl.dataloading.NeighborSampler(self.fanouts, replace=replace,
+                                                              prob=self._prob)
 
     def _sample_blocks(self, seeds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, list]:
         install_fused_mapping(self._sampler, self._g, self._idtype)
