@@ -276,9 +276,9 @@ GNNREPRO_HD void weighted_take_all(const float* w, int64_t degree, int64_t count
   }
 }
 
-// Scratch that speeds the exact picks up where a caller has it (the CPU op): `marks`, room for
-// the destination's degree flags, all zero on entry and on exit. On the device it is null and
-// membership is a pass over the picks; both ways add the same numbers in the same order.
+// Scratch that speeds the picks up where a caller has it (the CPU op): `marks`, room for the
+// destination's degree flags (which offsets are picked), all zero on entry and on exit. On the
+// device it is null and membership is a pass over the picks: the same answers either way.
 struct ExactScratch {
   uint8_t* marks;
 };
@@ -337,9 +337,10 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
       const int64_t t = table_draw<IdT>(table, degree, key,
                                         static_cast<uint64_t>(n) * kAliasAttempts + a,
                                         po.ids ? &id : nullptr);
-      if (!already_picked(po.out, n, po.start + t)) {
+      if (!is_picked(scratch, po.out, n, po.start, t)) {
         po.out[n] = po.start + t;
         if (po.ids) po.ids[n] = id;
+        if (scratch.marks) scratch.marks[t] = 1;
         drawn = true;
         break;
       }
@@ -347,9 +348,6 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
     if (drawn) continue;
     if (!exact) {  // from here on, this destination's picks are exact
       exact = true;
-      if (scratch.marks) {
-        for (int64_t i = 0; i < n; ++i) scratch.marks[po.out[i] - po.start] = 1;
-      }
       rest = unpicked_weight(w, scratch, po.start, degree, po.out, n);
     }
     const int64_t j = exact_pick(w, scratch, po.start, degree, po.out, n, rest, exact_key);
@@ -362,7 +360,7 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
     rest = picked <= mul_rn(rest, 0.5) ? sub_rn(rest, picked)
                                        : unpicked_weight(w, scratch, po.start, degree, po.out, n + 1);
   }
-  if (exact && scratch.marks) {
+  if (scratch.marks) {
     for (int64_t i = 0; i < count; ++i) scratch.marks[po.out[i] - po.start] = 0;
   }
 }
