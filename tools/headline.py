@@ -282,10 +282,29 @@ def _row_typed_training() -> list[str]:
             f"{_link('train-cpu-mag-0.25')}, {_link('train-cpu-mag-0.25-no-relations')}"]
 
 
+def _row_weighted_sampling() -> list[str]:
+    r = _load("weighted-sampling-cpu-products")
+    ms, ratios = ({k: v["ms_per_batch"] for k, v in r["samplers"].items()}, r["ratios"])
+    kinds = ("half-zero", "pareto")
+    return ["weighted sampling (DGL's prob=...), the sampler alone, products-sim 1.0, fanouts "
+            "15,10,5: weights uniform random with half zero (dgl#7462's) / Pareto(1.5); our "
+            "uniform sampling of the same batches takes "
+            f"{ms['fused/uniform']:.3g} ms, so ours costs "
+            + " / ".join(f"{ratios[k]['cost_vs_our_uniform']:.2g}x" for k in kinds)
+            + " of it (the issue's bound: 1.5x), DGL's "
+            + " / ".join(f"{ratios[k]['dgl_fused_cost_vs_its_uniform']:.2g}x" for k in kinds)
+            + " of its own",
+            _pair([ms[f"fused/{k}"] for k in kinds]) + " ms",
+            "DGL's NeighborSampler(prob=...) " + _pair([ms[f"dgl-fused/{k}"] for k in kinds])
+            + " ms", _ratios([ratios[k]["speedup_vs_dgl_fused"] for k in kinds]),
+            _link("weighted-sampling-cpu-products")]
+
+
 ROWS = (_row_sampling, _row_graphbolt_sampling, _row_loader, _row_training, _row_whole_stack,
         _row_graphbolt_training, _row_memory, _row_storage, _row_disk_training,
         _row_papers_sampling, _row_papers_training, _row_partitioned, _row_typed_sampling,
-        _row_typed_loader, _row_typed_training, _row_igbh_sampling, _row_igbh_disk)
+        _row_typed_loader, _row_typed_training, _row_igbh_sampling, _row_igbh_disk,
+        _row_weighted_sampling)
 
 
 def headline_table() -> str:

@@ -43,6 +43,7 @@ def script(name: str) -> list[str]:
 SAMPLING, LOADER, END_TO_END = bench("sampling_speed"), bench("loader"), bench("end_to_end")
 TYPED_SAMPLING = bench("typed_sampling")
 TYPED_DISK = bench("typed_disk")
+WEIGHTED_SAMPLING = bench("weighted_sampling")
 SCALING, PARTITIONED, STORAGE = bench("scaling"), bench("partitioned"), bench("storage")
 DISK_TRAINING, LOCALITY = bench("disk_training"), script("locality_order")
 #: Result (a JSON, or a GPU session's folder) -> (command, where its numbers are shown, the
@@ -152,6 +153,10 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
         "`bench typed-disk --dataset igbh-sim --scale 0.02 --model rgat-mlperf --stores disk "
         "--steps 3 --eval-ids 256` (at 1.0 its step was killed for memory on this 23 GB VM)",
         "[heterogeneous](heterogeneous.md)", TYPED_DISK),
+    "weighted-sampling-cpu-products.json": (
+        "`bench weighted-sampling --dataset products-sim --scale 1.0 --fanouts 15,10,5 "
+        "--batch-size 1024 --batches 20 --repeats 4 --threads 2`", "README, headline table; "
+        "[weighted](weighted.md)", WEIGHTED_SAMPLING),
     "loader-cpu-mag.json": (
         "`bench loader --dataset mag-sim --scale 1.0 --fanouts 25,20 --batch-size 1024 "
         "--pipelines dgl,fused+pinned --threads 2 --rounds 3`", "README, headline table",
