@@ -77,7 +77,19 @@ fig = plots.gpu_bars(gpu[gpu["sampler"] != "fused-cuda"], "sampler", "fused_cuda
                      "fused CUDA sampler's speedup (x)", "Fused sampling on the GPU vs each",
                      "run make gpu-session on a GPU machine and commit its results")
 plots.save(fig, params.figures_dir / "02_sampling_speedup_gpu",
-           experiments.gpu_label(gpu_sessions))"""]),
+           experiments.gpu_label(gpu_sessions))""", """\
+# Weighted sampling (DGL's prob=...): ours and DGL's samplers, uniform and under two weight
+# distributions (dgl#7462's: uniform random, half zero; a heavy tail: Pareto(1.5)), on the
+# same batches: the time per batch, and what the weights cost each sampler over its uniform.
+weighted, weighted_meta = experiments.weighted_sampling(params)
+for peer, why in weighted_meta["peers_not_run"].items():
+    print(f"{peer}: not run - {why}")
+experiments.write_table(weighted, params.figures_dir / "02_weighted_sampling",
+                        caption="Weighted sampling: time per batch, its cost over the same "
+                                "sampler's uniform sampling, and ours' speedup.")
+fig = plots.weighted_bars(weighted)
+plots.save_figure(fig, params, weighted_meta, "02_weighted_sampling")
+weighted"""]),
     "03_end_to_end": (
         "End-to-end training",
         "Epoch time of the ablation ladder: DGL's pipeline, fused sampling, fused sampling with "
@@ -308,7 +320,8 @@ def _key(module: str, name: str = "PARAMETERS") -> tuple[str, ...]:
 
 USED: dict[str, tuple[str, ...]] = {
     "01_stage_breakdown": measurements.LADDER_KEY,
-    "02_sampling_speedup": _key("sampling_speedup"),
+    "02_sampling_speedup": tuple(dict.fromkeys(_key("sampling_speedup")
+                                               + _key("weighted_sampling"))),
     "03_end_to_end": _key("end_to_end", "ALONE_PARAMETERS"),
     "04_scaling": _key("scaling"),
     "05_sensitivity": _key("sensitivity"),

@@ -832,3 +832,30 @@ def test_heterogeneous_disk_is_skipped_at_scale_0_and_tabulates_each_store(tmp_p
     assert (disk["epoch_h"], disk["peak_rss_gb"], disk["test_acc"]) == (2.0, 2.0, 0.2)
     assert data.set_index("store").loc["mmap", "error"] == "stopped after 1200 s"
     assert (meta["feature_gb"], meta["memory_gb"]) == (4.0, 2.0)
+
+
+def test_weighted_sampling_rows_and_figure(tmp_path, monkeypatch):
+    asked = {}
+
+    def measure(**kwargs):
+        asked.update(kwargs)
+        ms = {"fused/uniform": 2.0, "dgl-fused/uniform": 8.0, "fused/half-zero": 4.0,
+              "dgl-fused/half-zero": 24.0}
+        return {"params": kwargs, "peers_not_run": {"pyg": "no pyg-lib"},
+                "samplers": {k: {"ms_per_batch": v, "ms_p10": v * 0.9, "ms_p90": v * 1.1}
+                             for k, v in ms.items()}}
+
+    module = importlib.import_module("gnnrepro.experiments.weighted_sampling")
+    monkeypatch.setattr(module.bench, "measure", measure)
+    params = Params(out_dir=str(tmp_path), scale=0.01, sampling_batches=3)
+    data, meta = experiments.weighted_sampling(params)
+    assert (asked["scale"], asked["batches"]) == (0.01, 3)
+    rows = data.set_index(["weights", "sampler"])
+    assert rows.loc[("half-zero", "dgl-fused"), "cost_vs_uniform"] == 3.0
+    assert rows.loc[("half-zero", "fused"), "cost_vs_uniform"] == 2.0
+    assert rows.loc[("half-zero", "dgl-fused"), "fused_speedup"] == 6.0
+    assert meta["peers_not_run"] == {"pyg": "no pyg-lib"}
+    fig = plots.weighted_bars(data)
+    assert [ax.get_title() for ax in fig.axes] == ["Sampling time per mini-batch",
+                                                   "What the weights cost each sampler"]
+    matplotlib.pyplot.close(fig)

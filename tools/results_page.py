@@ -198,7 +198,11 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "and a benchmark. Each session measured again the results that fit its time, one "
              "at a time on 2 cores, not this one: its run takes the better part of an hour or "
              "more at products size, or needs papers-sim's 65 GB or igb-sim's 42 GB of disk, or "
-             "a peer's environment (`make peers`, not set up on this machine)")
+             "a peer's environment (`make peers`, not set up on this machine). Issue 51's "
+             "weighted sampling (session 13) then gave the sampler op optional weight "
+             "arguments: a uniform relation runs the same code but for one branch a "
+             "destination in the counting step (sampling-cpu and sampling-cpu-products, "
+             "measured again, show no drop)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")

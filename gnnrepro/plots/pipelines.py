@@ -82,6 +82,37 @@ def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
     return fig
 
 
+def weighted_bars(data: pd.DataFrame) -> Figure:
+    """Left: ms per batch of each sampler, uniform and per weight distribution. Right: each
+    sampler's weighted time over its own uniform time, the issue's 1.5x bound marked
+    (02_sampling_speedup)."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.6, 3.8))
+    kinds = list(dict.fromkeys(data["weights"]))
+    samplers = list(dict.fromkeys(data["sampler"]))
+
+    def series(column: str, groups: list[str]) -> dict[str, list[float]]:
+        table = data.pivot(index="weights", columns="sampler", values=column)
+        return {s: table.loc[groups, s].tolist() for s in samplers}
+
+    spread = {s: (low, high) for s, low, high in zip(
+        samplers, series("ms_p10", kinds).values(), series("ms_p90", kinds).values())}
+    _grouped_bars(left, kinds, series("ms_per_batch", kinds), SAMPLER_COLORS, "%.3g", spread)
+    left.set_ylabel("time per batch (ms, median; bars: p10-p90)")
+    left.set_title("Sampling time per mini-batch")
+    weighted = [k for k in kinds if k != "uniform"]
+    _grouped_bars(right, weighted, series("cost_vs_uniform", weighted), SAMPLER_COLORS, "%.2fx",
+                  marks=(1.0, 1.5))
+    right.axhline(1.0, color="#777777", linewidth=0.8)
+    _mark_paper(right, 1.5, "issue 51's bound for ours: 1.5x")
+    right.set_ylabel("time over the same sampler's uniform (x)")
+    right.set_title("What the weights cost each sampler")
+    for ax in (left, right):
+        ax.set_xlabel("weights")
+        ax.legend(fontsize=8)
+        ax.margins(y=0.15)
+    return fig
+
+
 def gpu_bars(data: pd.DataFrame, category: str, value: str, paper_value: float,
              paper_text: str, ylabel: str, title: str, note: str) -> Figure:
     """Stored GPU results (gnnrepro.experiments.gpu_results): `value` per `category`, bars
