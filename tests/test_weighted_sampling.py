@@ -290,3 +290,23 @@ def test_agrees_with_dgl_sample_neighbors_prob():
     exact = inclusion_probabilities(w, 2)
     sigma = (exact * (1 - exact) / (2 * COPIES)).sqrt()
     assert bool(((ours - theirs).abs() <= 8 * sigma + 1e-9).all()), (ours, theirs)
+
+
+@pytest.mark.parametrize("worker_kind", ["thread", "process"])
+def test_the_loader_batches_a_weighted_sampler(dataset, worker_kind):
+    """A weighted FusedSampler goes through the Loader's workers (its tables travel to worker
+    processes) and gives the batches it gives alone."""
+    from gnnrepro.pipeline import Loader
+    g = dataset.graph
+    w = torch.rand(g.num_edges, generator=torch.Generator().manual_seed(1))
+    w[torch.arange(g.num_edges) % 2 == 0] = 0
+    sampler = FusedSampler(g, [5, 5], weights=w, edge_ids=True, seed=2)
+    loader = Loader(dataset, sampler, "cpu", 64, workers=2, worker_kind=worker_kind, seed=3,
+                    shuffle=False)
+    for batch_id, batch in enumerate(loader):
+        alone = sampler.sample(batch.blocks[-1].dst_nodes, batch_id)
+        for got, want in zip(batch.blocks, alone.blocks):
+            assert torch.equal(got.edge_ids, want.edge_ids)
+            assert bool((w[got.edge_ids] > 0).all())
+        if batch_id == 2:
+            break
