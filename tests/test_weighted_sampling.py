@@ -228,8 +228,9 @@ def test_op_checks_the_weight_arrays():
 @pytest.mark.parametrize("replace", [False, True])
 def test_malformed_tables_never_leave_the_list(replace):
     """Whatever the table and counts hold, picks are distinct positions of each destination's
-    own list (the op trusts weight_table's arrays for the distribution, never for bounds), and
-    an id the table gives outside the graph is an error, not a read."""
+    own list (the op takes the table as weight_table built it for these indices, but never
+    trusts it for bounds), and an id a table gives outside the graph is an error naming the
+    table (the CPU op reads its ids from the table), not a read."""
     g, w = random_weighted_graph(3)
     gen = torch.Generator().manual_seed(9)
     table, _ = _ops.ops.weight_table(g.indptr, g.indices, w)
@@ -252,7 +253,7 @@ def test_malformed_tables_never_leave_the_list(replace):
         if not replace:
             assert picks.unique().numel() == picks.numel()
     table[:, 1:] = torch.randint(g.num_nodes, 2**40, (g.num_edges, 2), generator=gen)
-    with pytest.raises(RuntimeError, match="outside"):
+    with pytest.raises(RuntimeError, match="alias_tables does not belong to its indices"):
         call(table.view(-1))
     assert bool((node_map == -1).all())
 

@@ -5,8 +5,11 @@
 // of its destination's alias table, and per destination its count of positive weights
 // (weight_table_range below builds the last two). An entry is kTableWords<IdT> int64 words: the
 // slot's keep threshold and alias offset, then the neighbour ids of both (the slot's own and its
-// alias's, copies of `indices`), so that the CPU op's pick reads one random entry and no
-// `indices` line after it (the CUDA kernels read `indices`). A pick reads one table entry: a slot drawn
+// alias's, copies of `indices`), so that the CPU op's table draw reads one random entry and no
+// `indices` line after it (the CUDA kernels read `indices`; picks that are not table draws read
+// `indices` on both). The op therefore takes the table as weight_table built it for these
+// `indices`: on any other table it stays in bounds, but the devices may disagree. A pick reads
+// one table entry: a slot drawn
 // uniformly over the destination's list keeps itself with probability threshold / 2^32, else
 // gives its alias, so that each offset comes out proportional to its weight (to 2^-32 of a
 // slot). Only positive weights are ever picked. Without replacement the picks are successive
@@ -144,9 +147,9 @@ GNNREPRO_HD int64_t weight_table_range(const float* w, const IdT* ix, int64_t lo
     total = add_rn(total, static_cast<double>(wl[j]));
     positive += wl[j] > 0.0f;
   }
-  if (!(total > 0.0)) {
-    for (int64_t j = 0; j < degree; ++j) finish(j, 0, j);
-    return 0;
+  if (!(total > 0.0 && total <= 1.7976931348623157e308)) {  // none positive (or not finite:
+    for (int64_t j = 0; j < degree; ++j) finish(j, 0, j);   // weight_table refuses those)
+    return positive;
   }
   const double scale = div_rn(static_cast<double>(degree), total);
   auto q_of = [&](int64_t j) { return mul_rn(static_cast<double>(wl[j]), scale); };

@@ -391,6 +391,7 @@ class SampleCall {
     }
     map_ok_ = true;
     bad_index_.store(kNoError);
+    bad_table_.store(kNoError);
     make_items(kChunk);
     return {static_cast<int64_t>(items_.size()), [this](int64_t c) { sample_chunk(items_[c]); },
             [this](int64_t c) { relabel_chunk(items_[c]); }};
@@ -446,7 +447,7 @@ class SampleCall {
     const int64_t* table = rel.table;
     const IdT* ix = rel.ix;
     int64_t* picks = rel.bi;
-    const int64_t layer_fanout = rel.fanout, base = offsets[begin];
+    const int64_t base = offsets[begin];
     const bool attempts = !replace_;
     thread_local std::vector<uint8_t> thread_marks;  // exact picks' scratch (weighted_picks.h)
     std::vector<uint8_t>& marks = thread_marks;  // looked up once, not per destination
@@ -465,8 +466,9 @@ class SampleCall {
       const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[i]));
       const int64_t start = starts[i];
       const PickOut<IdT> po{ix + start, start, picks + offsets[i], ids + (offsets[i] - base)};
-      if (static_cast<int64_t>(marks.size()) < code_degree(degrees[i])) {
-        marks.resize(code_degree(degrees[i]), 0);
+      if (attempts && !weighted_takes_all(degrees[i]) &&
+          static_cast<int64_t>(marks.size()) < degrees[i]) {
+        marks.resize(degrees[i], 0);  // only successive sampling marks its picks
       }
       weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count, replace_,
                               key, po, {marks.data()});
@@ -484,7 +486,10 @@ class SampleCall {
     for (int64_t e = e_begin; e < e_end; ++e) {
       const int64_t u = ids[e - e_begin];
       if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(src_nodes)) {
-        atomic_min(bad_index_, (r << kRelShift) | picks[e]);
+        // An id out of range from `indices` (a pick that is not a table draw), else the table's.
+        const bool from_table =
+            static_cast<uint64_t>(rel.ix[picks[e]]) < static_cast<uint64_t>(src_nodes);
+        atomic_min(from_table ? bad_table_ : bad_index_, (r << kRelShift) | picks[e]);
         picks[e] = -1;  // skipped by the relabel; the error is raised after the layer
         continue;
       }
@@ -564,6 +569,14 @@ class SampleCall {
 
   // Ends the layer just sampled: its errors, its source lists (the next layer's destinations).
   void finish_layer() {
+    if (bad_table_.load() != kNoError) {
+      const int64_t r = bad_table_.load() >> kRelShift;
+      TORCH_CHECK(false, "alias_tables",
+                  num_rels_ > 1 ? " of relation " + std::to_string(r) : std::string(),
+                  " does not belong to its indices (it is not what weight_table built for "
+                  "them): a draw at position ", bad_table_.load() & kPosMask,
+                  " gives a node id outside [0, ", rels_[r].num_src_nodes, ")");
+    }
     if (bad_index_.load() != kNoError) {
       const int64_t r = bad_index_.load() >> kRelShift;
       detail_.bad_index_rel = r;
@@ -650,7 +663,7 @@ class SampleCall {
   int64_t segs_ = 0;
   // What its steps found: a map entry the op did not write, the smallest bad node / position.
   bool map_ok_ = true;
-  std::atomic<int64_t> bad_indptr_{kNoError}, bad_index_{kNoError};
+  std::atomic<int64_t> bad_indptr_{kNoError}, bad_index_{kNoError}, bad_table_{kNoError};
 };
 
 std::vector<at::Tensor> run_sample_call(const TypedSpec& spec, bool replace, int64_t seed,

@@ -28,6 +28,9 @@ inline void check_weight_table_args(const at::Tensor& indptr, const at::Tensor& 
                           (indptr.diff() >= 0).all().item<bool>(),
                       "indptr must be non-decreasing within [0, ", num_edges,
                       "] (weights has one entry per edge)");
+    // Alias offsets are 32-bit (common/weighted_picks.h, table_entry).
+    TORCH_CHECK_VALUE(indptr.diff().max().item<int64_t>() < (int64_t{1} << 32),
+                      "a destination with 2^32 or more in-edges cannot be sampled by weight");
   }
   if (num_edges > 0) {
     TORCH_CHECK_VALUE(at::isfinite(weights).all().item<bool>(),
