@@ -93,8 +93,10 @@ def run_child(module: str, bench: str, settings: dict[str, Any], timeout: float,
             return {"store": settings["store"], "error": f"timed out after {timeout:.0f} s"}
         return stopped(progress_lines(exc.stdout), timeout)
     if done.returncode != 0:  # its traceback went to our stderr
-        return {"store": settings["store"], "error": f"child exited with {done.returncode}"
-                                                      " (-9: killed, e.g. out of memory)"}
+        why = (f"killed by signal {-done.returncode}, e.g. out of memory" if done.returncode < 0
+               else "its error is on stderr")
+        return {"store": settings["store"],
+                "error": f"child exited with {done.returncode} ({why})"}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -66,8 +66,10 @@ def measure(*, dataset: str = "igbh-sim", scale: float = 1.0, root: str | None =
     results = {}
     for kind in stores:
         drop_page_cache(entry)
+        # A batch may take as long as the store's whole time: the Loader waits that long for
+        # one (mmap's batches took 95 s, and past 120 s on a slower day, of random page faults).
         results[kind] = run_child("gnnrepro.bench.typed_disk", "typed-disk",
-                                  {**settings, "store": kind,
+                                  {**settings, "store": kind, "batch_timeout_s": store_seconds,
                                    "steps": baseline_steps if kind == "mmap" else steps},
                                   store_seconds, stopped=_stopped)
     return {"benchmark": "typed-disk",
@@ -109,7 +111,7 @@ def child(settings: dict[str, Any]) -> dict[str, Any]:
 
     with Loader(part, FusedSampler(data.graph, fanouts, seed=seed), settings["device"], bs,
                 workers=settings["workers"], worker_kind="thread", prefetch=2, seed=seed,
-                feature_store=store) as loader:
+                feature_store=store, timeout_s=settings["batch_timeout_s"]) as loader:
         trained = train(part, loader, FusedSampler(data.graph, fanouts, seed=seed), epochs=1,
                         lr=settings["lr"], hidden=settings["hidden"], seed=seed,
                         **({"model": net} if net is not None else {"architecture": "rgcn"}),
