@@ -202,7 +202,9 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "weighted sampling (session 13) then gave the sampler op optional weight "
              "arguments: a uniform relation runs the same code but for one branch a "
              "destination in the counting step (sampling-cpu and sampling-cpu-products, "
-             "measured again, show no drop)")
+             "measured again, show no drop); it also let bench typed-disk's Loader wait a "
+             "store's whole time for a batch and made a benchmark child's exit message name a "
+             "signal only when one killed it (nothing either measures)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
