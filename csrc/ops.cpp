@@ -64,11 +64,21 @@ TORCH_LIBRARY(gnnrepro, m) {
   // picked: without replacement by successive sampling (min(fanout, positive weights) picks, all
   // of them in order where fewer than the fanout), with replacement independently (fanout
   // picks where any weight is positive).
+  // seed_times: empty, or per type its seeds' int64 times, making the call temporal (CPU only):
+  // each seed is sampled on its own (disjoint subgraphs; seeds may repeat), at its time at every
+  // hop. edge_times: empty or per relation None (untimed: every edge a candidate) or its int64
+  // edge times, non-decreasing within each destination; a timed destination's candidates are
+  // its edges with time in [seed time - time_window, seed time] (time_window -1: no lower
+  // bound), picked uniformly (temporal_strategy 0) or its fanout most recent (1, without
+  // replacement). No relation of a temporal call may be weighted. A temporal call's outputs per
+  // layer end with, per type, each source's seed index (seeds numbered across the types in
+  // order); its node_map is not used (left all -1).
   m.def(
       "sample_fused_typed(Tensor[] indptrs, Tensor[] indices, int[] src_types, int[] dst_types, "
       "int[] num_nodes, Tensor[] seeds, int[] fanouts, bool replace, int seed, int batch_id, "
       "bool return_eids, Tensor?[] edge_weights, Tensor?[] alias_tables, "
-      "Tensor?[] positive_counts, Tensor node_map) -> Tensor[]");
+      "Tensor?[] positive_counts, Tensor?[] edge_times, Tensor[] seed_times, int time_window, "
+      "int temporal_strategy, Tensor node_map) -> Tensor[]");
 
   // A weighted relation's sampling arrays from its CSC and its float32 weights (one per edge,
   // non-negative and finite: ValueError otherwise): (alias table int64 [E * words], each

@@ -17,7 +17,8 @@ from typing import Any
 from gnnrepro.atomic import write_json_atomic
 from gnnrepro.bench import (copy_overlap, disk_same_as_memory, disk_training, end_to_end, loader,
                             partitioned, placements, sampling_speed, scaling, storage,
-                            typed_disk, typed_sampling, weighted_sampling)
+                            temporal_sampling, typed_disk, typed_sampling,
+                            weighted_sampling)
 from gnnrepro.cli_parser import DATA_OPTIONS, TRAIN_OPTIONS, build_parser
 from gnnrepro.config import TrainConfig, resolve_threads
 from gnnrepro.datasets import load_scaled
@@ -206,13 +207,22 @@ def _scaling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def _temporal_sampling(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = temporal_sampling.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
+                                       batches=args.batches, threads=args.threads,
+                                       repeats=args.repeats, samplers=args.samplers,
+                                       seed=args.seed)
+    print(temporal_sampling.format_table(result))
+    return result
+
+
 #: Each `bench` subcommand's runner.
 _BENCHMARKS: dict[str, Callable[[argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {
     "sampling": _sampling, "end-to-end": _end_to_end, "loader": _loader, "scaling": _scaling,
     "partitioned": _partitioned, "storage": _storage, "disk-training": _disk_training,
     "placements": _placements, "copy-overlap": _copy_overlap,
     "typed-sampling": _typed_sampling, "typed-disk": _typed_disk,
-    "weighted-sampling": _weighted_sampling}
+    "weighted-sampling": _weighted_sampling, "temporal-sampling": _temporal_sampling}
 
 
 if __name__ == "__main__":

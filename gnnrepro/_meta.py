@@ -32,11 +32,14 @@ def _sample_fused_typed_fake(indptrs: list[torch.Tensor], indices: list[torch.Te
                              edge_weights: list[torch.Tensor | None],
                              alias_tables: list[torch.Tensor | None],
                              positive_counts: list[torch.Tensor | None],
+                             edge_times: list[torch.Tensor | None], seed_times: list[torch.Tensor],
+                             time_window: int, temporal_strategy: int,
                              node_map: torch.Tensor) -> list[torch.Tensor]:
     ctx = torch.library.get_ctx()
     rels, types = len(indptrs), len(num_nodes)
     per_rel = 3 if return_eids else 2
-    per_layer = per_rel * rels + types
+    per_type = 2 if seed_times else 1  # a temporal call adds each source's seed index
+    per_layer = per_rel * rels + per_type * types
     layers = len(fanouts) // rels
     out: list[torch.Tensor] = [torch.empty(0)] * (per_layer * layers)
     num_dst = [s.shape[0] for s in seeds]
@@ -51,7 +54,8 @@ def _sample_fused_typed_fake(indptrs: list[torch.Tensor], indices: list[torch.Te
                 out[base + per_rel * r + 2] = ref.new_empty(num_edges)
         num_dst = [ctx.new_dynamic_size() for _ in range(types)]
         for t in range(types):
-            out[base + per_rel * rels + t] = ref.new_empty(num_dst[t])
+            for k in range(per_type):
+                out[base + per_rel * rels + k * types + t] = ref.new_empty(num_dst[t])
     return out
 
 

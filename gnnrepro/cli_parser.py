@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnrepro.bench import (disk_training, placements, sampling_speed, typed_disk,
-                            typed_sampling, weighted_sampling)
+                            temporal_sampling, typed_sampling, weighted_sampling)
 from gnnrepro.checks import check_fraction, check_int
 from gnnrepro.peers import PEERS, SETUP_COMMAND
 from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
@@ -108,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          _add_scaling, _add_partitioned, _add_storage,
                                          _add_disk_training, _add_placements,
                                          _add_copy_overlap, _add_typed_sampling,
-                                         _add_typed_disk, _add_weighted_sampling)]
+                                         _add_typed_disk, _add_weighted_sampling,
+                                         _add_temporal_sampling)]
     for sub in benchmarks:
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
     for sub in (*benchmarks, _add_partition(commands)):
@@ -169,6 +170,20 @@ def _add_weighted_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
     s.add_argument("--weights", type=_names(weighted_sampling.WEIGHTS),
                    default=list(weighted_sampling.WEIGHTS),
                    help=f"comma-separated subset of {','.join(weighted_sampling.WEIGHTS)}")
+    return s
+
+
+def _add_temporal_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
+    s = kinds.add_parser("temporal-sampling", help="temporal sampling (edge times, a time per "
+                                                   "seed, disjoint subgraphs) against uniform")
+    add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=1.0,
+                fanouts=[15, 10, 5])
+    s.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=20)
+    s.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=4,
+                   help="passes over the batches, interleaved in segments of 8 batches")
+    s.add_argument("--samplers", type=_names(temporal_sampling.SAMPLERS),
+                   default=list(temporal_sampling.SAMPLERS),
+                   help=f"comma-separated subset of {','.join(temporal_sampling.SAMPLERS)}")
     return s
 
 

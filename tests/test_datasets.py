@@ -168,7 +168,7 @@ def test_graph_arrays_leave_the_file_mapping_when_they_fit(sim: Dataset, data_di
     assert "features.npy" in names and "indices.npy" not in names
     loaded.graph.indices[0] += 0  # writable, like the mapping it replaces
     del loaded
-    monkeypatch.setattr(cache, "fits_in_free_memory", lambda nbytes: False)
+    monkeypatch.setattr(anonymous, "fits_in_free_memory", lambda nbytes, fraction=0.25: False)
     kept = load("products-sim", scale=SCALE)
     _assert_same(kept, sim)
     assert "indices.npy" in mapped_files()

@@ -10,6 +10,7 @@
 // kernels call too; errors are collected and raised in sample_errors.h's order, like the CUDA op.
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
+#include <sys/mman.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "../common/relabel.h"
 #include "../common/rng.h"
 #include "../common/step_team.h"
+#include "../common/temporal_picks.h"
 #include "../common/weighted_picks.h"
 #include "prefetch_distances.h"
 #include "sample_args.h"
@@ -109,6 +111,77 @@ int64_t* grow(std::vector<int64_t>& scratch, int64_t size) {
   return scratch.data();
 }
 
+// The relabel map of a temporal call, whose subgraphs are disjoint per seed: keys (seed index
+// << shift | global node id) to local ids within the node's type, by open addressing with linear
+// probing. Rebuilt per layer from the layer's destinations (each layer's sources include them),
+// at most half full. Per calling thread, kept across calls, like thread_scratch.
+// The slots live in anonymous memory advised for huge pages (the lookups are random reads over
+// tens of MB), and a slot is empty unless it carries the current generation, so emptying the map
+// for the next layer costs nothing (no pass over the slots).
+class DisjointMap {
+ public:
+  // A key, its id and the generation that wrote it, side by side: a lookup reads one line.
+  struct Slot {
+    int64_t key;
+    int32_t id;
+    uint32_t generation;
+  };
+
+  DisjointMap() = default;
+  DisjointMap(const DisjointMap&) = delete;
+  DisjointMap& operator=(const DisjointMap&) = delete;
+  ~DisjointMap() { release(); }
+
+  // Empties the map with room for `entries` keys (at most half full).
+  void reset(int64_t entries) {
+    int64_t capacity = 64;
+    while (capacity < 2 * entries) capacity *= 2;
+    if (capacity > capacity_) {
+      release();
+      const size_t bytes = static_cast<size_t>(capacity) * sizeof(Slot);
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      TORCH_CHECK(p != MAP_FAILED, "out of memory for the relabel map of a temporal call (",
+                  bytes, " bytes)");
+#ifdef MADV_HUGEPAGE
+      madvise(p, bytes, MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+#endif
+      slots_ = static_cast<Slot*>(p);  // zero pages: generation 0, empty
+      capacity_ = capacity;
+      generation_ = 0;
+    }
+    if (++generation_ == 0) {  // wrapped: clear the stale generations once
+      std::memset(static_cast<void*>(slots_), 0, static_cast<size_t>(capacity_) * sizeof(Slot));
+      generation_ = 1;
+    }
+    mask_ = capacity - 1;
+  }
+  int64_t slot(int64_t key) const { return static_cast<int64_t>(mix64(key)) & mask_; }
+  // Adds `key` (not in the map) with local id `id`.
+  void insert_new(int64_t key, int64_t id) {
+    int64_t at = slot(key);
+    while (slots_[at].generation == generation_) at = (at + 1) & mask_;
+    slots_[at] = {key, static_cast<int32_t>(id), generation_};
+  }
+  Slot* slots() const { return slots_; }
+  int64_t mask() const { return mask_; }
+  uint32_t generation() const { return generation_; }
+
+ private:
+  void release() {
+    if (slots_) munmap(slots_, static_cast<size_t>(capacity_) * sizeof(Slot));
+    slots_ = nullptr;
+    capacity_ = 0;
+  }
+  Slot* slots_ = nullptr;
+  int64_t capacity_ = 0, mask_ = 0;
+  uint32_t generation_ = 0;
+};
+
+DisjointMap& thread_disjoint_map() {
+  thread_local DisjointMap map;
+  return map;
+}
+
 // Restores node_map to all -1 if sampling stops with an error half way.
 class NodeMapGuard {
  public:
@@ -158,7 +231,17 @@ class SampleCall {
         dst_begin_(num_types_ + 1, 0),
         layer_(num_layers_),
         srcs_(num_types_),
-        next_(num_types_, 0) {
+        next_(num_types_, 0),
+        disjoint_(spec.temporal()),
+        disjoint_map_(thread_disjoint_map()) {
+    if (disjoint_) {  // keys: seed index << shift_ | global node id
+      while ((int64_t{1} << shift_) < spec.total_nodes()) ++shift_;
+      node_mask_ = (int64_t{1} << shift_) - 1;
+      for (const at::Tensor& t : spec.seed_times) {
+        const int64_t* times = t.data_ptr<int64_t>();
+        seed_time_.insert(seed_time_.end(), times, times + t.numel());
+      }
+    }
     for (int64_t r = 0; r < num_rels_; ++r) {
       const RelationSpec& rs = spec.rels[r];
       Rel& rel = rels_[r];
@@ -175,6 +258,7 @@ class SampleCall {
         rel.table = rs.table.data_ptr<int64_t>();
         rel.nonzero = rs.nonzero.data_ptr<int64_t>();
       }
+      if (rs.times.defined()) rel.times = rs.times.data_ptr<int64_t>();
     }
   }
 
@@ -195,6 +279,7 @@ class SampleCall {
     const IdT* ix = nullptr;
     const float* weights = nullptr;  // weighted relations only (common/weighted_picks.h)
     const int64_t *table = nullptr, *nonzero = nullptr;
+    const int64_t* times = nullptr;  // timed relations of temporal calls only
     int64_t num_edges = 0, src_offset = 0, num_src_nodes = 0, dst_offset = 0, dst_type = 0,
             src_type = 0;
     // The layer: its fanout, its destinations (global ids: d[0..n)), their scratch (start and
@@ -228,6 +313,17 @@ class SampleCall {
       dst_begin_[t + 1] = dst_begin_[t] + n;
     }
     num_dst_ = dst_begin_[num_types_];
+    if (disjoint_) {  // seed i is key (i << shift_ | its global id): seeds may repeat
+      dst_ = pooled_empty(num_dst_, at::kLong);
+      int64_t* d = dst_.data_ptr<int64_t>();
+      for (int64_t t = 0; t < num_types_; ++t) {
+        const int64_t* s = spec_.seeds[t].data_ptr<int64_t>();
+        for (int64_t i = dst_begin_[t]; i < dst_begin_[t + 1]; ++i) {
+          d[i] = (i << shift_) | (s[i - dst_begin_[t]] + spec_.offsets[t]);
+        }
+      }
+      return;
+    }
     if (num_types_ == 1) {
       dst_ = spec_.seeds[0];  // global ids are the node ids: no copy
     } else {
@@ -323,12 +419,16 @@ class SampleCall {
     int64_t *starts = start_ + rel.seg, *degrees = degree_ + rel.seg, *counts = rel.bp + 1;
     const int64_t layer_fanout = rel.fanout;
     const int64_t* nonzero = rel.nonzero;
+    const int64_t* times = rel.times;
+    const int64_t node_mask = node_mask_, window = spec_.time_window;
+    const int64_t strategy = spec_.temporal_strategy;
+    const int shift = shift_;
     for (int64_t i = item.begin; i < item.end; ++i) {
       if (i + kPrefetchAhead < item.end) {
-        __builtin_prefetch(ip + dst_ids[i + kPrefetchAhead] - dst_offset);
+        __builtin_prefetch(ip + (dst_ids[i + kPrefetchAhead] & node_mask) - dst_offset);
         if (nonzero) __builtin_prefetch(nonzero + dst_ids[i + kPrefetchAhead] - dst_offset);
       }
-      const int64_t v = dst_ids[i] - dst_offset;
+      const int64_t v = (dst_ids[i] & node_mask) - dst_offset;
       int64_t lo = ip[v], hi = ip[v + 1];
       if (!(0 <= lo && lo <= hi && hi <= rel_edges)) {
         atomic_min(bad_indptr_, (item.rel << kRelShift) | v);
@@ -338,6 +438,13 @@ class SampleCall {
       if (nonzero) {  // a weighted relation: its degree code (weighted_picks.h)
         degrees[i] = weighted_degree_code(hi - lo, nonzero[v], layer_fanout, replace_);
         counts[i] = weighted_pick_count(hi - lo, nonzero[v], layer_fanout, replace_);
+      } else if (times) {  // a timed relation: the candidates at its seed's time
+        const CandidateRange c = strategy_range(
+            temporal_candidates(times, lo, hi, seed_time_[dst_ids[i] >> shift], window),
+            layer_fanout, strategy);
+        starts[i] = c.begin;
+        degrees[i] = c.end - c.begin;
+        counts[i] = pick_count(c.end - c.begin, layer_fanout, replace_);
       } else {
         degrees[i] = hi - lo;
         counts[i] = pick_count(hi - lo, layer_fanout, replace_);
@@ -393,6 +500,17 @@ class SampleCall {
     bad_index_.store(kNoError);
     bad_table_.store(kNoError);
     make_items(kChunk);
+    if (disjoint_) {
+      disjoint_map_.reset(num_dst_ + block_edges);
+      for (int64_t t = 0; t < num_types_; ++t) {
+        for (int64_t i = dst_begin_[t]; i < dst_begin_[t + 1]; ++i) {
+          disjoint_map_.insert_new(d[i], i - dst_begin_[t]);
+        }
+      }
+      return {static_cast<int64_t>(items_.size()),
+              [this](int64_t c) { sample_chunk(items_[c]); },
+              [this](int64_t c) { relabel_disjoint_chunk(items_[c]); }};
+    }
     return {static_cast<int64_t>(items_.size()), [this](int64_t c) { sample_chunk(items_[c]); },
             [this](int64_t c) { relabel_chunk(items_[c]); }};
   }
@@ -412,6 +530,22 @@ class SampleCall {
     }
     pick_chunk(rel, item.begin, item.end);
     gather_chunk(rel, item.rel, rel.bp[item.begin], rel.bp[item.end]);
+    if (disjoint_) tag_seeds(rel, item.begin, item.end);
+  }
+
+  // A temporal call's picks of destinations [begin, end) take their destination's seed index
+  // (the key's high bits): the sources of two seeds stay apart.
+  void tag_seeds(const Rel& rel, int64_t begin, int64_t end) const {
+    int64_t* ids = rel.bi;  // locals: see count_range
+    const int64_t* offsets = rel.bp;
+    const int64_t* dst_ids = rel.d;
+    const int64_t seed_bits = ~node_mask_;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t tag = dst_ids[i] & seed_bits;
+      for (int64_t e = offsets[i]; e < offsets[i + 1]; ++e) {
+        if (ids[e] >= 0) ids[e] |= tag;  // -1: a bad index, raised after the layer
+      }
+    }
   }
 
   // The picked positions of destinations [begin, end) into bi[bp[begin]..bp[end]).
@@ -567,6 +701,37 @@ class SampleCall {
     map_ok_ = all_ok;
   }
 
+  // relabel_chunk for a temporal call: the keys (seed, node) through disjoint_map_, which holds
+  // the layer's destinations; new keys take the type's next ids in first-occurrence order.
+  void relabel_disjoint_chunk(const Item& item) {
+    const Rel& rel = rels_[item.rel];
+    int64_t* ids = rel.bi;  // locals: see count_range
+    int64_t* sources = srcs_[rel.src_type];
+    int64_t fresh_id = next_[rel.src_type];
+    DisjointMap::Slot* const slots = disjoint_map_.slots();
+    const int64_t mask = disjoint_map_.mask();
+    const uint32_t generation = disjoint_map_.generation();
+    const int64_t e_end = rel.bp[item.end];
+    for (int64_t e = rel.bp[item.begin]; e < e_end; ++e) {
+      if (e + kRelabelPrefetchAhead < e_end && ids[e + kRelabelPrefetchAhead] >= 0) {
+        __builtin_prefetch(slots + disjoint_map_.slot(ids[e + kRelabelPrefetchAhead]));
+      }
+      const int64_t key = ids[e];
+      if (key < 0) {  // a bad index (raised after the layer)
+        ids[e] = 0;
+        continue;
+      }
+      int64_t at = disjoint_map_.slot(key);
+      while (slots[at].generation == generation && slots[at].key != key) at = (at + 1) & mask;
+      if (slots[at].generation != generation) {  // a new key
+        slots[at] = {key, static_cast<int32_t>(fresh_id), generation};
+        sources[fresh_id++] = key;
+      }
+      ids[e] = slots[at].id;
+    }
+    next_[rel.src_type] = fresh_id;
+  }
+
   // Ends the layer just sampled: its errors, its source lists (the next layer's destinations).
   void finish_layer() {
     if (bad_table_.load() != kNoError) {
@@ -595,7 +760,23 @@ class SampleCall {
     }
     const int64_t types_base = base + per_rel * num_rels_;
     for (int64_t t = 0; t < num_types_; ++t) dst_begin_[t + 1] = dst_begin_[t] + next_[t];
-    if (num_types_ == 1) {  // global ids are the node ids: the sources are the next layer's list
+    if (disjoint_) {  // per type its ids and their seeds' indices; the keys go on
+      dst_ = pooled_empty(dst_begin_[num_types_], at::kLong);
+      int64_t* all = dst_.data_ptr<int64_t>();
+      for (int64_t t = 0; t < num_types_; ++t) {
+        const int64_t n = next_[t], offset = spec_.offsets[t];
+        at::Tensor src_nodes = pooled_empty(n, at::kLong), src_seeds = pooled_empty(n, at::kLong);
+        int64_t *nodes = src_nodes.data_ptr<int64_t>(), *seeds = src_seeds.data_ptr<int64_t>();
+        const int64_t* from = srcs_[t];
+        if (n) std::memcpy(all + dst_begin_[t], from, n * sizeof(int64_t));
+        for (int64_t i = 0; i < n; ++i) {
+          nodes[i] = (from[i] & node_mask_) - offset;
+          seeds[i] = from[i] >> shift_;
+        }
+        out_[types_base + t] = src_nodes;
+        out_[types_base + num_types_ + t] = src_seeds;
+      }
+    } else if (num_types_ == 1) {  // global ids are the node ids: the sources are the next layer's list
       at::Tensor src_nodes = pooled_empty(next_[0], at::kLong);
       if (next_[0]) std::memcpy(src_nodes.data_ptr<int64_t>(), srcs_[0], next_[0] * 8);
       out_[types_base] = src_nodes;
@@ -620,7 +801,7 @@ class SampleCall {
   // destinations), so clearing just those restores the all -1 invariant.
   TeamStep plan_clear() {
     const int64_t* input_nodes = dst_.data_ptr<int64_t>();
-    const int64_t n = num_dst_;
+    const int64_t n = disjoint_ ? 0 : num_dst_;  // a temporal call never wrote the map
     int32_t* const map = map_;
     return {(n + kClearChunk - 1) / kClearChunk, [=](int64_t c) {
               const int64_t end = std::min(n, (c + 1) * kClearChunk);
@@ -664,6 +845,13 @@ class SampleCall {
   // What its steps found: a map entry the op did not write, the smallest bad node / position.
   bool map_ok_ = true;
   std::atomic<int64_t> bad_indptr_{kNoError}, bad_index_{kNoError}, bad_table_{kNoError};
+  // A temporal call (spec.temporal()): its nodes are keys (seed index << shift_ | global id),
+  // relabelled through disjoint_map_; seed_time_ holds every seed's time, types in order.
+  const bool disjoint_;
+  int shift_ = 0;
+  int64_t node_mask_ = -1;  // all ones unless disjoint_: a key's global id is key & node_mask_
+  std::vector<int64_t> seed_time_;
+  DisjointMap& disjoint_map_;
 };
 
 std::vector<at::Tensor> run_sample_call(const TypedSpec& spec, bool replace, int64_t seed,
@@ -685,8 +873,10 @@ void check_map_overlap(const TypedSpec& spec, const at::Tensor& node_map) {
       at::assert_no_overlap(node_map, rel.table);
       at::assert_no_overlap(node_map, rel.nonzero);
     }
+    if (rel.times.defined()) at::assert_no_overlap(node_map, rel.times);
   }
   for (const at::Tensor& s : spec.seeds) at::assert_no_overlap(node_map, s);
+  for (const at::Tensor& s : spec.seed_times) at::assert_no_overlap(node_map, s);
 }
 
 void check_cpu(const TypedSpec& spec, const at::Tensor& node_map) {
@@ -695,8 +885,10 @@ void check_cpu(const TypedSpec& spec, const at::Tensor& node_map) {
   for (const RelationSpec& rel : spec.rels) {
     all_cpu &= on_cpu(rel.indptr) && on_cpu(rel.indices);
     if (rel.weighted()) all_cpu &= on_cpu(rel.weights) && on_cpu(rel.table) && on_cpu(rel.nonzero);
+    if (rel.times.defined()) all_cpu &= on_cpu(rel.times);
   }
   for (const at::Tensor& s : spec.seeds) all_cpu &= on_cpu(s);
+  for (const at::Tensor& s : spec.seed_times) all_cpu &= on_cpu(s);
   TORCH_CHECK(all_cpu, "every tensor argument of the CPU op must be a CPU tensor");
 }
 
@@ -721,10 +913,15 @@ std::vector<at::Tensor> sample_fused_typed_cpu(at::TensorList indptrs, at::Tenso
                                                const OptionalTensors& edge_weights,
                                                const OptionalTensors& alias_tables,
                                                const OptionalTensors& positive_counts,
-                                               at::Tensor node_map) {
+                                               const OptionalTensors& edge_times,
+                                               at::TensorList seed_times, int64_t time_window,
+                                               int64_t temporal_strategy, at::Tensor node_map) {
+  const TemporalArgs temporal{edge_times, seed_times.vec(), time_window, temporal_strategy};
+  TORCH_CHECK(!(replace && temporal_strategy == kTemporalLast && !seed_times.empty()),
+              "temporal_strategy 'last' picks without replacement: replace must be false");
   const TypedSpec spec =
       make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds, fanouts, node_map,
-                      0, edge_weights, alias_tables, positive_counts);
+                      0, edge_weights, alias_tables, positive_counts, temporal);
   check_cpu(spec, node_map);
   check_map_overlap(spec, node_map);
   return run_sample_call(spec, replace, seed, batch_id, return_eids, node_map);

@@ -977,7 +977,16 @@ std::vector<at::Tensor> sample_fused_typed_cuda(at::TensorList indptrs, at::Tens
                                                 const OptionalTensors& edge_weights,
                                                 const OptionalTensors& alias_tables,
                                                 const OptionalTensors& positive_counts,
-                                                at::Tensor node_map) {
+                                                const OptionalTensors& edge_times,
+                                                at::TensorList seed_times, int64_t time_window,
+                                                int64_t temporal_strategy, at::Tensor node_map) {
+  // The disjoint relabel of temporal calls (a hash map keyed by seed and node) has no CUDA
+  // kernel yet; its per-destination rule (common/temporal_picks.h) is host and device code.
+  TORCH_CHECK(seed_times.empty() && edge_times.empty(),
+              "temporal sampling (seed_times, edge_times) runs on the CPU op only: sample a "
+              "CPU graph on the CPU");
+  (void)time_window;
+  (void)temporal_strategy;
   const TypedSpec spec =
       make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds, fanouts, node_map,
                       0, edge_weights, alias_tables, positive_counts);

@@ -14,6 +14,8 @@
 #include <optional>
 #include <vector>
 
+#include "../common/temporal_picks.h"
+
 namespace gnnrepro {
 
 struct RelationSpec {
@@ -22,7 +24,22 @@ struct RelationSpec {
   // A weighted relation's weights (float32) and alias table (int64), one per edge, and its
   // positive weights per destination (int64): common/weighted_picks.h. Undefined if uniform.
   at::Tensor weights, table, nonzero;
+  // A timed relation's edge times (int64, one per edge, non-decreasing within each destination:
+  // common/temporal_picks.h). Undefined if untimed.
+  at::Tensor times;
   bool weighted() const { return weights.defined(); }
+};
+
+using OptionalTensors = c10::List<std::optional<at::Tensor>>;
+
+// The temporal arguments of one call: per relation its edge times (None: untimed), per node
+// type its seeds' times (empty: the call is not temporal), the window (-1: none) and the
+// strategy (common/temporal_picks.h).
+struct TemporalArgs {
+  OptionalTensors edge_times;
+  std::vector<at::Tensor> seed_times;
+  int64_t window = -1;
+  int64_t strategy = 0;
 };
 
 struct TypedSpec {
@@ -31,12 +48,18 @@ struct TypedSpec {
   std::vector<at::Tensor> seeds;  // per type, int64 ids of that type
   std::vector<int64_t> fanouts;   // num_layers x num_rels, layer-major, GNN layer 0 first
   int64_t num_layers = 0;
+  // Temporal calls only: per type its seeds' times; the window and the strategy. Such a call
+  // samples each seed's subgraph on its own (disjoint): a node reached from two seeds is two
+  // sources, and each source carries its seed's index.
+  std::vector<at::Tensor> seed_times;
+  int64_t time_window = -1, temporal_strategy = 0;
 
   int64_t num_types() const { return static_cast<int64_t>(offsets.size()) - 1; }
   int64_t num_rels() const { return static_cast<int64_t>(rels.size()); }
   int64_t total_nodes() const { return offsets.back(); }
   int64_t fanout(int64_t layer, int64_t rel) const { return fanouts[layer * num_rels() + rel]; }
   bool homogeneous() const { return num_types() == 1 && num_rels() == 1; }
+  bool temporal() const { return !seed_times.empty(); }
   // The type of global id u (u in [0, total_nodes)).
   int64_t type_of(int64_t u) const {
     int64_t t = 0;
@@ -44,8 +67,6 @@ struct TypedSpec {
     return t;
   }
 };
-
-using OptionalTensors = c10::List<std::optional<at::Tensor>>;
 
 // Sets each weighted relation's arrays: all three lists empty (no relation is weighted) or one
 // entry per relation in each, None for a uniform relation.
@@ -91,6 +112,58 @@ inline void add_weights(TypedSpec& spec, const OptionalTensors& weights,
   }
 }
 
+// Sets a temporal call's arrays: edge times empty (no relation timed) or one entry per relation
+// (None: untimed), and one seed-times tensor per type. Seeds may then repeat; there must be
+// fewer than 2^31 of them, and a relation may not be both timed and weighted.
+inline void add_times(TypedSpec& spec, const TemporalArgs& temporal, at::TensorList seeds) {
+  const auto num_rels = static_cast<int64_t>(spec.rels.size());
+  if (temporal.seed_times.empty()) {
+    TORCH_CHECK(temporal.edge_times.empty(), "edge_times needs seed_times (a temporal call)");
+    return;
+  }
+  TORCH_CHECK(temporal.seed_times.size() == seeds.size(),
+              "seed_times must hold one tensor per node type (", seeds.size(), "), got ",
+              temporal.seed_times.size());
+  TORCH_CHECK(temporal.edge_times.empty() ||
+                  static_cast<int64_t>(temporal.edge_times.size()) == num_rels,
+              "edge_times must be empty or hold one entry per relation");
+  TORCH_CHECK(temporal.strategy == kTemporalUniform || temporal.strategy == kTemporalLast,
+              "temporal_strategy must be 0 (uniform) or 1 (last), got ", temporal.strategy);
+  TORCH_CHECK(temporal.window >= -1, "time_window must be -1 (none) or >= 0, got ",
+              temporal.window);
+  for (int64_t r = 0; r < num_rels; ++r) {
+    TORCH_CHECK(!spec.rels[r].weighted(), "a temporal call cannot also be weighted (relation ",
+                r, " has edge_weights): not supported");
+  }
+  int64_t total = 0;
+  for (size_t t = 0; t < seeds.size(); ++t) {
+    const at::Tensor& st = temporal.seed_times[t];
+    TORCH_CHECK(st.dim() == 1 && st.scalar_type() == at::kLong && st.is_contiguous() &&
+                    st.numel() == seeds[t].numel(),
+                "seed_times[", t, "] must be contiguous int64 with one time per seed (",
+                seeds[t].numel(), ")");
+    TORCH_CHECK(st.device() == seeds[t].device(), "seed_times must be on the seeds' device");
+    total += seeds[t].numel();
+  }
+  TORCH_CHECK_VALUE(total < std::numeric_limits<int32_t>::max(),
+                    "a temporal call takes fewer than 2^31 - 1 seeds, got ", total);
+  for (int64_t r = 0; r < static_cast<int64_t>(temporal.edge_times.size()); ++r) {
+    const std::optional<at::Tensor> times = temporal.edge_times.get(r);
+    if (!times.has_value()) continue;
+    RelationSpec& rel = spec.rels[r];
+    const int64_t edges = rel.indices.numel();
+    TORCH_CHECK(times->dim() == 1 && times->scalar_type() == at::kLong &&
+                    times->numel() == edges && times->is_contiguous(),
+                "edge_times of relation ", r, " must be contiguous int64 [", edges, "]");
+    TORCH_CHECK(times->device() == rel.indices.device(),
+                "relation ", r, "'s edge_times must be on its indices' device");
+    rel.times = *times;
+  }
+  spec.seed_times = temporal.seed_times;
+  spec.time_window = temporal.window;
+  spec.temporal_strategy = temporal.strategy;
+}
+
 // Checks shapes, dtypes and sizes (not devices, not values: the kernels check those) and lays
 // the lists out as a TypedSpec. `min_fanout` is 1 for the homogeneous op (whose schema has no
 // way to skip a layer) and 0 for the typed one (fanout 0: the relation is not sampled there).
@@ -101,7 +174,8 @@ inline TypedSpec make_typed_spec(at::TensorList indptrs, at::TensorList indices,
                                  int64_t min_fanout,
                                  const OptionalTensors& weights = OptionalTensors(),
                                  const OptionalTensors& tables = OptionalTensors(),
-                                 const OptionalTensors& nonzeros = OptionalTensors()) {
+                                 const OptionalTensors& nonzeros = OptionalTensors(),
+                                 const TemporalArgs& temporal = TemporalArgs()) {
   TypedSpec spec;
   const auto num_types = static_cast<int64_t>(num_nodes.size());
   const auto num_rels = static_cast<int64_t>(indptrs.size());
@@ -137,16 +211,18 @@ inline TypedSpec make_typed_spec(at::TensorList indptrs, at::TensorList indices,
                 "indices must be int32 or int64");
     TORCH_CHECK(ix.scalar_type() == index_type, "every relation's indices must have one dtype");
     TORCH_CHECK(ip.is_contiguous() && ix.is_contiguous(), "indptr and indices must be contiguous");
-    spec.rels.push_back({ip, ix, src_types[r], dst_types[r], {}, {}, {}});
+    spec.rels.push_back({ip, ix, src_types[r], dst_types[r], {}, {}, {}, {}});
   }
   add_weights(spec, weights, tables, nonzeros, num_nodes);
+  add_times(spec, temporal, seeds);
   for (int64_t t = 0; t < num_types; ++t) {
     const at::Tensor& s = seeds[t];
     TORCH_CHECK(s.dim() == 1 && s.scalar_type() == at::kLong && s.is_contiguous(),
                 "seeds must be 1-D int64");
     // Unique seeds in [0, N) number at most N; checked first, so that no kernel sizes anything
-    // (the CUDA scans take int counts) from a longer, necessarily invalid, seed list.
-    TORCH_CHECK_VALUE(s.numel() <= num_nodes[t], "seeds must be unique node ids: seeds",
+    // (the CUDA scans take int counts) from a longer, necessarily invalid, seed list. A
+    // temporal call's seeds may repeat (one node at two times): add_times bounds those.
+    TORCH_CHECK_VALUE(spec.temporal() || s.numel() <= num_nodes[t], "seeds must be unique node ids: seeds",
                       num_types > 1 ? " of node type " + std::to_string(t) : std::string(),
                       " has ", s.numel(), " entries but the graph has only ", num_nodes[t],
                       " nodes", num_types > 1 ? " of that type" : "");
@@ -170,7 +246,7 @@ inline TypedSpec make_typed_spec(at::TensorList indptrs, at::TensorList indices,
 // The op's outputs per layer: per relation its block indptr, indices (and edge ids: positions
 // in the relation's `indices`), then per type its source nodes (ids of that type).
 inline int64_t outputs_per_layer(const TypedSpec& spec, bool return_eids) {
-  return spec.num_rels() * (return_eids ? 3 : 2) + spec.num_types();
+  return spec.num_rels() * (return_eids ? 3 : 2) + spec.num_types() * (spec.temporal() ? 2 : 1);
 }
 
 }  // namespace gnnrepro

@@ -25,10 +25,13 @@ from gnnrepro.datasets.papers_sim import NAME as PAPERS_SIM
 from gnnrepro.datasets.papers_sim import load_papers_sim
 from gnnrepro.datasets.products_sim import NAME as PRODUCTS_SIM
 from gnnrepro.datasets.products_sim import load_products_sim
+from gnnrepro.datasets.temporal_dataset import TemporalDataset
+from gnnrepro.datasets.temporal_sim import NAME as TEMPORAL_SIM
+from gnnrepro.datasets.temporal_sim import load_temporal_sim
 from gnnrepro.datasets.typed_dataset import TypedDataset
 
-__all__ = ["Dataset", "KNOWN_DATASETS", "SCALED_DATASETS", "TYPED_DATASETS", "TypedDataset",
-           "load", "load_scaled"]
+__all__ = ["Dataset", "KNOWN_DATASETS", "SCALED_DATASETS", "TYPED_DATASETS", "TemporalDataset",
+           "TypedDataset", "load", "load_scaled"]
 
 _LOADERS: dict[str, Callable[..., Dataset | TypedDataset]] = {
     PRODUCTS_SIM: load_products_sim,
@@ -36,12 +39,14 @@ _LOADERS: dict[str, Callable[..., Dataset | TypedDataset]] = {
     PAPERS_SIM: load_papers_sim,
     MAG_SIM: load_mag_sim,
     IGBH_SIM: load_igbh_sim,
+    TEMPORAL_SIM: load_temporal_sim,
     **{name: functools.partial(load_ogb, name) for name in OGB_DATASETS},
     OGBN_MAG: load_ogbn_mag,
 }
 KNOWN_DATASETS: tuple[str, ...] = tuple(_LOADERS)
 #: The synthetic datasets, which take a scale.
-SCALED_DATASETS: tuple[str, ...] = (PRODUCTS_SIM, IGB_SIM, PAPERS_SIM, MAG_SIM, IGBH_SIM)
+SCALED_DATASETS: tuple[str, ...] = (PRODUCTS_SIM, IGB_SIM, PAPERS_SIM, MAG_SIM, IGBH_SIM,
+                                    TEMPORAL_SIM)
 #: The heterogeneous datasets: `load` returns a TypedDataset for them.
 TYPED_DATASETS: tuple[str, ...] = (MAG_SIM, IGBH_SIM, OGBN_MAG)
 
@@ -54,10 +59,11 @@ def load(name: str, root: str | Path | None = None,
     the OGB data directory for ogbn-* (default `$GNNREPRO_OGB_ROOT` or `~/data/ogb`).
     products-sim, igb-sim (features larger than memory at scale 1.0: 41 GB), papers-sim
     (ogbn-papers100M's size at 1.0: 65 GB of disk), mag-sim (ogbn-mag's shape, typed: 0.6 GB
-    at 1.0) and igbh-sim (MLPerf's IGBH schema, typed: 44 GB at 1.0, float16 features larger
-    than memory) take `scale` (float > 0, default 1.0) and `seed` (int >= 0, default 0);
-    ogbn-* take no options. mag-sim, igbh-sim and ogbn-mag (TYPED_DATASETS) return a
-    TypedDataset.
+    at 1.0), igbh-sim (MLPerf's IGBH schema, typed: 44 GB at 1.0, float16 features larger
+    than memory) and temporal-sim (products-sim's size with edge and label times whose future
+    leaks labels: a TemporalDataset) take `scale` (float > 0, default 1.0) and `seed` (int >= 0,
+    default 0); ogbn-* take no options. mag-sim, igbh-sim and ogbn-mag (TYPED_DATASETS) return
+    a TypedDataset.
     """
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(KNOWN_DATASETS)}")

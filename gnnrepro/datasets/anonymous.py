@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-__all__ = ["anonymous_copy", "fits_in_free_memory"]
+__all__ = ["anonymous_copy", "fits_in_free_memory", "random_access_copy", "random_access_tensor"]
 
 
 def fits_in_free_memory(nbytes: int, fraction: float = 0.25) -> bool:
@@ -42,3 +42,17 @@ def anonymous_copy(array: np.ndarray) -> np.ndarray:
     out = np.frombuffer(buf, dtype=array.dtype, count=array.size).reshape(array.shape)
     out[...] = array
     return out
+
+
+def random_access_copy(array: np.ndarray) -> np.ndarray:
+    """An array the sampler reads at random (indices, alias tables, edge times): copied into
+    huge-page anonymous memory if it fits comfortably in free memory, else `array` itself."""
+    return anonymous_copy(array) if fits_in_free_memory(array.nbytes) else array
+
+
+def random_access_tensor(t: "torch.Tensor") -> "torch.Tensor":
+    """random_access_copy of a CPU tensor (other devices' tensors are returned as they are)."""
+    import torch  # the numpy helpers above stay importable without it
+    if t.device.type != "cpu":
+        return t
+    return torch.from_numpy(random_access_copy(t.numpy()))

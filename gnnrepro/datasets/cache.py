@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from gnnrepro.datasets.anonymous import anonymous_copy, fits_in_free_memory
+from gnnrepro.datasets.anonymous import random_access_copy
 from gnnrepro.datasets.dataset import ARRAYS, Dataset
 from gnnrepro.feature_file import read_header
 
@@ -102,8 +102,7 @@ def read_entry(directory: Path, name: str, params: dict[str, Any]) -> Dataset | 
                                                                   "test_idx"))):
             return None
         for key in RANDOM_ACCESS:  # the sampler's random reads: see gnnrepro.datasets.anonymous
-            if fits_in_free_memory(arrays[key].nbytes):
-                arrays[key] = anonymous_copy(arrays[key])
+            arrays[key] = random_access_copy(arrays[key])
         return Dataset.from_arrays({k: torch.from_numpy(a) for k, a in arrays.items()},
                                    num_classes=int(meta["num_classes"]), name=name,
                                    params=meta["params"])

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from gnnrepro.datasets.anonymous import anonymous_copy, fits_in_free_memory
+from gnnrepro.datasets.anonymous import random_access_copy
 from gnnrepro.datasets import cache
 from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.feature_file import read_header
@@ -93,7 +93,7 @@ def read_entry(directory: Path, name: str, params: dict[str, Any]) -> TypedDatas
                 return None
         relations = {}
         for rel in rels:
-            indptr, indices = (_random_access(arrays[_relation_key(rel, p)])
+            indptr, indices = (random_access_copy(arrays[_relation_key(rel, p)])
                                for p in ("indptr", "indices"))
             relations[rel] = CSCGraph(torch.from_numpy(indptr), torch.from_numpy(indices),
                                       num_src_nodes=num_nodes[rel[0]])
@@ -132,9 +132,6 @@ def _relation_key(rel: Relation, part: str) -> str:
     return f"rel:{'|'.join(rel)}:{part}"
 
 
-def _random_access(array: np.ndarray) -> np.ndarray:
-    """The sampler's random reads: see gnnrepro.datasets.anonymous."""
-    return anonymous_copy(array) if fits_in_free_memory(array.nbytes) else array
 
 
 def _write(dataset: TypedDataset, directory: Path, params: dict[str, Any]) -> None:

@@ -53,12 +53,26 @@ _OTHER_THREAD = ("this Loader is in the middle of an epoch in another thread: a 
 _SLOT_BYTES = 256 << 20
 
 
+def _samples_disjoint(sampler: Any) -> bool:
+    """Whether `sampler` samples each seed on its own (temporal or disjoint FusedSampler): a
+    node reached from several seeds is then several input nodes, so a batch may have more
+    input nodes than the graph has nodes (up to that many per seed)."""
+    return getattr(sampler, "temporal", None) is not None
+
+
 def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: int) -> int:
     """An upper bound on a batch's input nodes: what one staging slot must hold."""
     fanouts = getattr(sampler, "fanouts", None)
     if fanouts is None:
         return max(num_nodes, 1)
-    rows = batch_size
+    if _samples_disjoint(sampler):  # each seed's own subgraph, batch_size of them
+        return batch_size * _grown_rows(1, fanouts, num_nodes, max_degree)
+    return _grown_rows(batch_size, fanouts, num_nodes, max_degree)
+
+
+def _grown_rows(seeds: int, fanouts: list[int], num_nodes: int, max_degree: int) -> int:
+    """Sources after sampling `fanouts` from `seeds` distinct nodes, capped at num_nodes."""
+    rows = seeds
     for layer in fanouts:
         # destinations come first among the sources
         rows *= 1 + (max_degree if layer == -1 else layer)
@@ -67,11 +81,14 @@ def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: i
     return rows
 
 
-def _typed_max_input_rows(dataset: TypedDataset, fanouts: list[list[int]],
-                          batch_size: int) -> int:
+def _typed_max_input_rows(dataset: TypedDataset, fanouts: list[list[int]], batch_size: int,
+                          disjoint: bool = False) -> int:
     """An upper bound on a typed batch's rows (input nodes of the featured types): from the
     seeds outward, each relation adds at most min(fanout, its largest in-degree) sources per
-    destination to its source type, each type capped at its node count."""
+    destination to its source type, each type capped at its node count (per seed, if each
+    seed is sampled on its own: `disjoint`)."""
+    if disjoint:
+        return batch_size * _typed_max_input_rows(dataset, fanouts, 1)
     g = dataset.graph
     degree = {rel: int(csc.in_degrees().max()) if csc.num_nodes else 0
               for rel, csc in g.relations.items()}
@@ -297,7 +314,8 @@ class Loader:
         num_nodes = self.store.num_nodes
         fanouts = getattr(self.sampler, "fanouts", None)
         if isinstance(self.dataset, TypedDataset) and fanouts is not None:
-            rows = _typed_max_input_rows(self.dataset, fanouts, self.plan.max_batch_size)
+            rows = _typed_max_input_rows(self.dataset, fanouts, self.plan.max_batch_size,
+                                         _samples_disjoint(self.sampler))
         else:
             max_degree = num_nodes  # without the graph, an all-neighbours layer may reach all
             if self.dataset is not None and num_nodes:

@@ -34,6 +34,10 @@ class Block:
     num_dst: int
     edge_ids: torch.Tensor | None = None  # int64 [num_edges]: the graph's id of each edge
     dst_ids: torch.Tensor | None = None   # the destinations, where they are not src_nodes' first
+    # int64 [num_src], temporal (disjoint) sampling only: the index of the seed whose subgraph
+    # each source belongs to (PyG's disjoint `batch`); a node reached from two seeds is two
+    # sources.
+    seed_index: torch.Tensor | None = None
 
     @property
     def num_src(self) -> int:
@@ -61,11 +65,12 @@ class Block:
     def apply(self, fn: TensorFn) -> "Block":
         """This block with `fn` applied to each of its tensors."""
         return Block(fn(self.indptr), fn(self.indices), fn(self.src_nodes), self.num_dst,
-                     _maybe(fn, self.edge_ids), _maybe(fn, self.dst_ids))
+                     _maybe(fn, self.edge_ids), _maybe(fn, self.dst_ids),
+                     _maybe(fn, self.seed_index))
 
     def tensors(self) -> list[torch.Tensor]:
         return [t for t in (self.indptr, self.indices, self.src_nodes, self.edge_ids,
-                            self.dst_ids) if t is not None]
+                            self.dst_ids, self.seed_index) if t is not None]
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "Block":
         return self.apply(lambda t: t.to(device, non_blocking=non_blocking))
@@ -84,6 +89,7 @@ class TypedBlock:
     blocks: dict[Relation, Block]
     src_nodes: dict[str, torch.Tensor]
     num_dst: dict[str, int]
+    seed_index: dict[str, torch.Tensor] | None = None  # per type: Block.seed_index
 
     @property
     def num_src(self) -> dict[str, int]:
@@ -101,13 +107,15 @@ class TypedBlock:
         """This block with `fn` applied to each of its tensors once (a relation's source ids
         stay its type's)."""
         src = {t: fn(ids) for t, ids in self.src_nodes.items()}
+        seed_index = _maybe(fn, self.seed_index)
         return TypedBlock(
             {rel: relation_block(fn(b.indptr), fn(b.indices), _maybe(fn, b.edge_ids), rel, src,
-                                 self.num_dst)
-             for rel, b in self.blocks.items()}, src, dict(self.num_dst))
+                                 self.num_dst, seed_index)
+             for rel, b in self.blocks.items()}, src, dict(self.num_dst), seed_index)
 
     def tensors(self) -> list[torch.Tensor]:
         out = list(self.src_nodes.values())
+        out += list(self.seed_index.values()) if self.seed_index is not None else []
         for b in self.blocks.values():
             out += [t for t in (b.indptr, b.indices, b.edge_ids) if t is not None]
         return out
@@ -121,13 +129,15 @@ class TypedBlock:
 
 
 def relation_block(indptr: torch.Tensor, indices: torch.Tensor, edge_ids: torch.Tensor | None,
-                   rel: Relation, src_nodes: dict[str, torch.Tensor],
-                   num_dst: dict[str, int]) -> Block:
-    """The Block of relation `rel` in a typed layer whose per-type sources are `src_nodes`."""
+                   rel: Relation, src_nodes: dict[str, torch.Tensor], num_dst: dict[str, int],
+                   seed_index: dict[str, torch.Tensor] | None = None) -> Block:
+    """The Block of relation `rel` in a typed layer whose per-type sources are `src_nodes`
+    (and, sampled temporally, their seed indices `seed_index`)."""
     src_type, _, dst_type = rel
     n = num_dst[dst_type]
     dst_ids = None if src_type == dst_type else src_nodes[dst_type][:n]
-    return Block(indptr, indices, src_nodes[src_type], n, edge_ids, dst_ids)
+    return Block(indptr, indices, src_nodes[src_type], n, edge_ids, dst_ids,
+                 None if seed_index is None else seed_index[src_type])
 
 
 def _maybe(fn: TensorFn, t: object) -> object:

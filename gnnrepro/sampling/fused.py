@@ -13,6 +13,7 @@ from gnnrepro.checks import check_bool, check_device
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, seed_tensor
 from gnnrepro.sampling.block import Block, MiniBatch
+from gnnrepro.sampling.temporal_args import TemporalArgs, repeatable_seeds
 from gnnrepro.sampling.typed import (check_typed_fanouts, op_graph_args, typed_blocks_from_op,
                                      typed_seed_tensors)
 from gnnrepro.sampling.weights import EdgeWeights, edge_weights, relation_weights
@@ -35,19 +36,22 @@ os.register_at_fork(after_in_child=_reset_samplers_after_fork)
 
 
 def blocks_from_op(flat: Sequence[torch.Tensor], with_edge_ids: bool = False,
-                   graph_edge_ids: torch.Tensor | None = None) -> list[Block]:
-    """Turn the op's flat [indptr, indices, src_nodes] * L output into Blocks, input first; or
-    with `with_edge_ids` its [indptr, indices, edge positions, src_nodes] * L output, the edge
-    ids being the graph's `edge_ids` at those positions where it keeps them."""
-    if not with_edge_ids:
-        return [Block(flat[i], flat[i + 1], flat[i + 2], flat[i].numel() - 1)
-                for i in range(0, len(flat), 3)]
+                   graph_edge_ids: torch.Tensor | None = None,
+                   with_seed_index: bool = False) -> list[Block]:
+    """Turn the op's flat [indptr, indices, src_nodes] * L output into Blocks, input first.
+    With `with_edge_ids` each layer has edge positions after `indices` (the edge ids being the
+    graph's `edge_ids` at those positions where it keeps them); with `with_seed_index` (a
+    temporal call) each source's seed index after `src_nodes`."""
+    step = 3 + with_edge_ids + with_seed_index
     out = []
-    for i in range(0, len(flat), 4):
-        eids = flat[i + 2]
-        if graph_edge_ids is not None:
+    for i in range(0, len(flat), step):
+        eids = flat[i + 2] if with_edge_ids else None
+        if eids is not None and graph_edge_ids is not None:
             eids = graph_edge_ids[eids.to(graph_edge_ids.device)].to(eids.device)
-        out.append(Block(flat[i], flat[i + 1], flat[i + 3], flat[i].numel() - 1, eids))
+        src = flat[i + 2 + with_edge_ids]
+        seed_index = flat[i + 3 + with_edge_ids] if with_seed_index else None
+        out.append(Block(flat[i], flat[i + 1], src, flat[i].numel() - 1, eids,
+                         seed_index=seed_index))
     return out
 
 
@@ -73,13 +77,28 @@ class FusedSampler:
     relations not named stay uniform). Only positive weights are picked: without replacement
     by successive sampling (each pick proportional to the weights not yet picked, as DGL's),
     min(fanout, positive weights) a destination; with `replace`, independent picks.
+
+    `times` makes the sampling temporal (PyG's `edge_time`; CPU): one integer time per edge id
+    (on a typed graph {relation: times}; relations not named are untimed). Each seed is then
+    sampled at its own time at every hop, only edges no later than it (and, with
+    `time_window` w, no earlier than its time - w), and on its own: seeds may repeat (one node
+    at two times), a node reached from two seeds is two sources, and every block carries each
+    source's seed index (`Block.seed_index`, PyG's disjoint `batch`). Seed times are
+    `sample(..., seed_time=...)` or, by default, `node_time` at the seeds (PyG's node time
+    attribute). `temporal_strategy` is PyG's: "uniform" picks, or the "last" (most recent)
+    fanout edges, without replacement. Graph lists not in time order are sampled from a sorted
+    copy (edge ids stay the caller's). `disjoint` samples each seed on its own without times
+    (PyG's disjoint=True): repeated seeds, Block.seed_index; a temporal sampler always is.
     """
 
     name = "fused"
 
     def __init__(self, graph: CSCGraph | TypedGraph, fanouts: Sequence[int] | Sequence[dict],
                  replace: bool = False, seed: int = 0, device: torch.device | str | None = None,
-                 edge_ids: bool = False, target: str | None = None, weights: object = None):
+                 edge_ids: bool = False, target: str | None = None, weights: object = None,
+                 times: object = None, node_time: object = None,
+                 temporal_strategy: str = "uniform", time_window: int | None = None,
+                 disjoint: bool = False):
         self.typed = isinstance(graph, TypedGraph)
         if self.typed:
             self.graph = graph
@@ -96,6 +115,10 @@ class FusedSampler:
         self.seed = check_seed(seed)
         self.edge_ids = check_bool("edge_ids", edge_ids)
         self.device = _sampling_device(self.graph, device)
+        self.temporal = TemporalArgs.build(self.graph, times, node_time, temporal_strategy,
+                                           time_window, weights=weights, replace=self.replace,
+                                           device=self.device,
+                                           disjoint=check_bool("disjoint", disjoint))
         self.weights = self._op_weights(weights)
         self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
         self._lock = threading.Lock()
@@ -142,12 +165,17 @@ class FusedSampler:
             self._node_map = None
         self._lock = threading.Lock()
 
-    def sample(self, seeds: torch.Tensor | dict[str, torch.Tensor],
-               batch_id: int = 0) -> MiniBatch:
+    def sample(self, seeds: torch.Tensor | dict[str, torch.Tensor], batch_id: int = 0,
+               seed_time: torch.Tensor | dict[str, torch.Tensor] | None = None) -> MiniBatch:
         """Sample the blocks of one mini-batch rooted at `seeds` (unique node ids in
         [0, num_nodes): the op checks both while it maps them, raising ValueError; on a typed
-        graph {node type: ids}, checked here)."""
+        graph {node type: ids}, checked here). A temporal sampler takes repeated seeds and
+        samples each at its `seed_time` (default: its node_time)."""
         batch_id = check_seed(batch_id, "batch_id")
+        if self.temporal is not None:
+            return self._sample_temporal(seeds, batch_id, seed_time)
+        if seed_time is not None:
+            raise ValueError("seed_time needs a temporal sampler (FusedSampler(..., times=...))")
         if self.typed:
             return self._sample_typed(seeds, batch_id)
         seeds = seed_tensor(seeds, self.device)
@@ -156,7 +184,8 @@ class FusedSampler:
             weights = self._weight_args()
             flat = self._run(g.num_nodes, lambda node_map: _ops.ops.sample_fused_typed(
                 [g.indptr], [g.indices], [0], [0], [g.num_nodes], [seeds], self.fanouts,
-                self.replace, self.seed, batch_id, self.edge_ids, *weights, node_map))
+                self.replace, self.seed, batch_id, self.edge_ids, *weights, [], [], -1, 0,
+                node_map))
             blocks = blocks_from_op(flat, self.edge_ids, g.edge_ids)
         else:
             flat = self._run(g.num_nodes, lambda node_map: _ops.ops.sample_fused(
@@ -175,9 +204,38 @@ class FusedSampler:
         weights = self._weight_args()
         flat = self._run(sum(num_nodes), lambda node_map: _ops.ops.sample_fused_typed(
             indptrs, indices, src_types, dst_types, num_nodes, seed_list, fanouts, self.replace,
-            self.seed, batch_id, self.edge_ids, *weights, node_map))
+            self.seed, batch_id, self.edge_ids, *weights, [], [], -1, 0, node_map))
         blocks = typed_blocks_from_op(flat, g, seed_list, self.edge_ids)
         seed_dict = {t: s for t, s in zip(g.node_types, seed_list) if t in seeds}
+        return MiniBatch(seed_dict, blocks[0].src_nodes, blocks, batch_id=batch_id)
+
+    def _sample_temporal(self, seeds: object, batch_id: int, seed_time: object) -> MiniBatch:
+        """sample() of a temporal or disjoint sampler: one op call, typed or not, each seed on
+        its own."""
+        t = self.temporal
+        g = t.graph  # self.graph with its lists in time order (edge ids: the caller's)
+        if self.typed:
+            if isinstance(seeds, torch.Tensor) and self.target is not None:
+                seeds = {self.target: seeds}
+                if isinstance(seed_time, torch.Tensor):
+                    seed_time = {self.target: seed_time}
+            seed_list = typed_seed_tensors(seeds, g, self.device, unique=False)
+            indptrs, indices, src_types, dst_types, num_nodes = op_graph_args(g)
+            fanouts = [f for layer in self.fanouts for f in layer]
+        else:
+            seed_list = [repeatable_seeds(seeds, g.num_nodes, "seeds", self.device)]
+            indptrs, indices, src_types, dst_types = [g.indptr], [g.indices], [0], [0]
+            num_nodes, fanouts = [g.num_nodes], self.fanouts
+        times = t.seed_times(seed_list, seed_time)
+        flat = self._run(sum(num_nodes), lambda node_map: _ops.ops.sample_fused_typed(
+            indptrs, indices, src_types, dst_types, num_nodes, seed_list, fanouts, self.replace,
+            self.seed, batch_id, self.edge_ids, [], [], [], t.edge_times, times, t.window,
+            t.strategy, node_map))
+        if not self.typed:
+            blocks = blocks_from_op(flat, self.edge_ids, g.edge_ids, with_seed_index=True)
+            return MiniBatch(seed_list[0], blocks[0].src_nodes, blocks, batch_id=batch_id)
+        blocks = typed_blocks_from_op(flat, g, seed_list, self.edge_ids, with_seed_index=True)
+        seed_dict = {nt: s for nt, s in zip(g.node_types, seed_list) if nt in seeds}
         return MiniBatch(seed_dict, blocks[0].src_nodes, blocks, batch_id=batch_id)
 
     def _run(self, map_size: int,

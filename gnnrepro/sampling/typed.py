@@ -71,10 +71,11 @@ def _check_fanout(f: object, name: str) -> int:
     return int(f)
 
 
-def typed_seed_tensors(seeds: object, graph: TypedGraph,
-                       device: torch.device) -> list[torch.Tensor]:
+def typed_seed_tensors(seeds: object, graph: TypedGraph, device: torch.device,
+                       unique: bool = True) -> list[torch.Tensor]:
     """Seeds {node type: ids} as one contiguous int64 tensor per node type (empty where none),
-    in range and unique per type, else a ValueError/TypeError naming the type."""
+    in range and (if `unique`: a temporal call's may repeat) unique per type, else a
+    ValueError/TypeError naming the type."""
     if not isinstance(seeds, Mapping):
         raise TypeError("seeds of a typed graph must be a dict {node type: ids}, got "
                         f"{type(seeds).__name__}")
@@ -91,7 +92,7 @@ def typed_seed_tensors(seeds: object, graph: TypedGraph,
             if lo < 0 or hi >= n:
                 raise ValueError(f"seeds[{ntype!r}] must lie in [0, {n}) (node type {ntype!r} "
                                  f"has {n} nodes), found values in [{lo}, {hi}]")
-            if torch.unique(ids).numel() != ids.numel():
+            if unique and torch.unique(ids).numel() != ids.numel():
                 raise ValueError(f"seeds[{ntype!r}] must be unique node ids")
         out.append(ids.contiguous())
     return out
@@ -108,17 +109,22 @@ def op_graph_args(graph: TypedGraph) -> tuple[list[torch.Tensor], list[torch.Ten
 
 
 def typed_blocks_from_op(flat: Sequence[torch.Tensor], graph: TypedGraph,
-                         seeds: Sequence[torch.Tensor], edge_ids: bool) -> list[TypedBlock]:
+                         seeds: Sequence[torch.Tensor], edge_ids: bool,
+                         with_seed_index: bool = False) -> list[TypedBlock]:
     """The op's flat output (per layer: per relation indptr, indices[, edge ids], then per type
-    source nodes) as TypedBlocks, input layer first. A layer's destinations of each type are
-    the sources of the layer after it (the seeds for the last)."""
+    source nodes[, then per type their seed indices: a temporal call]) as TypedBlocks, input
+    layer first. A layer's destinations of each type are the sources of the layer after it
+    (the seeds for the last)."""
     rels, types = graph.canonical_relations, graph.node_types
     per_rel = 3 if edge_ids else 2
-    per_layer = per_rel * len(rels) + len(types)
+    per_layer = per_rel * len(rels) + len(types) * (2 if with_seed_index else 1)
     blocks = []
     num_dst = {t: s.numel() for t, s in zip(types, seeds)}
     for base in reversed(range(0, len(flat), per_layer)):
-        src = {t: flat[base + per_rel * len(rels) + i] for i, t in enumerate(types)}
+        types_base = base + per_rel * len(rels)
+        src = {t: flat[types_base + i] for i, t in enumerate(types)}
+        seed_index = ({t: flat[types_base + len(types) + i] for i, t in enumerate(types)}
+                      if with_seed_index else None)
         rel_blocks = {}
         for k, rel in enumerate(rels):
             eids = flat[base + per_rel * k + 2] if edge_ids else None
@@ -127,8 +133,8 @@ def typed_blocks_from_op(flat: Sequence[torch.Tensor], graph: TypedGraph,
                 eids = rel_eids[eids.to(rel_eids.device)].to(eids.device)
             rel_blocks[rel] = relation_block(flat[base + per_rel * k],
                                              flat[base + per_rel * k + 1], eids, rel, src,
-                                             num_dst)
-        blocks.append(TypedBlock(rel_blocks, src, num_dst))
+                                             num_dst, seed_index)
+        blocks.append(TypedBlock(rel_blocks, src, num_dst, seed_index))
         num_dst = {t: ids.numel() for t, ids in src.items()}
     blocks.reverse()
     return blocks

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from gnnrepro import _ops
-from gnnrepro.datasets.anonymous import anonymous_copy, fits_in_free_memory
+from gnnrepro.datasets.anonymous import random_access_tensor
 from gnnrepro.graph import CSCGraph
 
 __all__ = ["EdgeWeights", "edge_weights", "relation_weights"]
@@ -63,17 +63,8 @@ def edge_weights(graph: CSCGraph, weights: object, name: str = "weights") -> Edg
         sampled = sampled[graph.edge_ids]
     sampled = sampled.contiguous()
     table, nonzero = _ops.ops.weight_table(graph.indptr, graph.indices, sampled)
-    if table.device.type == "cpu":  # random reads, one per pick: on huge pages, as `indices`
-        table, sampled = _on_huge_pages(table), _on_huge_pages(sampled)
-    return EdgeWeights(sampled, table, nonzero)
-
-
-def _on_huge_pages(t: torch.Tensor) -> torch.Tensor:
-    """A CPU tensor copied into anonymous memory advised for huge pages (datasets.anonymous:
-    the sampler's random reads then need far fewer TLB entries), if it fits comfortably."""
-    if not fits_in_free_memory(t.numel() * t.element_size()):
-        return t
-    return torch.from_numpy(anonymous_copy(t.numpy()))
+    # random reads, one per pick: on huge pages, as `indices` (datasets.anonymous)
+    return EdgeWeights(random_access_tensor(sampled), random_access_tensor(table), nonzero)
 
 
 def relation_weights(weights: object, relations: Mapping[object, CSCGraph],

@@ -64,6 +64,15 @@ def choose_eval_method(method: str, model: nn.Module, sampler: Any, num_ids: int
     typed = isinstance(graph, TypedGraph)
     runnable = (supports_typed_layerwise(model) if typed
                 else supports_layerwise(model) and isinstance(graph, CSCGraph))
+    # Layer-wise inference aggregates every edge: a weighted (masked) or temporal sampler's
+    # neighbourhoods are not those, and evaluating so would read masked or future edges.
+    temporal = getattr(sampler, "temporal", None)
+    if getattr(sampler, "weights", None) is not None or getattr(temporal, "timed", False):
+        if method == "layerwise":
+            raise ValueError("eval_method='layerwise' reads every edge, but this sampler is "
+                             "weighted or temporal (its neighbourhoods exclude edges): use "
+                             "eval_method='sampled'")
+        return "sampled"
     if method == "layerwise" and not runnable:
         raise TypeError(f"eval_method='layerwise' needs a GraphSAGE model or one with "
                         f"forward_layer(i, ...) (gnnrepro.interop.exposes_layers; on a typed "
