@@ -72,13 +72,16 @@ TORCH_LIBRARY(gnnrepro, m) {
   // bound), picked uniformly (temporal_strategy 0) or its fanout most recent (1, without
   // replacement). No relation of a temporal call may be weighted. A temporal call's outputs per
   // layer end with, per type, each source's seed index (seeds numbered across the types in
-  // order); its node_map is not used (left all -1).
+  // order); its node_map is not used (left all -1). excluded_edges: empty, or per relation None
+  // or its sorted, distinct CSC positions that this call must not sample (CPU; uniform
+  // relations of calls that are not temporal): a destination samples among its other
+  // neighbours (common/exclusion.h).
   m.def(
       "sample_fused_typed(Tensor[] indptrs, Tensor[] indices, int[] src_types, int[] dst_types, "
       "int[] num_nodes, Tensor[] seeds, int[] fanouts, bool replace, int seed, int batch_id, "
       "bool return_eids, Tensor?[] edge_weights, Tensor?[] alias_tables, "
       "Tensor?[] positive_counts, Tensor?[] edge_times, Tensor[] seed_times, int time_window, "
-      "int temporal_strategy, Tensor node_map) -> Tensor[]");
+      "int temporal_strategy, Tensor?[] excluded_edges, Tensor node_map) -> Tensor[]");
 
   // A weighted relation's sampling arrays from its CSC and its float32 weights (one per edge,
   // non-negative and finite: ValueError otherwise): (alias table int64 [E * words], each

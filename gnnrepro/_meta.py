@@ -34,6 +34,7 @@ def _sample_fused_typed_fake(indptrs: list[torch.Tensor], indices: list[torch.Te
                              positive_counts: list[torch.Tensor | None],
                              edge_times: list[torch.Tensor | None], seed_times: list[torch.Tensor],
                              time_window: int, temporal_strategy: int,
+                             excluded_edges: list[torch.Tensor | None],
                              node_map: torch.Tensor) -> list[torch.Tensor]:
     ctx = torch.library.get_ctx()
     rels, types = len(indptrs), len(num_nodes)

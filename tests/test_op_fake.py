@@ -60,6 +60,6 @@ def test_sample_fused_typed_opcheck(graph, return_eids):
     torch.library.opcheck(
         ops.sample_fused_typed.default,
         ([ip[:201], sub, sub], [ix[: int(ip[200])].clamp(max=199), rel1, rel1], [0, 1, 1],
-         [0, 1, 1], [200, 100], seeds, [3, 2, 0, -1, 4, 1], False, 7, 2, return_eids, [], [], [], [], [], -1, 0,
+         [0, 1, 1], [200, 100], seeds, [3, 2, 0, -1, 4, 1], False, 7, 2, return_eids, [], [], [], [], [], -1, 0, [],
          node_map))
     assert bool((node_map == -1).all())

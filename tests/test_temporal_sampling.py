@@ -250,7 +250,7 @@ def test_the_op_checks_its_temporal_arguments():
         w, t, c = ([], [], []) if not weights else weights
         return _ops.ops.sample_fused_typed([g.indptr], [g.indices], [0], [0], [g.num_nodes],
                                            [seeds], [3], replace, 0, 0, False, w, t, c,
-                                           edge_times, seed_times, window, strategy, node_map)
+                                           edge_times, seed_times, window, strategy, [], node_map)
     with pytest.raises(RuntimeError, match="edge_times of relation 0 must be contiguous int64"):
         call([times[:-1]], [torch.zeros(3, dtype=torch.long)])
     with pytest.raises(RuntimeError, match=r"seed_times\[0\] must be contiguous int64"):
@@ -297,7 +297,7 @@ def test_opcheck_with_times():
     torch.library.opcheck(
         _ops.ops.sample_fused_typed.default,
         ([sg.indptr], [sg.indices], [0], [0], [g.num_nodes], [torch.tensor([0, 2, 2])], [3, 2],
-         False, 1, 2, True, [], [], [], timed.edge_times, [torch.tensor([10, 50, 90])], 20, 0,
+         False, 1, 2, True, [], [], [], timed.edge_times, [torch.tensor([10, 50, 90])], 20, 0, [],
          node_map))
 
 

@@ -208,7 +208,7 @@ def test_the_op_checks_again_and_never_crashes(graph: TypedGraph) -> None:
         args.update(kw)
         _ops.ops.sample_fused_typed(args["indptrs"], args["indices"], args["src_types"],
                                     args["dst_types"], args["num_nodes"], args["seeds"],
-                                    args["fanouts"], False, 0, 0, True, [], [], [], [], [], -1, 0,
+                                    args["fanouts"], False, 0, 0, True, [], [], [], [], [], -1, 0, [],
                                     node_map)
 
     bad = [ix.clone() for ix in indices]

@@ -209,7 +209,7 @@ def test_op_checks_the_weight_arrays():
     def call(weights, tables, counts):
         return _ops.ops.sample_fused_typed([g.indptr], [g.indices], [0], [0], [g.num_nodes],
                                            [torch.arange(10)], [3], False, 0, 0, False,
-                                           weights, tables, counts, [], [], -1, 0, node_map)
+                                           weights, tables, counts, [], [], -1, 0, [], node_map)
     with pytest.raises(RuntimeError, match="alias_tables of relation 0"):
         call([w], [table[:-1]], [nonzero])
     with pytest.raises(RuntimeError, match="edge_weights of relation 0"):
@@ -244,7 +244,7 @@ def test_malformed_tables_never_leave_the_list(replace):
     def call(tab: torch.Tensor) -> list[torch.Tensor]:
         return _ops.ops.sample_fused_typed([g.indptr], [g.indices], [0], [0], [g.num_nodes],
                                            [seeds], [7], replace, 0, 0, True, [weights], [tab],
-                                           [nonzero], [], [], -1, 0, node_map)
+                                           [nonzero], [], [], -1, 0, [], node_map)
     flat = call(table.view(-1))
     indptr, eids = flat[0], flat[2]
     for i, v in enumerate(seeds.tolist()):
@@ -266,7 +266,7 @@ def test_opcheck_with_weights():
     torch.library.opcheck(
         _ops.ops.sample_fused_typed.default,
         ([g.indptr], [g.indices], [0], [0], [g.num_nodes], [torch.tensor([0, 2, 5])], [3, 2],
-         False, 1, 2, True, [w], [table], [nonzero], [], [], -1, 0, node_map))
+         False, 1, 2, True, [w], [table], [nonzero], [], [], -1, 0, [], node_map))
 
 
 @pytest.mark.skipif(not dgl_available(), reason="DGL is not installed")

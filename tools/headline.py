@@ -300,11 +300,31 @@ def _row_weighted_sampling() -> list[str]:
             _link("weighted-sampling-cpu-products")]
 
 
+def _row_temporal_sampling() -> list[str]:
+    r = _load("temporal-sampling-cpu-products")
+    ms, ratios = {k: v["ms_per_batch"] for k, v in r["samplers"].items()}, r["ratios"]
+    return ["temporal sampling (PyG's edge_time, each seed on its own at its time), the sampler "
+            "alone, products-sim 1.0 with random edge times, fanouts 15,10,5: seeds at random "
+            "times / at the latest time (every edge a candidate); against our uniform sampling "
+            f"({ms['uniform']:.3g} ms) and our disjoint sampling without times "
+            f"({ms['disjoint']:.3g} ms: PyG's disjoint=True; the time filter alone costs "
+            f"{ratios['temporal-all_cost_vs_disjoint']:.2g}x of it); no peer runs here (PyG's "
+            "needs pyg-lib, DGL has none)",
+            _pair([ms["temporal"], ms["temporal-all"]]) + " ms",
+            "our uniform sampling " + f"{ms['uniform']:.3g} ms",
+            _ratios([1 / ratios["temporal_cost_vs_uniform"],
+                     1 / ratios["temporal-all_cost_vs_uniform"]])
+            + " (a cost of " + _pair([ratios["temporal_cost_vs_uniform"],
+                                     ratios["temporal-all_cost_vs_uniform"]], ".3g")
+            + "x; the issue's bound: 1.5x)",
+            _link("temporal-sampling-cpu-products")]
+
+
 ROWS = (_row_sampling, _row_graphbolt_sampling, _row_loader, _row_training, _row_whole_stack,
         _row_graphbolt_training, _row_memory, _row_storage, _row_disk_training,
         _row_papers_sampling, _row_papers_training, _row_partitioned, _row_typed_sampling,
         _row_typed_loader, _row_typed_training, _row_igbh_sampling, _row_igbh_disk,
-        _row_weighted_sampling)
+        _row_weighted_sampling, _row_temporal_sampling)
 
 
 def headline_table() -> str:

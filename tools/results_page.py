@@ -44,6 +44,7 @@ SAMPLING, LOADER, END_TO_END = bench("sampling_speed"), bench("loader"), bench("
 TYPED_SAMPLING = bench("typed_sampling")
 TYPED_DISK = bench("typed_disk")
 WEIGHTED_SAMPLING = bench("weighted_sampling")
+TEMPORAL_SAMPLING = bench("temporal_sampling")
 SCALING, PARTITIONED, STORAGE = bench("scaling"), bench("partitioned"), bench("storage")
 DISK_TRAINING, LOCALITY = bench("disk_training"), script("locality_order")
 #: Result (a JSON, or a GPU session's folder) -> (command, where its numbers are shown, the
@@ -157,6 +158,10 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
         "`bench weighted-sampling --dataset products-sim --scale 1.0 --fanouts 15,10,5 "
         "--batch-size 1024 --batches 20 --repeats 4 --threads 2`", "README, headline table; "
         "[weighted](weighted.md)", WEIGHTED_SAMPLING),
+    "temporal-sampling-cpu-products.json": (
+        "`bench temporal-sampling --dataset products-sim --scale 1.0 --fanouts 15,10,5 "
+        "--batch-size 1024 --batches 20 --repeats 4 --threads 2`", "README, headline table; "
+        "[temporal](temporal.md)", TEMPORAL_SAMPLING),
     "loader-cpu-mag.json": (
         "`bench loader --dataset mag-sim --scale 1.0 --fanouts 25,20 --batch-size 1024 "
         "--pipelines dgl,fused+pinned --threads 2 --rounds 3`", "README, headline table",

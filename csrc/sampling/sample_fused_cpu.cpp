@@ -19,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "../common/exclusion.h"
 #include "../common/output_pool.h"
 #include "../common/picks.h"
 #include "../common/relabel.h"
@@ -259,6 +260,10 @@ class SampleCall {
         rel.nonzero = rs.nonzero.data_ptr<int64_t>();
       }
       if (rs.times.defined()) rel.times = rs.times.data_ptr<int64_t>();
+      if (rs.excluded.defined()) {
+        rel.excluded = rs.excluded.data_ptr<int64_t>();
+        rel.num_excluded = rs.excluded.numel();
+      }
     }
   }
 
@@ -280,6 +285,8 @@ class SampleCall {
     const float* weights = nullptr;  // weighted relations only (common/weighted_picks.h)
     const int64_t *table = nullptr, *nonzero = nullptr;
     const int64_t* times = nullptr;  // timed relations of temporal calls only
+    const int64_t* excluded = nullptr;  // excluded edges (common/exclusion.h), if any
+    int64_t num_excluded = 0;
     int64_t num_edges = 0, src_offset = 0, num_src_nodes = 0, dst_offset = 0, dst_type = 0,
             src_type = 0;
     // The layer: its fanout, its destinations (global ids: d[0..n)), their scratch (start and
@@ -420,6 +427,8 @@ class SampleCall {
     const int64_t layer_fanout = rel.fanout;
     const int64_t* nonzero = rel.nonzero;
     const int64_t* times = rel.times;
+    const int64_t* excluded = rel.excluded;
+    const int64_t num_excluded = rel.num_excluded;
     const int64_t node_mask = node_mask_, window = spec_.time_window;
     const int64_t strategy = spec_.temporal_strategy;
     const int shift = shift_;
@@ -445,6 +454,9 @@ class SampleCall {
         starts[i] = c.begin;
         degrees[i] = c.end - c.begin;
         counts[i] = pick_count(c.end - c.begin, layer_fanout, replace_);
+      } else if (excluded) {  // sampled among the neighbours not excluded
+        degrees[i] = hi - lo - excluded_in(excluded, num_excluded, lo, hi);
+        counts[i] = pick_count(degrees[i], layer_fanout, replace_);
       } else {
         degrees[i] = hi - lo;
         counts[i] = pick_count(hi - lo, layer_fanout, replace_);
@@ -564,6 +576,12 @@ class SampleCall {
       const uint64_t key = node_key(stream, static_cast<uint64_t>(dst_ids[i]));
       pick_positions(starts[i], degrees[i], count, layer_fanout, replace_, key,
                      picks + offsets[i], bitmap);
+      if (rel.excluded) {  // offsets among the kept neighbours -> their positions
+        const int64_t first = first_not_below(rel.excluded, rel.num_excluded, starts[i]);
+        for (int64_t* p = picks + offsets[i]; p < picks + offsets[i + 1]; ++p) {
+          *p = skip_excluded(*p, rel.excluded, rel.num_excluded, first);
+        }
+      }
     }
   }
 
@@ -874,6 +892,7 @@ void check_map_overlap(const TypedSpec& spec, const at::Tensor& node_map) {
       at::assert_no_overlap(node_map, rel.nonzero);
     }
     if (rel.times.defined()) at::assert_no_overlap(node_map, rel.times);
+    if (rel.excluded.defined()) at::assert_no_overlap(node_map, rel.excluded);
   }
   for (const at::Tensor& s : spec.seeds) at::assert_no_overlap(node_map, s);
   for (const at::Tensor& s : spec.seed_times) at::assert_no_overlap(node_map, s);
@@ -886,6 +905,7 @@ void check_cpu(const TypedSpec& spec, const at::Tensor& node_map) {
     all_cpu &= on_cpu(rel.indptr) && on_cpu(rel.indices);
     if (rel.weighted()) all_cpu &= on_cpu(rel.weights) && on_cpu(rel.table) && on_cpu(rel.nonzero);
     if (rel.times.defined()) all_cpu &= on_cpu(rel.times);
+    if (rel.excluded.defined()) all_cpu &= on_cpu(rel.excluded);
   }
   for (const at::Tensor& s : spec.seeds) all_cpu &= on_cpu(s);
   for (const at::Tensor& s : spec.seed_times) all_cpu &= on_cpu(s);
@@ -915,13 +935,15 @@ std::vector<at::Tensor> sample_fused_typed_cpu(at::TensorList indptrs, at::Tenso
                                                const OptionalTensors& positive_counts,
                                                const OptionalTensors& edge_times,
                                                at::TensorList seed_times, int64_t time_window,
-                                               int64_t temporal_strategy, at::Tensor node_map) {
+                                               int64_t temporal_strategy,
+                                               const OptionalTensors& excluded_edges,
+                                               at::Tensor node_map) {
   const TemporalArgs temporal{edge_times, seed_times.vec(), time_window, temporal_strategy};
   TORCH_CHECK(!(replace && temporal_strategy == kTemporalLast && !seed_times.empty()),
               "temporal_strategy 'last' picks without replacement: replace must be false");
   const TypedSpec spec =
       make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds, fanouts, node_map,
-                      0, edge_weights, alias_tables, positive_counts, temporal);
+                      0, edge_weights, alias_tables, positive_counts, temporal, excluded_edges);
   check_cpu(spec, node_map);
   check_map_overlap(spec, node_map);
   return run_sample_call(spec, replace, seed, batch_id, return_eids, node_map);

@@ -979,12 +979,16 @@ std::vector<at::Tensor> sample_fused_typed_cuda(at::TensorList indptrs, at::Tens
                                                 const OptionalTensors& positive_counts,
                                                 const OptionalTensors& edge_times,
                                                 at::TensorList seed_times, int64_t time_window,
-                                                int64_t temporal_strategy, at::Tensor node_map) {
+                                                int64_t temporal_strategy,
+                                                const OptionalTensors& excluded_edges,
+                                                at::Tensor node_map) {
   // The disjoint relabel of temporal calls (a hash map keyed by seed and node) has no CUDA
   // kernel yet; its per-destination rule (common/temporal_picks.h) is host and device code.
   TORCH_CHECK(seed_times.empty() && edge_times.empty(),
               "temporal sampling (seed_times, edge_times) runs on the CPU op only: sample a "
               "CPU graph on the CPU");
+  TORCH_CHECK(excluded_edges.empty(),
+              "excluded_edges runs on the CPU op only: sample a CPU graph on the CPU");
   (void)time_window;
   (void)temporal_strategy;
   const TypedSpec spec =

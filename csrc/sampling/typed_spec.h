@@ -27,6 +27,9 @@ struct RelationSpec {
   // A timed relation's edge times (int64, one per edge, non-decreasing within each destination:
   // common/temporal_picks.h). Undefined if untimed.
   at::Tensor times;
+  // Edges this call must not sample: sorted, distinct CSC positions (int64; common/
+  // exclusion.h). Undefined if none.
+  at::Tensor excluded;
   bool weighted() const { return weights.defined(); }
 };
 
@@ -164,6 +167,38 @@ inline void add_times(TypedSpec& spec, const TemporalArgs& temporal, at::TensorL
   spec.temporal_strategy = temporal.strategy;
 }
 
+// Sets each relation's excluded edges: empty (none) or one entry per relation, None or its
+// sorted, distinct CSC positions (checked here on the CPU: a position out of order or range is
+// a clear error, never a read). Uniform relations of calls that are not temporal only.
+inline void add_exclusions(TypedSpec& spec, const OptionalTensors& excluded) {
+  const auto num_rels = static_cast<int64_t>(spec.rels.size());
+  if (excluded.empty()) return;
+  TORCH_CHECK(static_cast<int64_t>(excluded.size()) == num_rels,
+              "excluded_edges must be empty or hold one entry per relation");
+  for (int64_t r = 0; r < num_rels; ++r) {
+    const std::optional<at::Tensor> ex = excluded.get(r);
+    if (!ex.has_value()) continue;
+    RelationSpec& rel = spec.rels[r];
+    TORCH_CHECK(!rel.weighted() && !spec.temporal(),
+                "excluded_edges of relation ", r, ": exclusion takes uniform relations of calls "
+                "that are not temporal");
+    TORCH_CHECK(ex->dim() == 1 && ex->scalar_type() == at::kLong && ex->is_contiguous(),
+                "excluded_edges of relation ", r, " must be contiguous 1-D int64");
+    TORCH_CHECK(ex->device() == rel.indices.device(),
+                "relation ", r, "'s excluded_edges must be on its indices' device");
+    if (ex->device().is_cpu()) {
+      const int64_t* p = ex->data_ptr<int64_t>();
+      const int64_t n = ex->numel(), edges = rel.indices.numel();
+      for (int64_t i = 0; i < n; ++i) {
+        TORCH_CHECK_VALUE(p[i] >= 0 && p[i] < edges && (i == 0 || p[i] > p[i - 1]),
+                          "excluded_edges of relation ", r, " must be sorted, distinct CSC "
+                          "positions in [0, ", edges, "): entry ", i, " is ", p[i]);
+      }
+    }
+    rel.excluded = *ex;
+  }
+}
+
 // Checks shapes, dtypes and sizes (not devices, not values: the kernels check those) and lays
 // the lists out as a TypedSpec. `min_fanout` is 1 for the homogeneous op (whose schema has no
 // way to skip a layer) and 0 for the typed one (fanout 0: the relation is not sampled there).
@@ -175,7 +210,8 @@ inline TypedSpec make_typed_spec(at::TensorList indptrs, at::TensorList indices,
                                  const OptionalTensors& weights = OptionalTensors(),
                                  const OptionalTensors& tables = OptionalTensors(),
                                  const OptionalTensors& nonzeros = OptionalTensors(),
-                                 const TemporalArgs& temporal = TemporalArgs()) {
+                                 const TemporalArgs& temporal = TemporalArgs(),
+                                 const OptionalTensors& excluded = OptionalTensors()) {
   TypedSpec spec;
   const auto num_types = static_cast<int64_t>(num_nodes.size());
   const auto num_rels = static_cast<int64_t>(indptrs.size());
@@ -211,10 +247,11 @@ inline TypedSpec make_typed_spec(at::TensorList indptrs, at::TensorList indices,
                 "indices must be int32 or int64");
     TORCH_CHECK(ix.scalar_type() == index_type, "every relation's indices must have one dtype");
     TORCH_CHECK(ip.is_contiguous() && ix.is_contiguous(), "indptr and indices must be contiguous");
-    spec.rels.push_back({ip, ix, src_types[r], dst_types[r], {}, {}, {}, {}});
+    spec.rels.push_back({ip, ix, src_types[r], dst_types[r], {}, {}, {}, {}, {}});
   }
   add_weights(spec, weights, tables, nonzeros, num_nodes);
   add_times(spec, temporal, seeds);
+  add_exclusions(spec, excluded);
   for (int64_t t = 0; t < num_types; ++t) {
     const at::Tensor& s = seeds[t];
     TORCH_CHECK(s.dim() == 1 && s.scalar_type() == at::kLong && s.is_contiguous(),

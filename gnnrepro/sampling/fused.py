@@ -13,6 +13,7 @@ from gnnrepro.checks import check_bool, check_device
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.args import check_fanouts, check_graph, check_seed, seed_tensor
 from gnnrepro.sampling.block import Block, MiniBatch
+from gnnrepro.sampling.exclusion import EdgePositions, excluded_args
 from gnnrepro.sampling.temporal_args import TemporalArgs, repeatable_seeds
 from gnnrepro.sampling.typed import (check_typed_fanouts, op_graph_args, typed_blocks_from_op,
                                      typed_seed_tensors)
@@ -121,6 +122,7 @@ class FusedSampler:
                                            disjoint=check_bool("disjoint", disjoint))
         self.weights = self._op_weights(weights)
         self._node_map: torch.Tensor | None = None  # dense relabel map, all -1 between calls
+        self._edge_positions: dict | None = None  # per relation, for `exclude` (built on use)
         self._lock = threading.Lock()
         _LIVE_SAMPLERS.add(self)
 
@@ -166,26 +168,33 @@ class FusedSampler:
         self._lock = threading.Lock()
 
     def sample(self, seeds: torch.Tensor | dict[str, torch.Tensor], batch_id: int = 0,
-               seed_time: torch.Tensor | dict[str, torch.Tensor] | None = None) -> MiniBatch:
+               seed_time: torch.Tensor | dict[str, torch.Tensor] | None = None,
+               exclude: torch.Tensor | dict | None = None) -> MiniBatch:
         """Sample the blocks of one mini-batch rooted at `seeds` (unique node ids in
         [0, num_nodes): the op checks both while it maps them, raising ValueError; on a typed
         graph {node type: ids}, checked here). A temporal sampler takes repeated seeds and
-        samples each at its `seed_time` (default: its node_time)."""
+        samples each at its `seed_time` (default: its node_time). `exclude`: edge ids (as
+        blocks report them; on a typed graph {relation: edge ids}) this batch must not sample,
+        each destination sampling among its other neighbours (DGL's `exclude_edges`; CPU,
+        uniform sampling)."""
         batch_id = check_seed(batch_id, "batch_id")
         if self.temporal is not None:
+            if exclude is not None:
+                raise ValueError("exclude is not supported by a temporal or disjoint sampler")
             return self._sample_temporal(seeds, batch_id, seed_time)
         if seed_time is not None:
             raise ValueError("seed_time needs a temporal sampler (FusedSampler(..., times=...))")
+        excluded = self._excluded_args(exclude)
         if self.typed:
-            return self._sample_typed(seeds, batch_id)
+            return self._sample_typed(seeds, batch_id, excluded)
         seeds = seed_tensor(seeds, self.device)
         g = self.graph
-        if self.edge_ids or self.weights is not None:
+        if self.edge_ids or self.weights is not None or excluded:
             weights = self._weight_args()
             flat = self._run(g.num_nodes, lambda node_map: _ops.ops.sample_fused_typed(
                 [g.indptr], [g.indices], [0], [0], [g.num_nodes], [seeds], self.fanouts,
                 self.replace, self.seed, batch_id, self.edge_ids, *weights, [], [], -1, 0,
-                node_map))
+                excluded, node_map))
             blocks = blocks_from_op(flat, self.edge_ids, g.edge_ids)
         else:
             flat = self._run(g.num_nodes, lambda node_map: _ops.ops.sample_fused(
@@ -194,7 +203,24 @@ class FusedSampler:
             blocks = blocks_from_op(flat)
         return MiniBatch(seeds, blocks[0].src_nodes, blocks, batch_id=batch_id)
 
-    def _sample_typed(self, seeds: object, batch_id: int) -> MiniBatch:
+    def _excluded_args(self, exclude: object) -> list[torch.Tensor | None]:
+        """The op's excluded_edges list for `exclude` (empty for None)."""
+        if exclude is None:
+            return []
+        if self.weights is not None:
+            raise ValueError("exclude is not supported by a weighted sampler")
+        if self.device.type != "cpu":
+            raise ValueError(f"exclude runs on the CPU op: this sampler samples on {self.device}")
+        if self._edge_positions is None:
+            rels = self.graph.relations if self.typed else {None: self.graph}
+            self._edge_positions = {rel: EdgePositions(csc) for rel, csc in rels.items()}
+        if self.typed:
+            return excluded_args(exclude, self._edge_positions, self.graph.canonical_relations,
+                                 self.graph.relation)
+        return excluded_args(exclude, self._edge_positions, [None])
+
+    def _sample_typed(self, seeds: object, batch_id: int,
+                      excluded: list[torch.Tensor | None]) -> MiniBatch:
         g = self.graph
         if isinstance(seeds, torch.Tensor) and self.target is not None:
             seeds = {self.target: seeds}
@@ -204,7 +230,7 @@ class FusedSampler:
         weights = self._weight_args()
         flat = self._run(sum(num_nodes), lambda node_map: _ops.ops.sample_fused_typed(
             indptrs, indices, src_types, dst_types, num_nodes, seed_list, fanouts, self.replace,
-            self.seed, batch_id, self.edge_ids, *weights, [], [], -1, 0, node_map))
+            self.seed, batch_id, self.edge_ids, *weights, [], [], -1, 0, excluded, node_map))
         blocks = typed_blocks_from_op(flat, g, seed_list, self.edge_ids)
         seed_dict = {t: s for t, s in zip(g.node_types, seed_list) if t in seeds}
         return MiniBatch(seed_dict, blocks[0].src_nodes, blocks, batch_id=batch_id)
@@ -230,7 +256,7 @@ class FusedSampler:
         flat = self._run(sum(num_nodes), lambda node_map: _ops.ops.sample_fused_typed(
             indptrs, indices, src_types, dst_types, num_nodes, seed_list, fanouts, self.replace,
             self.seed, batch_id, self.edge_ids, [], [], [], t.edge_times, times, t.window,
-            t.strategy, node_map))
+            t.strategy, [], node_map))
         if not self.typed:
             blocks = blocks_from_op(flat, self.edge_ids, g.edge_ids, with_seed_index=True)
             return MiniBatch(seed_list[0], blocks[0].src_nodes, blocks, batch_id=batch_id)

@@ -60,7 +60,7 @@ def _run(graph: TypedGraph, device: str, fanouts, replace: bool, where: str = "d
                                                         else layer)]
     node_map = torch.full((sum(num),), -1, dtype=torch.int32, device=op_device)
     out = ops.sample_fused_typed(indptrs, indices, src_t, dst_t, num, seeds, flat_fanouts,
-                                 replace, seed, batch_id, True, [], [], [], [], [], -1, 0,
+                                 replace, seed, batch_id, True, [], [], [], [], [], -1, 0, [],
                                  node_map)
     assert bool((node_map == -1).all()), "the op left its node map dirty"
     return [t.cpu() for t in out]

@@ -1,0 +1,68 @@
+"""Edges excluded from a batch's sampling (link prediction: the batch's own edges and their
+reverses, DGL's `exclude`): edge ids, as blocks report them, to the sorted CSC positions the op
+takes (csrc/common/exclusion.h)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from gnnrepro.checks import check_id_tensor
+from gnnrepro.graph import CSCGraph
+
+__all__ = ["EdgePositions"]
+
+
+class EdgePositions:
+    """Edge id -> CSC position of one graph (built on first use where the graph keeps
+    `edge_ids`: 8 bytes an edge id)."""
+
+    def __init__(self, graph: CSCGraph):
+        self.graph = graph
+        self._position: torch.Tensor | None = None
+
+    def sorted_positions(self, edge_ids: object, name: str) -> torch.Tensor:
+        """The distinct CSC positions of `edge_ids` (ids of this graph's edges), sorted; a
+        ValueError/TypeError naming `name` for anything else."""
+        g = self.graph
+        ids = check_id_tensor(edge_ids, name, g.indptr.device).to(torch.int64).reshape(-1)
+        if ids.numel() == 0:
+            return ids.contiguous()
+        lo, hi = (int(v) for v in torch.aminmax(ids))
+        limit = g.num_edges if g.edge_ids is None else self._positions().numel()
+        if lo < 0 or hi >= limit:
+            raise ValueError(f"{name} must be edge ids in [0, {limit}), found values in "
+                             f"[{lo}, {hi}]")
+        if g.edge_ids is not None:
+            ids = self._positions()[ids]
+            if bool((ids < 0).any()):
+                raise ValueError(f"{name} holds ids that are no edge of this graph")
+        return torch.unique(ids)
+
+    def _positions(self) -> torch.Tensor:
+        if self._position is None:
+            ids = self.graph.edge_ids
+            size = int(ids.max()) + 1 if ids.numel() else 0
+            position = torch.full((size,), -1, dtype=torch.int64, device=ids.device)
+            position[ids] = torch.arange(ids.numel(), device=ids.device)
+            self._position = position
+        return self._position
+
+
+def excluded_args(exclude: object, positions: Mapping[object, EdgePositions],
+                  order: list, resolve: object = None) -> list[torch.Tensor | None]:
+    """The op's excluded_edges list (one entry per relation in `order`, None where nothing is
+    excluded) from `exclude`: edge ids (one relation) or {relation: edge ids}."""
+    if isinstance(exclude, Mapping):
+        if resolve is None:
+            raise TypeError("exclude of a homogeneous graph must be a tensor of edge ids")
+        by_rel = {}
+        for key, ids in exclude.items():
+            rel = resolve(key)
+            if rel in by_rel:
+                raise ValueError(f"exclude names relation {rel} twice")
+            by_rel[rel] = positions[rel].sorted_positions(ids, f"exclude[{key!r}]")
+        return [by_rel.get(rel) for rel in order]
+    if len(order) != 1:
+        raise TypeError("exclude of a typed graph must be a dict {relation: edge ids}")
+    return [positions[order[0]].sorted_positions(exclude, "exclude")]
