@@ -65,9 +65,11 @@ def _max_input_rows(sampler: Any, num_nodes: int, max_degree: int, batch_size: i
     fanouts = getattr(sampler, "fanouts", None)
     if fanouts is None:
         return max(num_nodes, 1)
-    if _samples_disjoint(sampler):  # each seed's own subgraph, batch_size of them
-        return batch_size * _grown_rows(1, fanouts, num_nodes, max_degree)
-    return _grown_rows(batch_size, fanouts, num_nodes, max_degree)
+    # a batch item may seed several nodes (an edge batch: both endpoints and the negatives)
+    seeds = batch_size * getattr(sampler, "nodes_per_seed", 1)
+    if _samples_disjoint(sampler):  # each seed's own subgraph
+        return seeds * _grown_rows(1, fanouts, num_nodes, max_degree)
+    return _grown_rows(seeds, fanouts, num_nodes, max_degree)
 
 
 def _grown_rows(seeds: int, fanouts: list[int], num_nodes: int, max_degree: int) -> int:

@@ -15,6 +15,8 @@ reported as hung, and none outlives the Loader.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import multiprocessing as mp
 import multiprocessing.connection
 import time
@@ -83,8 +85,7 @@ class Result(NamedTuple):
 def pack(mb: MiniBatch) -> MiniBatch:
     """A MiniBatch's seeds and blocks (typed or not) as numpy arrays, cheap to pickle by value
     (x and y are left unset)."""
-    return MiniBatch(mb.seeds, mb.input_nodes, mb.blocks, batch_id=mb.batch_id).apply(
-        lambda t: t.numpy())
+    return dataclasses.replace(mb, x=None, y=None).apply(lambda t: t.numpy())
 
 
 def unpack(packed: MiniBatch) -> MiniBatch:

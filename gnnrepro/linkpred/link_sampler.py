@@ -1,0 +1,164 @@
+"""LinkSampler: edge mini-batches for link prediction on the fused sampler (DGL's
+`as_edge_prediction_sampler`, the semantics of each drop-in stated where it is built).
+
+`sample(edge_ids, batch_id)` takes ids of positive edges (of the graph, or of its one relation
+`relation` on a typed graph; their endpoints come from `edges`), draws `num_negatives`
+destinations per positive (gnnrepro.linkpred.negatives), and samples the blocks of the unique
+endpoints in one op call. `exclude` keeps the batch's own edges out of its sampled graph, as
+DGL's `exclude` does: "self" the positives, "reverse_id" also their reverses given
+`reverse_eids` (edge e's reverse is reverse_eids[e]; an involution), None nothing (PyG's
+LinkNeighborLoader, which relies on a disjoint split instead).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from gnnrepro.checks import check_id_tensor, check_int
+from gnnrepro.linkpred.edge_batch import EdgeBatch
+from gnnrepro.linkpred.negatives import NEGATIVE_MODES, EdgeSet, draw_negatives
+from gnnrepro.sampling.args import check_seed
+from gnnrepro.typed_graph import TypedGraph
+
+__all__ = ["EXCLUDE_MODES", "LinkSampler", "check_reverse_eids"]
+
+EXCLUDE_MODES = (None, "self", "reverse_id")
+
+
+def check_reverse_eids(reverse_eids: object, num_edges: int) -> torch.Tensor:
+    """`reverse_eids` as int64 [num_edges], an involution on [0, num_edges) (the reverse of an
+    edge's reverse is the edge); ValueError/TypeError naming reverse_eids otherwise."""
+    rev = check_id_tensor(reverse_eids, "reverse_eids", torch.device("cpu")).to(torch.int64)
+    if rev.shape != (num_edges,):
+        raise ValueError(f"reverse_eids must have one entry per edge ({num_edges}), got shape "
+                         f"{tuple(rev.shape)}")
+    if num_edges:
+        lo, hi = (int(v) for v in torch.aminmax(rev))
+        if lo < 0 or hi >= num_edges:
+            raise ValueError(f"reverse_eids must lie in [0, {num_edges}), found [{lo}, {hi}]")
+        bad = rev[rev] != torch.arange(num_edges)
+        if bool(bad.any()):
+            e = int(bad.nonzero()[0, 0])
+            raise ValueError(f"reverse_eids must be an involution: reverse_eids[{e}] = "
+                             f"{int(rev[e])} but reverse_eids[{int(rev[e])}] = "
+                             f"{int(rev[rev[e]])}")
+    return rev.contiguous()
+
+
+class LinkSampler:
+    """Edge mini-batches with negatives over `sampler` (a FusedSampler on the graph whose edges
+    these are); see the module docstring. `edges` = (src, dst), int64, one entry per edge id of
+    the graph (or of `relation`)."""
+
+    thread_use = "copy"  # a worker thread samples with its own copy, as FusedSampler's
+
+    def __init__(self, sampler: Any, edges: tuple[torch.Tensor, torch.Tensor],
+                 num_negatives: int = 1, negatives: str = "uniform", exclude: str | None = None,
+                 reverse_eids: torch.Tensor | None = None, relation: object = None,
+                 seed: int = 0):
+        self.sampler = sampler
+        self.graph = sampler.graph
+        self.typed = isinstance(self.graph, TypedGraph)
+        if self.typed:
+            if relation is None:
+                raise ValueError("relation: name the relation whose edges are predicted")
+            self.relation = self.graph.relation(relation)
+            csc = self.graph.relations[self.relation]
+        else:
+            if relation is not None:
+                raise ValueError("relation names a relation of a typed graph; this graph is "
+                                 "homogeneous")
+            self.relation, csc = None, self.graph
+        self.src, self.dst = _check_edges(edges, csc)
+        self.num_negatives = check_int("num_negatives", num_negatives, 0)
+        if negatives not in NEGATIVE_MODES:
+            raise ValueError(f"negatives must be one of {NEGATIVE_MODES}, got {negatives!r}")
+        self.negatives = negatives
+        self._edge_set = EdgeSet(csc) if negatives == "global" else None
+        if exclude not in EXCLUDE_MODES:
+            raise ValueError(f"exclude must be one of {EXCLUDE_MODES}, got {exclude!r}")
+        if (exclude == "reverse_id") != (reverse_eids is not None):
+            raise ValueError("reverse_eids is needed with exclude='reverse_id', and only there")
+        self.exclude = exclude
+        self.reverse_eids = (None if reverse_eids is None
+                             else check_reverse_eids(reverse_eids, self.src.numel()))
+        self.seed = check_seed(seed)
+        self.fanouts = sampler.fanouts
+        self.device = sampler.device
+        self.target = getattr(sampler, "target", None)
+        # a batch's seeds: each positive's two endpoints and its negatives (Loader staging)
+        self.nodes_per_seed = 2 + self.num_negatives
+
+    def __copy__(self) -> "LinkSampler":
+        out = LinkSampler.__new__(LinkSampler)
+        out.__dict__.update(self.__dict__)
+        out.sampler = copy.copy(self.sampler)  # a thread worker's own node map and lock
+        return out
+
+    def sample(self, edge_ids: torch.Tensor, batch_id: int = 0) -> EdgeBatch:
+        """The EdgeBatch of positive edges `edge_ids` (module docstring)."""
+        batch_id = check_seed(batch_id, "batch_id")
+        ids = check_id_tensor(edge_ids, "edge_ids", torch.device("cpu")).to(torch.int64)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.src.numel()):
+            raise ValueError(f"edge_ids must lie in [0, {self.src.numel()})")
+        src, dst = self.src[ids], self.dst[ids]
+        num_dst_nodes = (self.graph.num_nodes[self.relation[2]] if self.typed
+                         else self.graph.num_nodes)
+        neg = draw_negatives(src, self.num_negatives, num_dst_nodes, self.seed, batch_id,
+                             self.negatives, self._edge_set)
+        exclude = self._excluded(ids)
+        if not self.typed:
+            seeds, rows = torch.unique(torch.cat([src, dst, neg.reshape(-1)]),
+                                       return_inverse=True)
+            b = ids.numel()
+            pos = torch.stack([rows[:b], rows[b:2 * b]])
+            neg_rows = rows[2 * b:].reshape(b, -1)
+            mb = self.sampler.sample(seeds, batch_id, exclude=exclude)
+        else:
+            src_type, _, dst_type = self.relation
+            if src_type == dst_type:
+                seeds, rows = torch.unique(torch.cat([src, dst, neg.reshape(-1)]),
+                                           return_inverse=True)
+                b = ids.numel()
+                src_rows, dst_rows = rows[:b], rows[b:2 * b]
+                neg_rows = rows[2 * b:].reshape(b, -1)
+                seed_dict = {src_type: seeds}
+            else:
+                src_seeds, src_rows = torch.unique(src, return_inverse=True)
+                dst_seeds, rows = torch.unique(torch.cat([dst, neg.reshape(-1)]),
+                                               return_inverse=True)
+                dst_rows, neg_rows = rows[:ids.numel()], rows[ids.numel():].reshape(ids.numel(),
+                                                                                    -1)
+                seed_dict = {src_type: src_seeds, dst_type: dst_seeds}
+            pos = torch.stack([src_rows, dst_rows])
+            mb = self.sampler.sample(seed_dict, batch_id,
+                                     exclude=None if exclude is None
+                                     else {self.relation: exclude})
+        return EdgeBatch(mb.seeds, mb.input_nodes, mb.blocks, batch_id=batch_id, pos=pos,
+                         neg_dst=neg_rows, edge_ids=ids)
+
+    def _excluded(self, ids: torch.Tensor) -> torch.Tensor | None:
+        """The edge ids the batch's sampling leaves out."""
+        if self.exclude is None:
+            return None
+        if self.exclude == "self":
+            return ids
+        return torch.cat([ids, self.reverse_eids[ids]])
+
+
+def _check_edges(edges: object, csc: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """(src, dst) int64, one per edge id, in range of the graph's source and destination
+    nodes."""
+    if not isinstance(edges, (tuple, list)) or len(edges) != 2:
+        raise TypeError("edges must be a pair (src, dst) of tensors, one entry per edge id")
+    src = check_id_tensor(edges[0], "edges[0]", torch.device("cpu")).to(torch.int64)
+    dst = check_id_tensor(edges[1], "edges[1]", torch.device("cpu")).to(torch.int64)
+    if src.shape != dst.shape or src.dim() != 1:
+        raise ValueError(f"edges must be two 1-D tensors of one length, got {tuple(src.shape)} "
+                         f"and {tuple(dst.shape)}")
+    for t, n, name in ((src, csc.num_src_nodes, "edges[0]"), (dst, csc.num_nodes, "edges[1]")):
+        if t.numel() and (int(t.min()) < 0 or int(t.max()) >= n):
+            raise ValueError(f"{name} must be node ids in [0, {n})")
+    return src.contiguous(), dst.contiguous()
