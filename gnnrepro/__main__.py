@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from gnnrepro.atomic import write_json_atomic
-from gnnrepro.bench import (copy_overlap, disk_same_as_memory, disk_training, end_to_end, loader,
-                            partitioned, placements, sampling_speed, scaling, storage,
-                            temporal_sampling, typed_disk, typed_sampling,
+from gnnrepro.bench import (copy_overlap, disk_same_as_memory, disk_training, end_to_end,
+                            link_prediction, loader, partitioned, placements, sampling_speed,
+                            scaling, storage, temporal_sampling, typed_disk, typed_sampling,
                             weighted_sampling)
 from gnnrepro.cli_parser import DATA_OPTIONS, TRAIN_OPTIONS, build_parser
 from gnnrepro.config import TrainConfig, resolve_threads
@@ -216,13 +216,24 @@ def _temporal_sampling(args: argparse.Namespace, data: dict[str, Any]) -> dict[s
     return result
 
 
+def _link_prediction(args: argparse.Namespace, data: dict[str, Any]) -> dict[str, Any]:
+    result = link_prediction.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
+                                     num_negatives=args.negatives, hidden=args.hidden,
+                                     steps=args.steps, lr=args.lr, seeds=range(args.seeds),
+                                     pipelines=args.pipelines, eval_method=args.eval_method,
+                                     threads=args.threads)
+    print(link_prediction.format_table(result))
+    return result
+
+
 #: Each `bench` subcommand's runner.
 _BENCHMARKS: dict[str, Callable[[argparse.Namespace, dict[str, Any]], dict[str, Any]]] = {
     "sampling": _sampling, "end-to-end": _end_to_end, "loader": _loader, "scaling": _scaling,
     "partitioned": _partitioned, "storage": _storage, "disk-training": _disk_training,
     "placements": _placements, "copy-overlap": _copy_overlap,
     "typed-sampling": _typed_sampling, "typed-disk": _typed_disk,
-    "weighted-sampling": _weighted_sampling, "temporal-sampling": _temporal_sampling}
+    "weighted-sampling": _weighted_sampling, "temporal-sampling": _temporal_sampling,
+    "link-prediction": _link_prediction}
 
 
 if __name__ == "__main__":

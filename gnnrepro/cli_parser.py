@@ -14,9 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gnnrepro.bench import (disk_training, placements, sampling_speed, typed_disk,
-                            temporal_sampling, typed_sampling, weighted_sampling)
+from gnnrepro.bench import (disk_training, link_prediction, placements, sampling_speed,
+                            temporal_sampling, typed_disk, typed_sampling, weighted_sampling)
 from gnnrepro.checks import check_fraction, check_int
+from gnnrepro.datasets import LINK_DATASETS
 from gnnrepro.peers import PEERS, SETUP_COMMAND
 from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
                              STORAGE_DEFAULTS, TrainConfig, add_options, list_of)
@@ -109,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          _add_disk_training, _add_placements,
                                          _add_copy_overlap, _add_typed_sampling,
                                          _add_typed_disk, _add_weighted_sampling,
-                                         _add_temporal_sampling)]
+                                         _add_temporal_sampling, _add_link_prediction)]
     for sub in benchmarks:
         sub.add_argument("--out", type=Path, default=None, help="JSON file to write")
     for sub in (*benchmarks, _add_partition(commands)):
@@ -184,6 +185,28 @@ def _add_temporal_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
     s.add_argument("--samplers", type=_names(temporal_sampling.SAMPLERS),
                    default=list(temporal_sampling.SAMPLERS),
                    help=f"comma-separated subset of {','.join(temporal_sampling.SAMPLERS)}")
+    return s
+
+
+def _add_link_prediction(kinds: Subparsers) -> argparse.ArgumentParser:
+    s = kinds.add_parser("link-prediction", help="link prediction trained on DGL's edge-"
+                                                 "prediction DataLoader and on ours, side by "
+                                                 "side: time a step, MRR")
+    s.add_argument("--dataset", choices=LINK_DATASETS, default="citation-sim",
+                   help="a link dataset (LinkDataset): citation-sim (built in) or ogbl-citation2 "
+                        "(read from root)")
+    add_options(s, ["scale", "root", "fanouts", "batch_size", "threads", "hidden", "lr"],
+                scale=0.05, fanouts=[15, 10, 5], hidden=256, lr=0.005)
+    s.add_argument("--steps", type=_arg_type(_count(1), "steps"), default=100)
+    s.add_argument("--negatives", type=_arg_type(_count(1), "negatives"), default=1,
+                   help="uniform negatives per positive edge")
+    s.add_argument("--seeds", type=_arg_type(_count(1), "seeds"), default=3,
+                   help="seeds 0..N-1, each pipeline trained once per seed")
+    s.add_argument("--pipelines", type=_names(link_prediction.PIPELINES),
+                   default=list(link_prediction.PIPELINES),
+                   help=f"comma-separated subset of {','.join(link_prediction.PIPELINES)}")
+    s.add_argument("--eval-method", choices=["layerwise", "sampled"], default="layerwise",
+                   help="how the evaluation embeds the query nodes (the same for both)")
     return s
 
 

@@ -2,6 +2,8 @@
 exclusion (DGL's exclude='self' / 'reverse_id'), typed relations, the Loader's pipeline."""
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 import torch
 
@@ -134,3 +136,62 @@ def test_the_loader_feeds_edge_batches_with_their_rows(workers, kind):
         seen += batch.edge_ids.numel()
     assert seen == 3000
     loader.close()
+
+
+@pytest.mark.skipif(not __import__("gnnrepro.baselines.dgl_import",
+                                   fromlist=["dgl_available"]).dgl_available(),
+                    reason="DGL is not installed")
+@pytest.mark.parametrize("exclude", [None, "reverse_id"])
+def test_dgls_edge_prediction_loader_gives_the_same_kind_of_batch(exclude):
+    """DGL's as_edge_prediction_sampler batches, as EdgeBatches: the positives are the batch's
+    edges, each with its negatives' rows, and the excluded edges are not in its blocks."""
+    from gnnrepro.baselines.dgl_link_loader import DGLLinkLoader
+    g, (src, dst), reverse = symmetric_graph()
+    features = torch.randn(g.num_nodes, 4)
+    loader = DGLLinkLoader(g, features, torch.arange(1500), [-1, -1], batch_size=200,
+                           num_negatives=3, exclude=exclude,
+                           reverse_eids=reverse if exclude else None, seed=1)
+    copies = Counter(zip(src.tolist(), dst.tolist()))
+    seen = []
+    for batch in loader:
+        seeds = batch.seeds
+        assert torch.equal(seeds[batch.pos[0]], src[batch.edge_ids])
+        assert torch.equal(seeds[batch.pos[1]], dst[batch.edge_ids])
+        assert batch.neg_dst.shape == (batch.edge_ids.numel(), 3)
+        assert torch.equal(batch.x, features[batch.input_nodes])
+        for inner, outer in zip(batch.blocks, batch.blocks[1:]):  # consistent from batch 2 on
+            assert inner.num_dst == outer.num_src
+        assert all(int(b.indices.max()) < b.num_src for b in batch.blocks if b.num_edges)
+        banned = set(batch.edge_ids.tolist()) | set(reverse[batch.edge_ids].tolist())
+        got = set()
+        for block in batch.blocks:  # the blocks' edges as (src, dst) node ids
+            s = block.src_nodes[block.indices]
+            d = block.src_nodes[block.edge_dst()]
+            got |= set(zip(s.tolist(), d.tolist()))
+        pairs = {(int(src[e]), int(dst[e])) for e in banned}
+        if exclude:  # (a multi-edge's other copies may still be sampled)
+            assert not {p for p in pairs if copies[p] == 1} & got
+        seen += batch.edge_ids.tolist()
+    assert sorted(seen) == list(range(1500))
+
+
+def test_training_on_citation_sim_ranks_true_edges_far_above_random(tmp_path, one_thread):
+    """A short run (GraphSAGE + OGB's scorer, 40 steps, reverses excluded) ranks the true
+    destination among 1,000 fixed negatives far better than chance (MRR ~0.0075), by sampled
+    and by layer-wise embeddings alike."""
+    from gnnrepro.bench.link_prediction import _loader
+    from gnnrepro.datasets import load
+    from gnnrepro.linkpred import LinkPredictor, evaluate_link, train_link
+    from gnnrepro.models.graphsage import GraphSAGE
+    data = load("citation-sim", root=tmp_path, scale=0.01)
+    torch.manual_seed(0)
+    encoder = GraphSAGE(data.num_features, 32, 32, num_layers=2, dropout=0.0)
+    predictor = LinkPredictor(32, 32)
+    loader = _loader("fused", data, [5, 5], 512, 1, seed=0)
+    result = train_link(loader, encoder, predictor, epochs=5, max_steps=40, lr=0.01)
+    loader.close()
+    assert result.steps == 40 and result.losses[-1] < result.losses[0]
+    sampled = evaluate_link(encoder, predictor, data, "val", FusedSampler(data.graph, [5, 5]))
+    layerwise = evaluate_link(encoder, predictor, data, "test", method="layerwise")
+    assert sampled["mrr"] > 0.04 and layerwise["mrr"] > 0.04, (sampled, layerwise)
+    assert 0 <= sampled["hits@1"] <= sampled["hits@3"] <= sampled["hits@10"] <= 1

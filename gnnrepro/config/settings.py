@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gnnrepro.checks import check_int, check_positive_float
-from gnnrepro.datasets import KNOWN_DATASETS
+from gnnrepro.datasets import KNOWN_DATASETS, LINK_DATASETS
 from gnnrepro.features.factory import FEATURE_STORES
 
 __all__ = ["EVAL_METHODS", "FEATURE_SOURCES", "FEATURE_STORES", "PIPELINES", "SAMPLER_DEVICES",
@@ -154,11 +154,13 @@ def _s(name: str, default: Any, check: Check, annotation: str, help: str) -> Set
 
 
 _SETTINGS = [
-    _s("dataset", "products-sim", _choice(KNOWN_DATASETS), "str",
+    _s("dataset", "products-sim",
+       _choice(tuple(d for d in KNOWN_DATASETS if d not in LINK_DATASETS)), "str",
        "dataset: products-sim, igb-sim or papers-sim (built in, synthetic; igb-sim's and "
        "papers-sim's features are larger than memory at scale 1.0), mag-sim (typed: "
-       "ogbn-mag's shape) or ogbn-products, ogbn-arxiv, ogbn-papers100M, ogbn-mag (read "
-       "from root, never downloaded)"),
+       "ogbn-mag's shape), temporal-sim (edge and node times) or ogbn-products, ogbn-arxiv, "
+       "ogbn-papers100M, ogbn-mag (read from root, never downloaded); the link datasets "
+       "(citation-sim, ogbl-citation2) train with gnnrepro.linkpred"),
     _s("scale", 0.05, check_positive_float, "float",
        "synthetic dataset size: products-sim as a fraction of ogbn-products (1.0 is 2.45M "
        "nodes), igb-sim of IGB-medium (1.0 is 10M nodes, 41 GB of features), papers-sim of "

@@ -25,6 +25,8 @@ import torch
 import torch.distributed as dist
 
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.link_dataset import LinkDataset
+from gnnrepro.datasets.temporal_dataset import TemporalDataset
 from gnnrepro.pinning import share_memory_in_place
 
 __all__ = ["attach_dataset", "describe_dataset", "machine_id", "share_dataset_",
@@ -74,7 +76,8 @@ def describe_dataset(dataset: Dataset) -> dict[str, Any]:
             entry.update(fd=fd, file=(stat.st_dev, stat.st_ino), size=size)
         arrays[name] = entry
     return {"pid": os.getpid(), "arrays": arrays, "num_classes": dataset.num_classes,
-            "name": dataset.name, "params": dict(dataset.params)}
+            "name": dataset.name, "params": dict(dataset.params),
+            "kind": type(dataset).__name__}
 
 
 def _open_array(pid: int, entry: dict[str, Any]) -> torch.Tensor:
@@ -107,11 +110,17 @@ def _open_array(pid: int, entry: dict[str, Any]) -> torch.Tensor:
                                             entry["stride"])
 
 
+#: The Dataset kinds a description names (each rebuilds from its own arrays()).
+_DATASET_KINDS: dict[str, type[Dataset]] = {
+    cls.__name__: cls for cls in (Dataset, TemporalDataset, LinkDataset)}
+
+
 def attach_dataset(description: dict[str, Any]) -> Dataset:
     """The dataset `description` (describe_dataset, from another process of this machine)
     describes, mapping that process's shared pages: nothing is copied. The graph is validated
     as on any load, so a wrong description fails here, not in a kernel."""
-    return Dataset.from_arrays(
+    kind = _DATASET_KINDS[description.get("kind", "Dataset")]  # its arrays are its kind's
+    return kind.from_arrays(
         {name: _open_array(description["pid"], entry)
          for name, entry in description["arrays"].items()},
         num_classes=description["num_classes"], name=description["name"],

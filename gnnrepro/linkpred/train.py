@@ -63,7 +63,7 @@ def train_link(loader: Iterable[EdgeBatch], encoder: nn.Module, predictor: nn.Mo
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                result.losses.append(float(loss))
+                result.losses.append(float(loss.detach()))
                 now = time.perf_counter()
                 result.step_s.append(now - start)
                 start = now

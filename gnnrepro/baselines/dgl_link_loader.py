@@ -1,0 +1,123 @@
+"""DGLLinkLoader: DGL 2.1's edge-prediction pipeline, as a DGL user writes it, yielding our
+EdgeBatch so the identical model trains on it.
+
+`dgl.dataloading.as_edge_prediction_sampler(NeighborSampler(fanouts, prefetch_node_feats=
+["feat"]), exclude=..., reverse_eids=..., negative_sampler=negative_sampler.Uniform(k))` in a
+`dgl.dataloading.DataLoader` over the training edge ids. The DGL graph is the dataset's graph
+with int32 ids where they fit, in CSC (what sampling reads) and COO (DGL's edge-prediction
+sampler looks the seed edges up in it), and its edge ids are CSC positions: the training ids
+and the reverse map are translated into that id space once. DGL's Uniform negatives are drawn
+as ours ("uniform", k per positive, the positive's source repeated), from DGL's own RNG, so
+the two pipelines draw different but identically distributed negatives. Shuffling is seeded as
+DGLLoader's (numpy's global generator for DGL's shuffle, restored after).
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from gnnrepro.baselines.dgl_import import import_dgl, set_dgl_threads
+from gnnrepro.baselines.dgl_samplers import dgl_graph, from_dgl_block, install_fused_mapping
+from gnnrepro.checks import check_int
+from gnnrepro.graph import CSCGraph
+from gnnrepro.linkpred.edge_batch import EdgeBatch
+from gnnrepro.linkpred.link_sampler import EXCLUDE_MODES
+from gnnrepro.sampling.args import check_fanouts, stream_seed
+
+__all__ = ["DGLLinkLoader"]
+
+
+def _dgl_edge_ids(graph: CSCGraph, ids: torch.Tensor) -> torch.Tensor:
+    """Edge ids of `graph` (its `edge_ids`, or CSC positions) as DGL's: CSC positions."""
+    if graph.edge_ids is None:
+        return ids
+    position = torch.empty_like(graph.edge_ids)
+    position[graph.edge_ids] = torch.arange(graph.num_edges)
+    return position[ids]
+
+
+class _MappedSampler:
+    """DGL's NeighborSampler with its fused-path relabel maps installed in the graph's id type
+    before every call (dgl_samplers.install_fused_mapping: DGL 2.1 corrupts them on int32
+    graphs from the second batch on otherwise); everything else is the NeighborSampler's."""
+
+    def __init__(self, neighbor_sampler, g, idtype: torch.dtype):
+        self._sampler, self._g, self._idtype = neighbor_sampler, g, idtype
+
+    def sample(self, g, seed_nodes, exclude_eids=None):
+        install_fused_mapping(self._sampler, self._g, self._idtype)
+        return self._sampler.sample(g, seed_nodes, exclude_eids)
+
+    def __getattr__(self, name: str):
+        return getattr(self._sampler, name)
+
+
+class DGLLinkLoader:
+    """Edge batches of `train_edge_ids` (ids of `features`' graph) from DGL's pipeline; see the
+    module docstring. Iterate it once per epoch; `len()` is its batches per epoch."""
+
+    def __init__(self, graph: CSCGraph, features: torch.Tensor, train_edge_ids: torch.Tensor,
+                 fanouts: list[int], batch_size: int, num_negatives: int = 1,
+                 exclude: str | None = None, reverse_eids: torch.Tensor | None = None,
+                 seed: int = 0, shuffle: bool = True):
+        dgl = import_dgl()
+        self._dgl = dgl
+        if exclude not in EXCLUDE_MODES:
+            raise ValueError(f"exclude must be one of {EXCLUDE_MODES}, got {exclude!r}")
+        self.fanouts = check_fanouts(fanouts)
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        self.num_negatives = check_int("num_negatives", num_negatives, 1)
+        self.seed = seed
+        g, idtype = dgl_graph(dgl, graph)
+        g = g.formats(["csc", "coo"])
+        g.ndata["feat"] = features
+        self._g = g
+        reverse = None
+        if reverse_eids is not None:  # DGL's space: reverse[pos(e)] = pos(reverse_eids[e])
+            positions = _dgl_edge_ids(graph, torch.arange(graph.num_edges))
+            reverse = torch.empty(graph.num_edges, dtype=torch.int64)
+            reverse[positions] = _dgl_edge_ids(graph, reverse_eids[torch.arange(graph.num_edges)])
+            reverse = reverse.to(idtype)
+        self._graph_edge_ids = graph.edge_ids
+        neighbors = _MappedSampler(
+            dgl.dataloading.NeighborSampler(list(self.fanouts), prefetch_node_feats=["feat"]),
+            g, idtype)
+        sampler = dgl.dataloading.as_edge_prediction_sampler(
+            neighbors, exclude=exclude, reverse_eids=reverse,
+            negative_sampler=dgl.dataloading.negative_sampler.Uniform(self.num_negatives))
+        eids = _dgl_edge_ids(graph, train_edge_ids.to(torch.int64)).to(idtype)
+        dgl.seed(seed)
+        self._loader = dgl.dataloading.DataLoader(g, eids, sampler, batch_size=self.batch_size,
+                                                  shuffle=shuffle, drop_last=False)
+        self._epoch = 0
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __iter__(self) -> Iterator[EdgeBatch]:
+        epoch, self._epoch = self._epoch, self._epoch + 1
+        set_dgl_threads(torch.get_num_threads())
+        state = np.random.get_state()  # DGL shuffles with numpy's global generator
+        try:
+            np.random.seed(stream_seed(self.seed, epoch))
+            with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=".*CPU affinity.*")
+                batches = iter(self._loader)
+        finally:
+            np.random.set_state(state)
+        nid, eid = self._dgl.NID, self._dgl.EID
+        for b, (input_nodes, pair, neg_pair, blocks) in enumerate(batches):
+            u, v = pair.edges()
+            _, neg_v = neg_pair.edges()
+            edge_ids = pair.edata[eid].long()
+            if self._graph_edge_ids is not None:  # back to the graph's own ids
+                edge_ids = self._graph_edge_ids[edge_ids]
+            yield EdgeBatch(blocks[-1].dstdata[nid].long(), input_nodes.long(),
+                            [from_dgl_block(blk, nid) for blk in blocks],
+                            x=blocks[0].srcdata["feat"], batch_id=b,
+                            pos=torch.stack([u.long(), v.long()]),
+                            neg_dst=neg_v.long().reshape(u.numel(), self.num_negatives),
+                            edge_ids=edge_ids)
