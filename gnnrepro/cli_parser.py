@@ -196,8 +196,8 @@ def _add_link_prediction(kinds: Subparsers) -> argparse.ArgumentParser:
                    help="a link dataset (LinkDataset): citation-sim (built in) or ogbl-citation2 "
                         "(read from root)")
     add_options(s, ["scale", "root", "fanouts", "batch_size", "threads", "hidden", "lr"],
-                scale=0.05, fanouts=[15, 10, 5], hidden=256, lr=0.005)
-    s.add_argument("--steps", type=_arg_type(_count(1), "steps"), default=100)
+                scale=0.05, fanouts=[15, 10], hidden=64, lr=0.01)
+    s.add_argument("--steps", type=_arg_type(_count(1), "steps"), default=300)
     s.add_argument("--negatives", type=_arg_type(_count(1), "negatives"), default=1,
                    help="uniform negatives per positive edge")
     s.add_argument("--seeds", type=_arg_type(_count(1), "seeds"), default=3,

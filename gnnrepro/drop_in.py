@@ -20,11 +20,13 @@ from typing import Any
 import torch
 
 from gnnrepro.config import TrainConfig
+from gnnrepro.drop_in_link import (EdgePredictionSampler, LinkNeighborLoader,
+                                   as_edge_prediction_sampler, edge_prediction_loader)
 from gnnrepro.interop import BatchView, from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
 from gnnrepro.interop.convert import pyg_graph_is_adj_t
 from gnnrepro.training.pipelines import make_loader
 
-__all__ = ["DataLoader", "NeighborLoader"]
+__all__ = ["DataLoader", "LinkNeighborLoader", "NeighborLoader", "as_edge_prediction_sampler"]
 
 
 class _DropIn(BatchView):
@@ -88,7 +90,13 @@ def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # 
     DGL's NeighborSampler (or MultiLayerFullNeighborSampler) or its fanouts, input layer
     first; `shuffle` (False by default) and `drop_last` as DGL's; `use_uva` samples on the GPU
     from the graph in pinned host memory, as DGL's does (sampler_device="uva"). Yields `(input_nodes, output_nodes, blocks)` with the batch's
-    features in `blocks[0].srcdata["feat"]` and labels in `blocks[-1].dstdata["label"]`."""
+    features in `blocks[0].srcdata["feat"]` and labels in `blocks[-1].dstdata["label"]`.
+    With `sampler` from gnnrepro.drop_in_link.as_edge_prediction_sampler, `train_idx` are edge
+    ids and it yields DGL's edge-prediction batches (gnnrepro.drop_in_link)."""
+    if isinstance(sampler, EdgePredictionSampler):  # DGL's as_edge_prediction_sampler's
+        return edge_prediction_loader(g, train_idx, sampler, device=device,
+                                      batch_size=batch_size, shuffle=shuffle,
+                                      drop_last=drop_last, feat=feat, **settings)
     if use_uva:
         if not str(device).startswith("cuda"):
             raise ValueError(f"use_uva=True samples on the GPU: device must be cuda, got "

@@ -89,7 +89,20 @@ experiments.write_table(weighted, params.figures_dir / "02_weighted_sampling",
                                 "sampler's uniform sampling, and ours' speedup.")
 fig = plots.weighted_bars(weighted)
 plots.save_figure(fig, params, weighted_meta, "02_weighted_sampling")
-weighted"""]),
+weighted""", """\
+# Temporal sampling (PyG's edge_time: each seed on its own at its time, at every hop): the
+# graph's edges get random times; uniform sampling, disjoint sampling without times, temporal
+# sampling with every edge a candidate, with seeds at random times, and "last", on the same
+# batches.
+temporal, temporal_meta = experiments.temporal_sampling(params)
+for peer, why in temporal_meta["peers_not_run"].items():
+    print(f"{peer}: not run - {why}")
+experiments.write_table(temporal, params.figures_dir / "02_temporal_sampling",
+                        caption="Temporal sampling: time per batch and its cost over uniform "
+                                "sampling (disjoint subgraphs have more sources).")
+fig = plots.temporal_bars(temporal)
+plots.save_figure(fig, params, temporal_meta, "02_temporal_sampling")
+temporal"""]),
     "03_end_to_end": (
         "End-to-end training",
         "Epoch time of the ablation ladder: DGL's pipeline, fused sampling, fused sampling with "
@@ -307,6 +320,26 @@ else:
                                     "step, extrapolated epoch, accuracy against the majority "
                                     "class, peak RSS, per feature store.")
     display(disk)"""]),
+    "10_link_prediction": (
+        "Link prediction",
+        "Link prediction on citation-sim (ogbl-citation2's shape at `link_scale`; 1,000 fixed "
+        "negatives per validation and test query): the same GraphSAGE encoder (two layers, "
+        "fanouts 15,10, `link_hidden` wide) and OGB's citation2 scorer, trained `link_steps` "
+        "steps (lr 0.01, batch_size positives a step) from "
+        "the same initial weights on DGL's edge-prediction DataLoader "
+        "(as_edge_prediction_sampler, exclude='reverse_id', Uniform(1) negatives) and on ours "
+        "(LinkSampler in the pinned Loader, the same exclusion and negatives scheme), once per "
+        "seed: the median time a step, and the MRR each reaches (OGB's ranking, embeddings "
+        "layer-wise over every neighbour for both). Where DGL cannot be imported its runs fail "
+        "with the reason.",
+        ["""\
+data, meta = experiments.link_prediction(params)
+experiments.write_table(data, params.figures_dir / "10_link_prediction",
+                        caption="Link prediction, the same model on DGL's edge-prediction "
+                                "DataLoader and on ours: seconds a step, our speedup, MRR.")
+data""", """\
+fig = plots.link_bars(data)
+plots.save_figure(fig, params, meta, "10_link_prediction")"""]),
 }
 
 
@@ -321,7 +354,8 @@ def _key(module: str, name: str = "PARAMETERS") -> tuple[str, ...]:
 USED: dict[str, tuple[str, ...]] = {
     "01_stage_breakdown": measurements.LADDER_KEY,
     "02_sampling_speedup": tuple(dict.fromkeys(_key("sampling_speedup")
-                                               + _key("weighted_sampling"))),
+                                               + _key("weighted_sampling")
+                                               + _key("temporal_sampling"))),
     "03_end_to_end": _key("end_to_end", "ALONE_PARAMETERS"),
     "04_scaling": _key("scaling"),
     "05_sensitivity": _key("sensitivity"),
@@ -330,6 +364,7 @@ USED: dict[str, tuple[str, ...]] = {
     "08_scale_growth": _key("scale_growth"),
     "09_heterogeneous": tuple(dict.fromkeys(_key("heterogeneous")
                                             + _key("heterogeneous_disk"))),
+    "10_link_prediction": _key("link_prediction"),
 }
 OUTPUT = ("out_dir", "force", "figures_name")
 OTHERS_NOTE = ("# The other notebooks' parameters: not used here, accepted so that one parameters "

@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = ["01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling",
              "05_sensitivity", "06_storage", "07_partitioned", "08_scale_growth",
-             "09_heterogeneous"]
-NEEDS_DGL = {"01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling"}
+             "09_heterogeneous", "10_link_prediction"]
+NEEDS_DGL = {"01_stage_breakdown", "02_sampling_speedup", "03_end_to_end", "04_scaling",
+             "10_link_prediction"}
 FIGURES = {"03_end_to_end": ["03_end_to_end", "03_end_to_end_timeline", "03_pipeline_alone"]}
 
 
@@ -97,6 +98,12 @@ def check_values(out_dir: Path, name: str) -> None:
         assert (data.loc[data["sampler"] == "fused", "fused_speedup"] == 1).all()
         assert data.set_index("sampler").at["dgl-unfused", "paper_speedup"] == 1.52
         assert data.loc[data["sampler"] != "dgl-unfused", "paper_speedup"].isna().all()
+        temporal = stored_data(out_dir, "02_temporal_sampling").set_index("sampler")
+        assert set(temporal.index) == {"uniform", "disjoint", "temporal-all", "temporal",
+                                       "temporal-last"}
+        assert temporal.at["uniform", "cost_vs_uniform"] == 1 and (temporal["edges"] > 0).all()
+        # every edge a candidate: disjoint sampling's picks, so as many edges
+        assert temporal.at["temporal-all", "edges"] == temporal.at["disjoint", "edges"]
     elif name == "03_end_to_end":
         data = stored_data(out_dir, name)
         assert data["pipeline"].tolist() == ["dgl", "dgl-native", "fused", "fused+pinned"]
@@ -173,6 +180,12 @@ def check_values(out_dir: Path, name: str) -> None:
         assert ours["epoch_s"] > 0 and ours["batches_per_s"] > 0 and ours["fanouts"] == "4,3"
         check_accuracy(pipelines.loc[pipelines["status"] == "run", "test_acc"])
         assert (pipelines.loc["dgl", "status"] == "run") == dgl_available()
+    elif name == "10_link_prediction":
+        data = stored_data(out_dir, name).set_index("pipeline")
+        assert sorted(data.index) == ["dgl", "fused"] and (data["s_per_step"] > 0).all()
+        assert data["val_mrr"].between(0, 1).all() and data["test_mrr"].between(0, 1).all()
+        assert data.at["fused", "speedup"] == pytest.approx(
+            data.at["dgl", "s_per_step"] / data.at["fused", "s_per_step"])
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

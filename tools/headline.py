@@ -320,11 +320,32 @@ def _row_temporal_sampling() -> list[str]:
             _link("temporal-sampling-cpu-products")]
 
 
+def _row_link_prediction() -> list[str]:
+    r = _load("link-prediction-cpu-citation")
+    p, runs, ratios = r["params"], r["runs"], r["ratios"]
+    seeds = [str(s) for s in p["seeds"]]
+
+    def median(pipeline: str) -> float:
+        values = sorted(runs[pipeline][s]["s_per_step"] for s in seeds)
+        return values[len(values) // 2]
+
+    mrr = {k: [runs[k][s]["val"]["mrr"] for s in seeds] for k in ("fused", "dgl")}
+    return [f"link prediction (ogbl-citation2's shape: citation-sim {p['scale']:g}), the same "
+            f"GraphSAGE ({len(p['fanouts'])} layers, hidden {p['hidden']}) and OGB's scorer, "
+            f"{p['steps']} steps, {p['num_negatives']} uniform negative a positive, reverses "
+            f"excluded, {len(seeds)} seeds; whole training step; validation MRR (1,000 "
+            "negatives a query) ours / DGL's per seed: "
+            + ", ".join(f"{a:.3f} / {b:.3f}" for a, b in zip(mrr["fused"], mrr["dgl"])),
+            f"{median('fused'):.3g} s a step",
+            f"DGL's as_edge_prediction_sampler DataLoader {median('dgl'):.3g} s a step",
+            _ratios([ratios["speedup_vs_dgl"]]), _link("link-prediction-cpu-citation")]
+
+
 ROWS = (_row_sampling, _row_graphbolt_sampling, _row_loader, _row_training, _row_whole_stack,
         _row_graphbolt_training, _row_memory, _row_storage, _row_disk_training,
         _row_papers_sampling, _row_papers_training, _row_partitioned, _row_typed_sampling,
         _row_typed_loader, _row_typed_training, _row_igbh_sampling, _row_igbh_disk,
-        _row_weighted_sampling, _row_temporal_sampling)
+        _row_weighted_sampling, _row_temporal_sampling, _row_link_prediction)
 
 
 def headline_table() -> str:

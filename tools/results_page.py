@@ -45,6 +45,7 @@ TYPED_SAMPLING = bench("typed_sampling")
 TYPED_DISK = bench("typed_disk")
 WEIGHTED_SAMPLING = bench("weighted_sampling")
 TEMPORAL_SAMPLING = bench("temporal_sampling")
+LINK_PREDICTION = bench("link_prediction")
 SCALING, PARTITIONED, STORAGE = bench("scaling"), bench("partitioned"), bench("storage")
 DISK_TRAINING, LOCALITY = bench("disk_training"), script("locality_order")
 #: Result (a JSON, or a GPU session's folder) -> (command, where its numbers are shown, the
@@ -162,6 +163,10 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
         "`bench temporal-sampling --dataset products-sim --scale 1.0 --fanouts 15,10,5 "
         "--batch-size 1024 --batches 20 --repeats 4 --threads 2`", "README, headline table; "
         "[temporal](temporal.md)", TEMPORAL_SAMPLING),
+    "link-prediction-cpu-citation.json": (
+        "`bench link-prediction --dataset citation-sim --scale 0.05 --fanouts 15,10 "
+        "--batch-size 1024 --hidden 64 --lr 0.01 --steps 300 --seeds 3 --threads 2`",
+        "README, headline table; [link prediction](link_prediction.md)", LINK_PREDICTION),
     "loader-cpu-mag.json": (
         "`bench loader --dataset mag-sim --scale 1.0 --fanouts 25,20 --batch-size 1024 "
         "--pipelines dgl,fused+pinned --threads 2 --rounds 3`", "README, headline table",
@@ -209,7 +214,14 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "destination in the counting step (sampling-cpu and sampling-cpu-products, "
              "measured again, show no drop); it also let bench typed-disk's Loader wait a "
              "store's whole time for a batch and made a benchmark child's exit message name a "
-             "signal only when one killed it (nothing either measures)")
+             "signal only when one killed it (nothing either measures). Session 14 (issue 51: "
+             "temporal sampling, edge exclusion, link prediction) gave the op optional time and "
+             "exclusion arguments (a uniform relation of a plain call takes the same path but "
+             "for a mask of its destination ids: sampling-cpu-products measured again in one "
+             "run against DGL, 4.15x, within the VM's noise of the stored 4.31x), moved the "
+             "huge-page copy of random-access arrays into one helper (the same copies), let "
+             "MiniBatch subclasses through the workers and let the Loader size staging for "
+             "edge batches and disjoint samplers (node batches size as before)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")

@@ -69,8 +69,8 @@ def _run(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_nega
 
 
 def measure(dataset: str = "citation-sim", scale: float = 0.05, root: str | None = None,
-            fanouts: Sequence[int] = (15, 10, 5), batch_size: int = 1024, num_negatives: int = 1,
-            hidden: int = 256, steps: int = 100, lr: float = 0.005,
+            fanouts: Sequence[int] = (15, 10), batch_size: int = 1024, num_negatives: int = 1,
+            hidden: int = 64, steps: int = 300, lr: float = 0.01,
             seeds: Sequence[int] = (0, 1, 2), pipelines: Sequence[str] = PIPELINES,
             eval_method: str = "layerwise", threads: int | None = None) -> dict:
     """Train and evaluate each pipeline per seed; see the module docstring."""

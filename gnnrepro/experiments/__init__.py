@@ -26,9 +26,11 @@ from gnnrepro.experiments.stage_breakdown import stage_breakdown, stage_table
 from gnnrepro.experiments.storage import storage, storage_table
 from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.tables import write_table
+from gnnrepro.experiments.link_prediction import link_prediction
+from gnnrepro.experiments.temporal_sampling import temporal_sampling
 from gnnrepro.experiments.weighted_sampling import weighted_sampling
 
-__all__ = ["weighted_sampling", "NOT_MEASURED", "Params", "Store", "disk_training", "disk_training_table", "end_to_end",
+__all__ = ["link_prediction", "temporal_sampling", "weighted_sampling", "NOT_MEASURED", "Params", "Store", "disk_training", "disk_training_table", "end_to_end",
            "end_to_end_table", "figure_label", "from_namespace", "gpu_copy", "gpu_end_to_end",
            "gpu_label", "gpu_sampling", "stored_gpu_sessions", "growth_table", "heterogeneous",
            "heterogeneous_disk", "heterogeneous_disk_skip_reason", "heterogeneous_label", "heterogeneous_sampling_table", "heterogeneous_table",

@@ -247,6 +247,18 @@ class Params:
     hetero_disk_steps: int = _param(
         40, _int(1), "training steps of the disk store in that section (mmap takes a few); "
                      "the epoch is extrapolated from them")
+    link_scale: float = _param(
+        0.05, _scale, "citation-sim scale of 10_link_prediction (1.0: ogbl-citation2's shape, "
+                      "2.93M nodes, 30.6M edges)")
+    link_steps: int = _param(
+        300, _int(1), "training steps per run in 10_link_prediction (the same for our "
+                      "pipeline and DGL's edge-prediction DataLoader)")
+    link_seeds: int = _param(
+        3, _int(1), "seeds 0..link_seeds-1 in 10_link_prediction: each pipeline trained once "
+                    "per seed, MRR compared per seed")
+    link_hidden: int = _param(
+        64, _int(1), "GraphSAGE and scorer width in 10_link_prediction (OGB's citation2 "
+                     "examples: 256, with batches of 64k edges)")
     out_dir: str = _param(
         ".", _check_path,
         "where figures/ and results/ go; relative paths start at the repository root")

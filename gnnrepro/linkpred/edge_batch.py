@@ -3,7 +3,8 @@
 The blocks are sampled from the unique endpoints of the batch's positive edges and of their
 negatives (the seeds, in order of first appearance), so the model's output rows are the seeds'
 and the edges index them: `pos` [2, B] the local (source, destination) rows of the positives,
-`neg_dst` [B, k] each positive's negative destinations (their source is the positive's). On a
+`neg_dst` [B, k] each positive's negative destinations, whose sources are the positive's
+unless `neg_src` [B, k] gives them (PyG's binary negatives draw both endpoints). On a
 typed graph, with the relation (src type, name, dst type), sources index the source type's
 seeds and destinations the destination type's.
 """
@@ -25,6 +26,7 @@ class EdgeBatch(MiniBatch):
     pos: torch.Tensor | None = None       # int64 [2, B]
     neg_dst: torch.Tensor | None = None   # int64 [B, k]
     edge_ids: torch.Tensor | None = None  # int64 [B]: the positives' edge ids
+    neg_src: torch.Tensor | None = None   # int64 [B, k], or None: the positives' sources
 
     @property
     def seed_ids(self) -> torch.Tensor:
@@ -41,4 +43,5 @@ class EdgeBatch(MiniBatch):
         return MiniBatch.tensors(self) + [t for t in self._edges().values() if t is not None]
 
     def _edges(self) -> dict[str, torch.Tensor | None]:
-        return {"pos": self.pos, "neg_dst": self.neg_dst, "edge_ids": self.edge_ids}
+        return {"pos": self.pos, "neg_dst": self.neg_dst, "edge_ids": self.edge_ids,
+                "neg_src": self.neg_src}

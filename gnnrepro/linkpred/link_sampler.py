@@ -22,9 +22,12 @@ from gnnrepro.linkpred.negatives import NEGATIVE_MODES, EdgeSet, draw_negatives
 from gnnrepro.sampling.args import check_seed
 from gnnrepro.typed_graph import TypedGraph
 
-__all__ = ["EXCLUDE_MODES", "LinkSampler", "check_reverse_eids"]
+__all__ = ["EXCLUDE_MODES", "NEGATIVE_SOURCES", "LinkSampler", "check_reverse_eids"]
 
 EXCLUDE_MODES = (None, "self", "reverse_id")
+#: A negative's source: its positive's (DGL's, PyG's triplet mode), or uniform over the
+#: source nodes like its destination (PyG's binary mode).
+NEGATIVE_SOURCES = ("positive", "uniform")
 
 
 def check_reverse_eids(reverse_eids: object, num_edges: int) -> torch.Tensor:
@@ -57,7 +60,7 @@ class LinkSampler:
     def __init__(self, sampler: Any, edges: tuple[torch.Tensor, torch.Tensor],
                  num_negatives: int = 1, negatives: str = "uniform", exclude: str | None = None,
                  reverse_eids: torch.Tensor | None = None, relation: object = None,
-                 seed: int = 0):
+                 seed: int = 0, negative_sources: str = "positive"):
         self.sampler = sampler
         self.graph = sampler.graph
         self.typed = isinstance(self.graph, TypedGraph)
@@ -76,6 +79,13 @@ class LinkSampler:
         if negatives not in NEGATIVE_MODES:
             raise ValueError(f"negatives must be one of {NEGATIVE_MODES}, got {negatives!r}")
         self.negatives = negatives
+        if negative_sources not in NEGATIVE_SOURCES:
+            raise ValueError(f"negative_sources must be one of {NEGATIVE_SOURCES}, got "
+                             f"{negative_sources!r}")
+        if negative_sources == "uniform" and negatives == "global":
+            raise ValueError("negatives='global' draws destinations for the positives' "
+                             "sources: it needs negative_sources='positive'")
+        self.negative_sources = negative_sources
         self._edge_set = EdgeSet(csc) if negatives == "global" else None
         if exclude not in EXCLUDE_MODES:
             raise ValueError(f"exclude must be one of {EXCLUDE_MODES}, got {exclude!r}")
@@ -108,36 +118,33 @@ class LinkSampler:
                          else self.graph.num_nodes)
         neg = draw_negatives(src, self.num_negatives, num_dst_nodes, self.seed, batch_id,
                              self.negatives, self._edge_set)
+        neg_src = None
+        if self.negative_sources == "uniform":
+            num_src_nodes = (self.graph.num_nodes[self.relation[0]] if self.typed
+                             else self.graph.num_nodes)
+            neg_src = draw_negatives(src, self.num_negatives, num_src_nodes, self.seed,
+                                     batch_id, stream=1)
+        sources = [src] + ([] if neg_src is None else [neg_src.reshape(-1)])
+        targets = [dst, neg.reshape(-1)]
         exclude = self._excluded(ids)
-        if not self.typed:
-            seeds, rows = torch.unique(torch.cat([src, dst, neg.reshape(-1)]),
-                                       return_inverse=True)
-            b = ids.numel()
-            pos = torch.stack([rows[:b], rows[b:2 * b]])
-            neg_rows = rows[2 * b:].reshape(b, -1)
-            mb = self.sampler.sample(seeds, batch_id, exclude=exclude)
-        else:
+        if self.typed and self.relation[0] != self.relation[2]:
             src_type, _, dst_type = self.relation
-            if src_type == dst_type:
-                seeds, rows = torch.unique(torch.cat([src, dst, neg.reshape(-1)]),
-                                           return_inverse=True)
-                b = ids.numel()
-                src_rows, dst_rows = rows[:b], rows[b:2 * b]
-                neg_rows = rows[2 * b:].reshape(b, -1)
-                seed_dict = {src_type: seeds}
-            else:
-                src_seeds, src_rows = torch.unique(src, return_inverse=True)
-                dst_seeds, rows = torch.unique(torch.cat([dst, neg.reshape(-1)]),
-                                               return_inverse=True)
-                dst_rows, neg_rows = rows[:ids.numel()], rows[ids.numel():].reshape(ids.numel(),
-                                                                                    -1)
-                seed_dict = {src_type: src_seeds, dst_type: dst_seeds}
-            pos = torch.stack([src_rows, dst_rows])
-            mb = self.sampler.sample(seed_dict, batch_id,
-                                     exclude=None if exclude is None
-                                     else {self.relation: exclude})
+            (src_seeds, src_rows), (dst_seeds, dst_rows) = (_rows(sources), _rows(targets))
+            seeds = {src_type: src_seeds, dst_type: dst_seeds}
+        else:
+            all_seeds, rows = _rows(sources + targets)
+            split = sum(t.numel() for t in sources)
+            src_rows, dst_rows = rows[:split], rows[split:]
+            seeds = {self.relation[0]: all_seeds} if self.typed else all_seeds
+        b = ids.numel()
+        pos = torch.stack([src_rows[:b], dst_rows[:b]])
+        neg_src_rows = None if neg_src is None else src_rows[b:].reshape(b, -1)
+        if self.typed and exclude is not None:
+            exclude = {self.relation: exclude}
+        mb = self.sampler.sample(seeds, batch_id, exclude=exclude)
         return EdgeBatch(mb.seeds, mb.input_nodes, mb.blocks, batch_id=batch_id, pos=pos,
-                         neg_dst=neg_rows, edge_ids=ids)
+                         neg_dst=dst_rows[b:].reshape(b, -1), edge_ids=ids,
+                         neg_src=neg_src_rows)
 
     def _excluded(self, ids: torch.Tensor) -> torch.Tensor | None:
         """The edge ids the batch's sampling leaves out."""
@@ -146,6 +153,11 @@ class LinkSampler:
         if self.exclude == "self":
             return ids
         return torch.cat([ids, self.reverse_eids[ids]])
+
+
+def _rows(parts: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the unique ids of `parts` concatenated, each entry's row among them)."""
+    return torch.unique(torch.cat(parts), return_inverse=True)
 
 
 def _check_edges(edges: object, csc: Any) -> tuple[torch.Tensor, torch.Tensor]:

@@ -43,10 +43,12 @@ class EdgeSet:
 
 
 def draw_negatives(src: torch.Tensor, k: int, num_dst_nodes: int, seed: int, batch_id: int,
-                   mode: str = "uniform", edges: EdgeSet | None = None) -> torch.Tensor:
+                   mode: str = "uniform", edges: EdgeSet | None = None,
+                   stream: int = 0) -> torch.Tensor:
     """int64 [len(src), k]: negative destinations for the positives from `src` (mode as in the
-    module docstring; "global" needs `edges`)."""
-    gen = torch.Generator().manual_seed(stream_seed(seed, batch_id))
+    module docstring; "global" needs `edges`); `stream` numbers independent draws of one
+    batch (negative sources are drawn as stream 1)."""
+    gen = torch.Generator().manual_seed(stream_seed(stream_seed(seed, batch_id), stream))
     out = torch.randint(0, num_dst_nodes, (src.numel(), k), generator=gen)
     if mode == "uniform":
         return out

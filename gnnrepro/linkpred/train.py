@@ -28,7 +28,8 @@ def link_loss(encoder: nn.Module, predictor: nn.Module, batch: EdgeBatch) -> tor
     h = encoder(batch.blocks, batch.x)
     src, dst = batch.pos
     pos = predictor(h[src], h[dst])
-    neg = predictor(h[src].unsqueeze(1), h[batch.neg_dst])
+    neg_src = h[src].unsqueeze(1) if batch.neg_src is None else h[batch.neg_src]
+    neg = predictor(neg_src, h[batch.neg_dst])
     return (F.binary_cross_entropy_with_logits(pos, torch.ones_like(pos))
             + F.binary_cross_entropy_with_logits(neg, torch.zeros_like(neg)))
 

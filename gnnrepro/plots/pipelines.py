@@ -305,3 +305,54 @@ def timeline(spans: pd.DataFrame) -> Figure:
     handles = [Patch(color=_stage_color(s), label=s) for s in stages]
     fig.legend(handles=handles, loc="outside upper center", ncols=len(stages))
     return fig
+
+
+def temporal_bars(data: pd.DataFrame) -> Figure:
+    """Left: ms per batch of each contender (uniform, disjoint, temporal ones). Right: each
+    one's time over uniform sampling's, the issue's 1.5x bound marked (02_sampling_speedup)."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.6, 3.8))
+    names = list(data["sampler"])
+    ms = data.set_index("sampler")
+    spread = {"fused": (ms["ms_p10"].tolist(), ms["ms_p90"].tolist())}
+    _grouped_bars(left, names, {"fused": ms["ms_per_batch"].tolist()}, SAMPLER_COLORS, "%.3g",
+                  spread)
+    left.set_ylabel("time per batch (ms, median; bars: p10-p90)")
+    left.set_title("Sampling time per mini-batch")
+    others = [n for n in names if n != "uniform"]
+    _grouped_bars(right, others, {"fused": ms.loc[others, "cost_vs_uniform"].tolist()},
+                  SAMPLER_COLORS, "%.2fx", marks=(1.0, 1.5))
+    right.axhline(1.0, color="#777777", linewidth=0.8)
+    _mark_paper(right, 1.5, "issue 51's bound: 1.5x")
+    right.set_ylabel("time over uniform sampling (x)")
+    right.set_title("What time and disjoint subgraphs cost")
+    for ax in (left, right):
+        ax.set_xlabel("sampler")
+        ax.tick_params(axis="x", labelsize=8)
+        ax.margins(y=0.3)
+    return fig
+
+
+def link_bars(data: pd.DataFrame) -> Figure:
+    """Left: seconds a training step per pipeline, per seed. Right: validation MRR per pipeline,
+    per seed (10_link_prediction)."""
+    fig, (left, right) = _subplots(ncols=2, figsize=(9.6, 3.8))
+    seeds = [str(s) for s in sorted(dict.fromkeys(data["seed"]))]
+    pipelines = sorted(dict.fromkeys(data["pipeline"]), key=lambda p: p != "fused")
+    colors = {"fused": SAMPLER_COLORS["fused"], "dgl": SAMPLER_COLORS["dgl-fused"]}
+
+    def series(column: str) -> dict[str, list[float]]:
+        table = data.assign(seed=data["seed"].astype(str)).pivot(
+            index="seed", columns="pipeline", values=column)
+        return {p: table.loc[seeds, p].tolist() for p in pipelines}
+
+    _grouped_bars(left, seeds, series("s_per_step"), colors, "%.3g")
+    left.set_ylabel("seconds a training step (median)")
+    left.set_title("Link prediction: time a step")
+    _grouped_bars(right, seeds, series("val_mrr"), colors, "%.3f")
+    right.set_ylabel("validation MRR (1,000 negatives a query)")
+    right.set_title("The same model learns the same")
+    for ax in (left, right):
+        ax.set_xlabel("seed")
+        ax.legend(fontsize=8, loc="upper left")
+        ax.margins(y=0.3)
+    return fig

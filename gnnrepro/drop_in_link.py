@@ -1,0 +1,190 @@
+"""Drop-in link-prediction loaders with the peers' call signatures, each with its own semantics.
+
+DGL: `as_edge_prediction_sampler(NeighborSampler(fanouts), exclude=..., reverse_eids=...,
+negative_sampler=negative_sampler.Uniform(k))` passed to `gnnrepro.drop_in.DataLoader(g,
+train_eids, sampler, ...)` yields DGL's `(input_nodes, pair_graph, neg_pair_graph, blocks)`
+(`(input_nodes, pair_graph, blocks)` without a negative sampler): the pair graphs over the
+batch's seed nodes (blocks[-1]'s destinations) with the positives' ids in
+`pair_graph.edata[dgl.EID]`; negatives k per positive with the positive's source; `exclude`
+None, "self" or "reverse_id" (with `reverse_eids`), as DGL's.
+
+PyG: `LinkNeighborLoader(data, num_neighbors, edge_label_index=..., edge_label=...,
+neg_sampling=dict(mode="binary" | "triplet", amount=k), batch_size=...)` yields PyG's batches:
+`x`, `edge_index`, `n_id` as NeighborLoader's, and per PyG's mode `edge_label_index` and
+`edge_label` (binary: positives then negatives whose both endpoints are drawn uniformly, labels
+1 and 0; no negatives: the given labels or ones) or `src_index`, `dst_pos_index`,
+`dst_neg_index` (triplet: k destinations per positive's source), with `input_id` the batch's
+label positions. Like PyG's, it excludes nothing (it relies on a disjoint split of the edges).
+
+Both run on our fused sampler (LinkSampler) and pinned, multi-worker Loader.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.graph import CSCGraph
+from gnnrepro.interop.convert import from_pyg
+from gnnrepro.interop.dgl_view import to_dgl
+from gnnrepro.interop.pyg_view import to_pyg
+from gnnrepro.interop.view import BatchView
+from gnnrepro.linkpred.edge_batch import EdgeBatch
+from gnnrepro.linkpred.link_sampler import LinkSampler
+from gnnrepro.pipeline.loader import Loader
+from gnnrepro.pipeline.plan import BatchPlan
+from gnnrepro.sampling import FusedSampler
+
+__all__ = ["EdgePredictionSampler", "LinkNeighborLoader", "as_edge_prediction_sampler",
+           "edge_prediction_loader"]
+
+
+@dataclass(frozen=True)
+class EdgePredictionSampler:
+    """What `as_edge_prediction_sampler` returns: the loader's link settings."""
+
+    fanouts: list[int]
+    exclude: str | None
+    reverse_eids: torch.Tensor | None
+    num_negatives: int
+    negatives: str
+
+
+def as_edge_prediction_sampler(sampler: Any, exclude: str | None = None,
+                               reverse_eids: Any = None,
+                               negative_sampler: Any = None) -> EdgePredictionSampler:
+    """DGL's as_edge_prediction_sampler: `sampler` is DGL's NeighborSampler or its fanouts
+    (input layer first); `negative_sampler` DGL's negative_sampler.Uniform(k) or
+    GlobalUniform(k) (never a true edge), an int k, or None."""
+    from gnnrepro.drop_in import _sampler_fanouts  # one checker of DGL's NeighborSampler
+                                                   # (drop_in imports this module)
+    if exclude not in (None, "self", "reverse_id"):
+        raise ValueError(f"exclude={exclude!r}: gnnrepro excludes None, 'self' or 'reverse_id' "
+                         "(with reverse_eids); reverse_types is for heterographs")
+    if negative_sampler is None:
+        k, mode = 0, "uniform"
+    elif isinstance(negative_sampler, int) and not isinstance(negative_sampler, bool):
+        k, mode = negative_sampler, "uniform"
+    elif hasattr(negative_sampler, "k"):
+        k = int(negative_sampler.k)
+        mode = "global" if type(negative_sampler).__name__ == "GlobalUniform" else "uniform"
+        if type(negative_sampler).__name__ not in ("Uniform", "GlobalUniform"):
+            raise TypeError("negative_sampler must be DGL's negative_sampler.Uniform or "
+                            f"GlobalUniform (or an int k), got {type(negative_sampler).__name__}")
+    else:
+        raise TypeError("negative_sampler must be DGL's negative_sampler.Uniform or "
+                        f"GlobalUniform (or an int k), got {type(negative_sampler).__name__}")
+    reverse = None if reverse_eids is None else torch.as_tensor(reverse_eids).to(torch.int64)
+    return EdgePredictionSampler(_sampler_fanouts(sampler), exclude, reverse, k, mode)
+
+
+def _dgl_graph_data(g: Any, feat: str) -> tuple[Dataset, tuple[torch.Tensor, torch.Tensor]]:
+    """A DGLGraph as a Dataset whose graph keeps DGL's edge ids, and its edges by id."""
+    if not (hasattr(g, "adj_tensors") and hasattr(g, "ndata")):
+        raise TypeError(f"g must be a DGLGraph, got {type(g).__name__}")
+    indptr, indices, eids = g.adj_tensors("csc")
+    graph = CSCGraph(indptr.cpu().to(torch.int64), indices.cpu(),
+                     edge_ids=eids.cpu().to(torch.int64) if eids.numel() else None)
+    n = graph.num_nodes
+    if feat not in g.ndata:
+        raise ValueError(f"g.ndata[{feat!r}] must hold the node features")
+    empty = torch.empty(0, dtype=torch.int64)
+    data = Dataset(graph, g.ndata[feat].cpu().float(), torch.full((n,), -1), empty, empty,
+                   empty, num_classes=0, name="dgl-graph")
+    src, dst = g.edges(order="eid")
+    return data, (src.cpu().to(torch.int64), dst.cpu().to(torch.int64))
+
+
+def edge_prediction_loader(g: Any, train_eids: Any, sampler: EdgePredictionSampler, *,
+                           device: Any = "cpu", batch_size: int = 1024, shuffle: bool = False,
+                           drop_last: bool = False, feat: str = "feat",
+                           **settings: Any) -> BatchView:
+    """The DGL DataLoader drop-in for an EdgePredictionSampler (module docstring); `settings`
+    are our Loader's (workers, worker_kind, prefetch, ...)."""
+    data, edges = _dgl_graph_data(g, feat)
+    link = LinkSampler(FusedSampler(data.graph, sampler.fanouts), edges,
+                       sampler.num_negatives, sampler.negatives, sampler.exclude,
+                       sampler.reverse_eids, seed=settings.pop("seed", 0))
+    ids = torch.as_tensor(train_eids).to(torch.int64)
+    loader = Loader(data, link, device, batch_size, shuffle=shuffle, drop_last=drop_last,
+                    plan=BatchPlan(ids, batch_size, shuffle=shuffle, drop_last=drop_last),
+                    labels=data.labels, **settings)
+    with_negatives = sampler.num_negatives > 0
+    return BatchView(loader, lambda batch: _to_dgl_pairs(batch, with_negatives))
+
+
+def _to_dgl_pairs(batch: EdgeBatch, with_negatives: bool) -> tuple:
+    """An EdgeBatch as DGL's (input_nodes, pair_graph[, neg_pair_graph], blocks)."""
+    from gnnrepro.baselines.dgl_import import import_dgl
+    dgl = import_dgl()
+    input_nodes, _, blocks = to_dgl(batch)
+    n = batch.seeds.numel()
+    pair = dgl.graph((batch.pos[0], batch.pos[1]), num_nodes=n)
+    pair.edata[dgl.EID] = batch.edge_ids
+    pair.ndata[dgl.NID] = batch.seeds
+    if not with_negatives:
+        return input_nodes, pair, blocks
+    k = batch.neg_dst.shape[1]
+    neg = dgl.graph((batch.pos[0].repeat_interleave(k), batch.neg_dst.reshape(-1)), num_nodes=n)
+    neg.ndata[dgl.NID] = batch.seeds
+    return input_nodes, pair, neg, blocks
+
+
+def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
+                       edge_label_index: Any = None, edge_label: Any = None,
+                       neg_sampling: dict | None = None, neg_sampling_ratio: float | None = None,
+                       batch_size: int = 1024, shuffle: bool = False, drop_last: bool = False,
+                       device: Any = "cpu", **settings: Any) -> BatchView:
+    """PyG's LinkNeighborLoader on our loader (module docstring). `num_neighbors` counts from
+    the seeds, as PyG's; `neg_sampling_ratio=r` is PyG's older spelling of binary negatives."""
+    for name in ("num_workers", "persistent_workers"):
+        settings.pop(name, None)
+    if neg_sampling is None and neg_sampling_ratio is not None:
+        neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
+    mode, amount = "none", 0
+    if neg_sampling is not None:
+        mode = neg_sampling.get("mode")
+        amount = neg_sampling.get("amount", 1)
+        if mode not in ("binary", "triplet"):
+            raise ValueError(f"neg_sampling mode must be 'binary' or 'triplet', got {mode!r}")
+        if int(amount) != amount or amount < 1:
+            raise ValueError(f"neg_sampling amount must be a whole number >= 1 here, got "
+                             f"{amount}")
+        amount = int(amount)
+    dataset = from_pyg(data, train_idx=torch.zeros(data.num_nodes, dtype=torch.bool))
+    label_index = data.edge_index if edge_label_index is None else edge_label_index
+    label_index = torch.as_tensor(label_index).to(torch.int64)
+    labels = (None if edge_label is None else torch.as_tensor(edge_label))
+    link = LinkSampler(FusedSampler(dataset.graph, list(reversed(list(num_neighbors)))),
+                       (label_index[0], label_index[1]), amount, exclude=None,
+                       seed=settings.pop("seed", 0),
+                       negative_sources="uniform" if mode == "binary" else "positive")
+    ids = torch.arange(label_index.shape[1])
+    loader = Loader(dataset, link, device, batch_size, shuffle=shuffle, drop_last=drop_last,
+                    plan=BatchPlan(ids, batch_size, shuffle=shuffle, drop_last=drop_last),
+                    labels=dataset.labels, **settings)
+    return BatchView(loader, lambda batch: _to_pyg_link(batch, mode, labels))
+
+
+def _to_pyg_link(batch: EdgeBatch, mode: str, labels: torch.Tensor | None) -> Any:
+    """An EdgeBatch as LinkNeighborLoader's batch in `mode` ("none", "binary", "triplet")."""
+    out = to_pyg(batch)
+    del out.y, out.batch_size  # node-level fields of NeighborLoader's batches
+    out.input_id = batch.edge_ids
+    pos_label = (torch.ones(batch.edge_ids.numel()) if labels is None
+                 else labels[batch.edge_ids])
+    if mode == "triplet":
+        out.src_index, out.dst_pos_index = batch.pos[0], batch.pos[1]
+        out.dst_neg_index = batch.neg_dst
+        return out
+    if mode == "binary":
+        neg = torch.stack([batch.neg_src.reshape(-1), batch.neg_dst.reshape(-1)])
+        out.edge_label_index = torch.cat([batch.pos, neg], dim=1)
+        out.edge_label = torch.cat([pos_label, torch.zeros(neg.shape[1],
+                                                           dtype=pos_label.dtype)])
+        return out
+    out.edge_label_index, out.edge_label = batch.pos, pos_label
+    return out

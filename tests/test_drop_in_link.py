@@ -1,0 +1,81 @@
+"""The link-prediction drop-ins: DGL's as_edge_prediction_sampler + DataLoader and PyG's
+LinkNeighborLoader, each yielding its peer's batch with its peer's semantics."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from gnnrepro.baselines.dgl_import import dgl_available
+from gnnrepro.drop_in import DataLoader, LinkNeighborLoader, as_edge_prediction_sampler
+
+
+def edges(n: int = 150, e: int = 1200, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, n, (e,), generator=gen), torch.randint(0, n, (e,), generator=gen)
+
+
+@pytest.mark.skipif(not dgl_available(), reason="DGL is not installed")
+def test_dgls_edge_prediction_batches():
+    from gnnrepro.baselines.dgl_import import import_dgl
+    dgl = import_dgl()
+    src, dst = edges()
+    e = src.numel()
+    g = dgl.graph((torch.cat([src, dst]), torch.cat([dst, src])), num_nodes=150)
+    g.ndata["feat"] = torch.randn(150, 6)
+    reverse = (torch.arange(2 * e) + e) % (2 * e)
+    sampler = as_edge_prediction_sampler(
+        dgl.dataloading.NeighborSampler([4, 4]), exclude="reverse_id", reverse_eids=reverse,
+        negative_sampler=dgl.dataloading.negative_sampler.Uniform(2))
+    loader = DataLoader(g, torch.arange(e), sampler, batch_size=100, shuffle=True)
+    seen = []
+    all_src, all_dst = g.edges(order="eid")
+    for input_nodes, pair, neg, blocks in loader:
+        eids = pair.edata[dgl.EID]
+        nid = pair.ndata[dgl.NID]
+        u, v = pair.edges()
+        assert torch.equal(nid[u], all_src[eids]) and torch.equal(nid[v], all_dst[eids])
+        nu, _ = neg.edges()
+        assert torch.equal(nu, u.repeat_interleave(2))
+        assert torch.equal(blocks[-1].dstdata[dgl.NID], nid)
+        assert torch.equal(blocks[0].srcdata["feat"], g.ndata["feat"][input_nodes])
+        seen += eids.tolist()
+    assert sorted(seen) == list(range(e))
+    with pytest.raises(ValueError, match="reverse_eids must be an involution"):
+        DataLoader(g, torch.arange(e), as_edge_prediction_sampler(
+            [4], exclude="reverse_id", reverse_eids=torch.arange(2 * e).flip(0).roll(1),
+            negative_sampler=1))
+    with pytest.raises(ValueError, match="reverse_types is for heterographs"):
+        as_edge_prediction_sampler([4], exclude="reverse_types")
+
+
+@pytest.mark.parametrize("mode", ["binary", "triplet", None])
+def test_pygs_link_neighbor_loader_batches(mode):
+    data_mod = pytest.importorskip("torch_geometric.data")
+    src, dst = edges(seed=1)
+    x = torch.randn(150, 5)
+    data = data_mod.Data(x=x, edge_index=torch.stack([src, dst]), num_nodes=150)
+    label_index = torch.stack([src[:300], dst[:300]])
+    labels = torch.rand(300)
+    neg = None if mode is None else {"mode": mode, "amount": 2}
+    loader = LinkNeighborLoader(data, [3, 3], edge_label_index=label_index, edge_label=labels,
+                                neg_sampling=neg, batch_size=64, shuffle=True)
+    seen = []
+    for batch in loader:
+        b = batch.input_id.numel()
+        n_id = batch.n_id
+        assert torch.equal(batch.x, x[n_id])
+        if mode == "triplet":
+            assert torch.equal(n_id[batch.src_index], label_index[0, batch.input_id])
+            assert torch.equal(n_id[batch.dst_pos_index], label_index[1, batch.input_id])
+            assert batch.dst_neg_index.shape == (b, 2)
+        else:
+            pos = batch.edge_label_index[:, :b]
+            assert torch.equal(n_id[pos], label_index[:, batch.input_id])
+            assert torch.equal(batch.edge_label[:b], labels[batch.input_id])
+            expected = b * (3 if mode == "binary" else 1)
+            assert batch.edge_label_index.shape == (2, expected)
+            assert bool((batch.edge_label[b:] == 0).all())
+        seen += batch.input_id.tolist()
+    assert sorted(seen) == list(range(300))
+    with pytest.raises(ValueError, match="neg_sampling mode"):
+        LinkNeighborLoader(data, [3], neg_sampling={"mode": "hard"})
