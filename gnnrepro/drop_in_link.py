@@ -20,6 +20,7 @@ Both run on our fused sampler (LinkSampler) and pinned, multi-worker Loader.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ import torch
 
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
-from gnnrepro.interop.convert import from_pyg
+from gnnrepro.interop.convert import pyg_graph
 from gnnrepro.interop.dgl_view import to_dgl
 from gnnrepro.interop.pyg_view import to_pyg
 from gnnrepro.interop.view import BatchView
@@ -40,6 +41,11 @@ from gnnrepro.sampling import FusedSampler
 
 __all__ = ["EdgePredictionSampler", "LinkNeighborLoader", "as_edge_prediction_sampler",
            "edge_prediction_loader"]
+
+
+#: DGL's negative samplers by class name (Uniform is PerSourceUniform in DGL 2), and ours.
+_DGL_NEGATIVE_SAMPLERS = {"Uniform": "uniform", "PerSourceUniform": "uniform",
+                          "GlobalUniform": "global"}
 
 
 @dataclass(frozen=True)
@@ -68,17 +74,24 @@ def as_edge_prediction_sampler(sampler: Any, exclude: str | None = None,
         k, mode = 0, "uniform"
     elif isinstance(negative_sampler, int) and not isinstance(negative_sampler, bool):
         k, mode = negative_sampler, "uniform"
-    elif hasattr(negative_sampler, "k"):
+    elif type(negative_sampler).__name__ in _DGL_NEGATIVE_SAMPLERS:
         k = int(negative_sampler.k)
-        mode = "global" if type(negative_sampler).__name__ == "GlobalUniform" else "uniform"
-        if type(negative_sampler).__name__ not in ("Uniform", "GlobalUniform"):
-            raise TypeError("negative_sampler must be DGL's negative_sampler.Uniform or "
-                            f"GlobalUniform (or an int k), got {type(negative_sampler).__name__}")
+        mode = _DGL_NEGATIVE_SAMPLERS[type(negative_sampler).__name__]
     else:
         raise TypeError("negative_sampler must be DGL's negative_sampler.Uniform or "
                         f"GlobalUniform (or an int k), got {type(negative_sampler).__name__}")
     reverse = None if reverse_eids is None else torch.as_tensor(reverse_eids).to(torch.int64)
     return EdgePredictionSampler(_sampler_fanouts(sampler), exclude, reverse, k, mode)
+
+
+def _unlabelled(graph: CSCGraph, features: Any, name: str) -> Dataset:
+    """A Dataset of `graph` and its node features, without node labels or splits (the
+    Loader's rows; link prediction's targets are edges)."""
+    if not isinstance(features, torch.Tensor) or features.dim() != 2:
+        raise ValueError(f"{name}: the graph's node features must be a 2-D tensor")
+    empty = torch.empty(0, dtype=torch.int64)
+    return Dataset(graph, features.cpu().float(), torch.full((graph.num_nodes,), -1), empty,
+                   empty, empty, num_classes=0, name=name)
 
 
 def _dgl_graph_data(g: Any, feat: str) -> tuple[Dataset, tuple[torch.Tensor, torch.Tensor]]:
@@ -88,12 +101,7 @@ def _dgl_graph_data(g: Any, feat: str) -> tuple[Dataset, tuple[torch.Tensor, tor
     indptr, indices, eids = g.adj_tensors("csc")
     graph = CSCGraph(indptr.cpu().to(torch.int64), indices.cpu(),
                      edge_ids=eids.cpu().to(torch.int64) if eids.numel() else None)
-    n = graph.num_nodes
-    if feat not in g.ndata:
-        raise ValueError(f"g.ndata[{feat!r}] must hold the node features")
-    empty = torch.empty(0, dtype=torch.int64)
-    data = Dataset(graph, g.ndata[feat].cpu().float(), torch.full((n,), -1), empty, empty,
-                   empty, num_classes=0, name="dgl-graph")
+    data = _unlabelled(graph, g.ndata.get(feat), f"g.ndata[{feat!r}]")
     src, dst = g.edges(order="eid")
     return data, (src.cpu().to(torch.int64), dst.cpu().to(torch.int64))
 
@@ -120,7 +128,7 @@ def _to_dgl_pairs(batch: EdgeBatch, with_negatives: bool) -> tuple:
     """An EdgeBatch as DGL's (input_nodes, pair_graph[, neg_pair_graph], blocks)."""
     from gnnrepro.baselines.dgl_import import import_dgl
     dgl = import_dgl()
-    input_nodes, _, blocks = to_dgl(batch)
+    input_nodes, _, blocks = to_dgl(dataclasses.replace(batch, y=None))  # no node labels
     n = batch.seeds.numel()
     pair = dgl.graph((batch.pos[0], batch.pos[1]), num_nodes=n)
     pair.edata[dgl.EID] = batch.edge_ids
@@ -154,7 +162,7 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
             raise ValueError(f"neg_sampling amount must be a whole number >= 1 here, got "
                              f"{amount}")
         amount = int(amount)
-    dataset = from_pyg(data, train_idx=torch.zeros(data.num_nodes, dtype=torch.bool))
+    dataset = _unlabelled(pyg_graph(data), getattr(data, "x", None), "data.x")
     label_index = data.edge_index if edge_label_index is None else edge_label_index
     label_index = torch.as_tensor(label_index).to(torch.int64)
     labels = (None if edge_label is None else torch.as_tensor(edge_label))

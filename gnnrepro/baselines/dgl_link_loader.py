@@ -13,19 +13,18 @@ DGLLoader's (numpy's global generator for DGL's shuffle, restored after).
 """
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 
-import numpy as np
 import torch
 
 from gnnrepro.baselines.dgl_import import import_dgl, set_dgl_threads
+from gnnrepro.baselines.dgl_loader import seeded_epoch
 from gnnrepro.baselines.dgl_samplers import dgl_graph, from_dgl_block, install_fused_mapping
 from gnnrepro.checks import check_int
 from gnnrepro.graph import CSCGraph
 from gnnrepro.linkpred.edge_batch import EdgeBatch
 from gnnrepro.linkpred.link_sampler import EXCLUDE_MODES
-from gnnrepro.sampling.args import check_fanouts, stream_seed
+from gnnrepro.sampling.args import check_fanouts
 
 __all__ = ["DGLLinkLoader"]
 
@@ -100,14 +99,7 @@ class DGLLinkLoader:
     def __iter__(self) -> Iterator[EdgeBatch]:
         epoch, self._epoch = self._epoch, self._epoch + 1
         set_dgl_threads(torch.get_num_threads())
-        state = np.random.get_state()  # DGL shuffles with numpy's global generator
-        try:
-            np.random.seed(stream_seed(self.seed, epoch))
-            with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=".*CPU affinity.*")
-                batches = iter(self._loader)
-        finally:
-            np.random.set_state(state)
+        batches = seeded_epoch(self._loader, self.seed, epoch)
         nid, eid = self._dgl.NID, self._dgl.EID
         for b, (input_nodes, pair, neg_pair, blocks) in enumerate(batches):
             u, v = pair.edges()

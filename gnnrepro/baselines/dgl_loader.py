@@ -34,6 +34,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -62,6 +63,22 @@ def _check_process_group(rank: int, world_size: int) -> None:
     if (dist.get_rank(), dist.get_world_size()) != (rank, world_size):
         raise ValueError(f"rank={rank}, world_size={world_size} disagree with the process "
                          f"group's rank {dist.get_rank()} of {dist.get_world_size()}")
+
+
+def seeded_epoch(loader: Any, seed: int, epoch: int) -> Iterator:
+    """iter() of DGL's DataLoader `loader`, its shuffle seeded by (seed, epoch). DGL shuffles
+    its id array in place with numpy's global generator, in iter(): seed it for this epoch,
+    then put the caller's generator state back. torch's DataLoader draws a base seed from
+    torch's global generator there too: fork it, so the model's dropout stream is the same as
+    in our pipelines."""
+    state = np.random.get_state()
+    try:
+        np.random.seed(stream_seed(seed, epoch))
+        with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*CPU affinity.*")
+            return iter(loader)
+    finally:
+        np.random.set_state(state)
 
 
 class _TimedSampler:
@@ -177,19 +194,7 @@ class DGLLoader:
         self._spans = []
         self._sampler.calls.clear()
         set_dgl_threads(torch.get_num_threads())
-        # DGL shuffles its id array in place with numpy's global generator, in iter(): seed
-        # it for this epoch, then put the caller's generator state back. torch's DataLoader
-        # draws a base seed from torch's global generator there too: fork it, so the model's
-        # dropout stream is the same as in our pipelines.
-        state = np.random.get_state()
-        try:
-            np.random.seed(stream_seed(self.seed, epoch))
-            with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message=".*CPU affinity.*")
-                batches = iter(self._loader)
-        finally:
-            np.random.set_state(state)
-        return batches
+        return seeded_epoch(self._loader, self.seed, epoch)
 
     def _run_epoch(self, batches: Iterator) -> Iterator[MiniBatch]:
         nid = self._dgl.NID

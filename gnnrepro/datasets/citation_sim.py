@@ -34,11 +34,12 @@ import numpy as np
 import torch
 
 from gnnrepro.datasets import cache
+from gnnrepro.datasets.centroid_features import centroid_features
 from gnnrepro.datasets.chung_lu import sample_pairs
 from gnnrepro.datasets.link_dataset import (LinkDataset, link_graph, no_node_labels,
                                             read_link_entry)
 from gnnrepro.datasets.scaled import check_scale_and_seed
-from gnnrepro.progress import Progress, announce
+from gnnrepro.progress import announce
 
 __all__ = ["NAME", "generate", "load_citation_sim"]
 
@@ -94,7 +95,8 @@ def generate(scale: float = 1.0, seed: int = 0) -> LinkDataset:
     train = np.ones(num_edges, dtype=bool)
     train[val_pos] = False
     train[test_pos] = False
-    features = _features(rng, communities)
+    features = centroid_features(rng, communities, NUM_COMMUNITIES, NUM_FEATURES, SIGNAL,
+                                 progress=f"{NAME} features")
     val_neg, test_neg = (rng.integers(0, n, size=(num_queries, NUM_NEGATIVES), dtype=np.int64)
                          for _ in range(2))
 
@@ -141,19 +143,3 @@ def _hold_out(rng: np.random.Generator, src: np.ndarray, n: int,
     second = rng.integers(0, degree - 1)
     second += second >= first  # uniform among the other out-edges
     return positions[start + first], positions[start + second]
-
-
-def _features(rng: np.random.Generator, communities: np.ndarray) -> np.ndarray:
-    """float32 [N, F]: unit-variance Gaussian noise plus SIGNAL times the community's unit
-    centroid."""
-    centroids = rng.standard_normal((NUM_COMMUNITIES, NUM_FEATURES))
-    centroids *= SIGNAL / np.linalg.norm(centroids, axis=1, keepdims=True)
-    centroids = centroids.astype(np.float32)
-    features = np.empty((communities.size, NUM_FEATURES), dtype=np.float32)
-    rng.standard_normal(out=features, dtype=np.float32)
-    chunk = 1 << 18  # bounds the temporary centroid rows to ~130 MB
-    with Progress(f"{NAME} features", communities.size, "nodes") as bar:
-        for start in range(0, communities.size, chunk):
-            features[start:start + chunk] += centroids[communities[start:start + chunk]]
-            bar.update(min(chunk, communities.size - start))
-    return features

@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from gnnrepro.datasets import typed_cache
+from gnnrepro.datasets.centroid_features import centroid_features
 from gnnrepro.datasets.mag_schema import (AFFILIATED_WITH, CITES, HAS_TOPIC, NODE_TYPES,
                                           TARGET, WRITES, mag_graph)
 from gnnrepro.datasets.planted import RelationModel, relation_edges
@@ -84,7 +85,6 @@ DRIVERS: dict[Relation, RelationModel] = {
     AFFILIATED_WITH: ("src", (0.3, 3.0), (0.05, 1.5))}
 MIN_NODES = 8_000  # all types together: scale >= ~0.0041 (36 institutions, 244 fields)
 _STREAMS = {"years": 1, "venues": 2, "labels": 3, "features": 4, "edges": 5}
-_CHUNK_ROWS = 1 << 16  # feature rows per step: bounds the temporaries to ~32 MB
 
 
 def load_mag_sim(root: str | Path | None = None, scale: float = 1.0,
@@ -113,7 +113,8 @@ def generate(scale: float = 1.0, seed: int = 0) -> TypedDataset:
     years = paper_years(params["scale"], seed)
     splits = [torch.from_numpy(np.flatnonzero(mask)) for mask in
               (years < VAL_YEAR, years == VAL_YEAR, years == TEST_YEAR)]
-    features = _features(_rng(seed, "features"), venues[TARGET])
+    features = centroid_features(_rng(seed, "features"), venues[TARGET], NUM_CLASSES,
+                                 NUM_FEATURES, SIGNAL)
     return TypedDataset(graph, {TARGET: torch.from_numpy(features)}, torch.from_numpy(labels),
                         TARGET, *splits, num_classes=NUM_CLASSES, name=NAME, params=params)
 
@@ -168,16 +169,3 @@ def _relation(rng: np.random.Generator, rel: Relation, count: int,
     """(src, dst) int64 ids of `count` distinct edges of `rel` (gnnrepro.datasets.planted)."""
     return relation_edges(rng, DRIVERS[rel], count, venues[rel[0]], venues[rel[2]],
                           rel[0] == rel[2], HOMOPHILY, NUM_CLASSES, NAME)
-
-
-def _features(rng: np.random.Generator, venues: np.ndarray) -> np.ndarray:
-    """float32 [papers, NUM_FEATURES]: N(0, 1) noise plus SIGNAL times the venue's unit
-    centroid."""
-    centroids = rng.standard_normal((NUM_CLASSES, NUM_FEATURES))
-    centroids *= SIGNAL / np.linalg.norm(centroids, axis=1, keepdims=True)
-    centroids = centroids.astype(np.float32)
-    features = np.empty((venues.size, NUM_FEATURES), dtype=np.float32)
-    rng.standard_normal(out=features, dtype=np.float32)
-    for start in range(0, venues.size, _CHUNK_ROWS):
-        features[start:start + _CHUNK_ROWS] += centroids[venues[start:start + _CHUNK_ROWS]]
-    return features

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from gnnrepro.datasets import cache
+from gnnrepro.datasets.centroid_features import centroid_features
 from gnnrepro.datasets.chung_lu import chung_lu_graph
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.datasets.scaled import check_scale_and_seed
@@ -71,7 +72,7 @@ def generate(scale: float = 1.0, seed: int = 0) -> Dataset:
     graph = chung_lu_graph(rng, classes, weights, num_pairs, NUM_CLASSES, HOMOPHILY)
     del weights
 
-    features = _features(rng, classes)
+    features = centroid_features(rng, classes, NUM_CLASSES, NUM_FEATURES, SIGNAL)
     labels = classes.astype(np.int64)
     noisy = rng.random(num_nodes) < LABEL_NOISE
     labels[noisy] = rng.integers(0, NUM_CLASSES, size=int(noisy.sum()))
@@ -93,16 +94,3 @@ def _counts(scale: float) -> tuple[int, int, int, int]:
     """(nodes, undirected pairs, train, val) at `scale`; test is every remaining node."""
     return (round(FULL_NODES * scale), round(FULL_PAIRS * scale), round(FULL_TRAIN * scale),
             round(FULL_VAL * scale))
-
-
-def _features(rng: np.random.Generator, classes: np.ndarray) -> np.ndarray:
-    """float32 [N, F]: unit-variance Gaussian noise plus SIGNAL times the class's unit centroid."""
-    centroids = rng.standard_normal((NUM_CLASSES, NUM_FEATURES))
-    centroids *= SIGNAL / np.linalg.norm(centroids, axis=1, keepdims=True)
-    centroids = centroids.astype(np.float32)
-    features = np.empty((classes.size, NUM_FEATURES), dtype=np.float32)
-    rng.standard_normal(out=features, dtype=np.float32)
-    chunk = 1 << 18  # bounds the temporary centroid rows to ~100 MB
-    for start in range(0, classes.size, chunk):
-        features[start:start + chunk] += centroids[classes[start:start + chunk]]
-    return features

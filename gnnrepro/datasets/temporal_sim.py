@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from gnnrepro.datasets import cache
+from gnnrepro.datasets.centroid_features import centroid_features
 from gnnrepro.datasets.chung_lu import chung_lu_graph
 from gnnrepro.datasets.products_sim import (FULL_NODES, FULL_PAIRS, MIN_NODES, NUM_CLASSES,
                                             NUM_FEATURES, PARETO_SHAPE, WEIGHT_FLOOR)
@@ -80,7 +81,7 @@ def generate(scale: float = 1.0, seed: int = 0) -> TemporalDataset:
     weights = WEIGHT_FLOOR + rng.pareto(PARETO_SHAPE, size=num_nodes)
     graph = chung_lu_graph(rng, classes, weights, num_pairs, NUM_CLASSES, HOMOPHILY)
     del weights
-    features = _features(rng, classes)
+    features = centroid_features(rng, classes, NUM_CLASSES, NUM_FEATURES, SIGNAL)
     edge_time = _edge_times(graph, classes, salt=int(rng.integers(2**63)))
     node_time = rng.integers(0, HORIZON, size=num_nodes, dtype=np.int64)
 
@@ -98,19 +99,6 @@ def generate(scale: float = 1.0, seed: int = 0) -> TemporalDataset:
 def _check_params(scale: float, seed: int) -> dict[str, float | int]:
     """Validated, canonical parameters (they name the cache directory)."""
     return check_scale_and_seed(NAME, scale, seed, FULL_NODES, MIN_NODES)
-
-
-def _features(rng: np.random.Generator, classes: np.ndarray) -> np.ndarray:
-    """float32 [N, F]: unit-variance Gaussian noise plus SIGNAL times the class's unit centroid."""
-    centroids = rng.standard_normal((NUM_CLASSES, NUM_FEATURES))
-    centroids *= SIGNAL / np.linalg.norm(centroids, axis=1, keepdims=True)
-    centroids = centroids.astype(np.float32)
-    features = np.empty((classes.size, NUM_FEATURES), dtype=np.float32)
-    rng.standard_normal(out=features, dtype=np.float32)
-    chunk = 1 << 18  # bounds the temporary centroid rows to ~100 MB
-    for start in range(0, classes.size, chunk):
-        features[start:start + chunk] += centroids[classes[start:start + chunk]]
-    return features
 
 
 def _edge_times(graph: CSCGraph, classes: np.ndarray, salt: int) -> np.ndarray:

@@ -16,7 +16,7 @@ import torch
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
 
-__all__ = ["from_dgl", "from_pyg", "pyg_graph_is_adj_t"]
+__all__ = ["from_dgl", "from_pyg", "pyg_graph_is_adj_t", "pyg_graph"]
 
 SPLITS = ("train", "val", "test")
 
@@ -82,7 +82,7 @@ def pyg_graph_is_adj_t(data: Any) -> bool:
                                      (torch.sparse_coo, torch.sparse_csr))
 
 
-def _pyg_graph(data: Any) -> CSCGraph:
+def pyg_graph(data: Any) -> CSCGraph:
     """The graph of a PyG Data: its `edge_index` [2, E] (source -> target), else its `adj_t`
     (torch_sparse's SparseTensor or a torch.sparse tensor, row = target, column = source: its
     CSR is our CSC as it is; a COO one keeps its repeated edges, as edge_index does)."""
@@ -116,7 +116,7 @@ def _pyg_graph(data: Any) -> CSCGraph:
 def from_pyg(data: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,
              num_classes: int | None = None) -> Dataset:
     """A PyG Data object (edge_index [2, E] source -> target, or adj_t; x, y) as a Dataset."""
-    graph = _pyg_graph(data)
+    graph = pyg_graph(data)
     num_nodes = graph.num_nodes
     masks = {s: getattr(data, f"{s}_mask", None) for s in SPLITS}
     splits = {s: _split(s, given, masks, num_nodes)

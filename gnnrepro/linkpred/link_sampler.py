@@ -92,6 +92,8 @@ class LinkSampler:
         if (exclude == "reverse_id") != (reverse_eids is not None):
             raise ValueError("reverse_eids is needed with exclude='reverse_id', and only there")
         self.exclude = exclude
+        if exclude is not None:
+            sampler.prepare_exclusion()  # its edge id maps now, not in the first batch
         self.reverse_eids = (None if reverse_eids is None
                              else check_reverse_eids(reverse_eids, self.src.numel()))
         self.seed = check_seed(seed)

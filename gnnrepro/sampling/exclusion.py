@@ -9,6 +9,7 @@ import torch
 
 from gnnrepro.checks import check_id_tensor
 from gnnrepro.graph import CSCGraph
+from gnnrepro.sampling.typed import per_relation
 
 __all__ = ["EdgePositions"]
 
@@ -29,19 +30,21 @@ class EdgePositions:
         if ids.numel() == 0:
             return ids.contiguous()
         lo, hi = (int(v) for v in torch.aminmax(ids))
-        limit = g.num_edges if g.edge_ids is None else self._positions().numel()
+        position = self.build()
+        limit = g.num_edges if position is None else position.numel()
         if lo < 0 or hi >= limit:
             raise ValueError(f"{name} must be edge ids in [0, {limit}), found values in "
                              f"[{lo}, {hi}]")
-        if g.edge_ids is not None:
-            ids = self._positions()[ids]
+        if position is not None:
+            ids = position[ids]
             if bool((ids < 0).any()):
                 raise ValueError(f"{name} holds ids that are no edge of this graph")
         return torch.unique(ids)
 
-    def _positions(self) -> torch.Tensor:
-        if self._position is None:
-            ids = self.graph.edge_ids
+    def build(self) -> torch.Tensor | None:
+        """The edge id -> position map (None where ids are positions), built on first use."""
+        ids = self.graph.edge_ids
+        if ids is not None and self._position is None:
             size = int(ids.max()) + 1 if ids.numel() else 0
             position = torch.full((size,), -1, dtype=torch.int64, device=ids.device)
             position[ids] = torch.arange(ids.numel(), device=ids.device)
@@ -56,12 +59,8 @@ def excluded_args(exclude: object, positions: Mapping[object, EdgePositions],
     if isinstance(exclude, Mapping):
         if resolve is None:
             raise TypeError("exclude of a homogeneous graph must be a tensor of edge ids")
-        by_rel = {}
-        for key, ids in exclude.items():
-            rel = resolve(key)
-            if rel in by_rel:
-                raise ValueError(f"exclude names relation {rel} twice")
-            by_rel[rel] = positions[rel].sorted_positions(ids, f"exclude[{key!r}]")
+        by_rel = per_relation(exclude, "exclude", resolve,
+                              lambda rel, ids, label: positions[rel].sorted_positions(ids, label))
         return [by_rel.get(rel) for rel in order]
     if len(order) != 1:
         raise TypeError("exclude of a typed graph must be a dict {relation: edge ids}")

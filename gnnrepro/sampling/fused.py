@@ -180,7 +180,7 @@ class FusedSampler:
         batch_id = check_seed(batch_id, "batch_id")
         if self.temporal is not None:
             if exclude is not None:
-                raise ValueError("exclude is not supported by a temporal or disjoint sampler")
+                self.prepare_exclusion()  # raises: not supported here
             return self._sample_temporal(seeds, batch_id, seed_time)
         if seed_time is not None:
             raise ValueError("seed_time needs a temporal sampler (FusedSampler(..., times=...))")
@@ -203,17 +203,27 @@ class FusedSampler:
             blocks = blocks_from_op(flat)
         return MiniBatch(seeds, blocks[0].src_nodes, blocks, batch_id=batch_id)
 
-    def _excluded_args(self, exclude: object) -> list[torch.Tensor | None]:
-        """The op's excluded_edges list for `exclude` (empty for None)."""
-        if exclude is None:
-            return []
+    def prepare_exclusion(self) -> None:
+        """Build now what `sample(..., exclude=...)` needs (per relation its edge id ->
+        position map, 8 bytes an edge where the graph keeps edge ids), rather than in the first
+        excluding call: a link-prediction loader's first batch then costs what the others do."""
         if self.weights is not None:
             raise ValueError("exclude is not supported by a weighted sampler")
+        if self.temporal is not None:
+            raise ValueError("exclude is not supported by a temporal or disjoint sampler")
         if self.device.type != "cpu":
             raise ValueError(f"exclude runs on the CPU op: this sampler samples on {self.device}")
         if self._edge_positions is None:
             rels = self.graph.relations if self.typed else {None: self.graph}
             self._edge_positions = {rel: EdgePositions(csc) for rel, csc in rels.items()}
+            for positions in self._edge_positions.values():
+                positions.build()
+
+    def _excluded_args(self, exclude: object) -> list[torch.Tensor | None]:
+        """The op's excluded_edges list for `exclude` (empty for None)."""
+        if exclude is None:
+            return []
+        self.prepare_exclusion()
         if self.typed:
             return excluded_args(exclude, self._edge_positions, self.graph.canonical_relations,
                                  self.graph.relation)

@@ -16,6 +16,7 @@ import torch
 
 from gnnrepro.datasets.anonymous import random_access_tensor
 from gnnrepro.graph import CSCGraph
+from gnnrepro.sampling.typed import per_relation
 
 __all__ = ["TEMPORAL_STRATEGIES", "EdgeTimes", "edge_times", "relation_times",
            "check_time_tensor", "check_time_window"]
@@ -79,16 +80,8 @@ def relation_times(times: object, relations: Mapping[object, CSCGraph],
     """{relation: times} of a typed graph (relations named as `resolve` accepts them) as
     {canonical relation: EdgeTimes}; relations not named are untimed (every edge a candidate
     at any time)."""
-    if not isinstance(times, Mapping):
-        raise TypeError("times of a typed graph must be a dict {relation: times}, got "
-                        f"{type(times).__name__}")
-    out = {}
-    for key, t in times.items():
-        rel = resolve(key)
-        if rel in out:
-            raise ValueError(f"times names relation {rel} twice")
-        out[rel] = edge_times(relations[rel], t, f"times[{key!r}]")
-    return out
+    return per_relation(times, "times", resolve,
+                        lambda rel, t, label: edge_times(relations[rel], t, label))
 
 
 def _sorted_within_lists(indptr: torch.Tensor, times: torch.Tensor) -> bool:

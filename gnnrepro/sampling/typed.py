@@ -8,7 +8,8 @@ neighbours, 0 none. Seeds are a dict {node type: ids}. Every check here runs bef
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -18,7 +19,7 @@ from gnnrepro.sampling.block import TypedBlock, relation_block
 from gnnrepro.typed_graph import Relation, TypedGraph
 
 __all__ = ["check_typed_fanouts", "typed_seed_tensors", "typed_blocks_from_op", "op_graph_args",
-           "with_target"]
+           "per_relation", "with_target"]
 
 
 def check_typed_fanouts(fanouts: object, graph: TypedGraph) -> list[list[int]]:
@@ -45,6 +46,23 @@ def check_typed_fanouts(fanouts: object, graph: TypedGraph) -> list[list[int]]:
             out.append([given[rel] for rel in rels])
         else:
             out.append([_check_fanout(layer, f"fanouts[{i}]")] * len(rels))
+    return out
+
+
+def per_relation(values: object, name: str, resolve: Callable[[object], Relation],
+                 build: Callable[[Relation, object, str], Any]) -> dict[Relation, Any]:
+    """A typed sampler's per-relation option `name` ({relation: value}, relations named as
+    `resolve` accepts them) as {canonical relation: build(relation, value, label)}, label
+    naming the entry for errors; TypeError/ValueError naming `name` for anything else."""
+    if not isinstance(values, Mapping):
+        raise TypeError(f"{name} of a typed graph must be a dict {{relation: {name}}}, got "
+                        f"{type(values).__name__}")
+    out: dict[Relation, Any] = {}
+    for key, value in values.items():
+        rel = resolve(key)
+        if rel in out:
+            raise ValueError(f"{name} names relation {rel} twice")
+        out[rel] = build(rel, value, f"{name}[{key!r}]")
     return out
 
 

@@ -19,6 +19,7 @@ import torch
 from gnnrepro import _ops
 from gnnrepro.datasets.anonymous import random_access_tensor
 from gnnrepro.graph import CSCGraph
+from gnnrepro.sampling.typed import per_relation
 
 __all__ = ["EdgeWeights", "edge_weights", "relation_weights"]
 
@@ -71,13 +72,5 @@ def relation_weights(weights: object, relations: Mapping[object, CSCGraph],
                      resolve: object) -> dict[object, EdgeWeights]:
     """{relation: weights} of a typed graph (relations named as `resolve` accepts them) as
     {canonical relation: EdgeWeights}; relations not named are sampled uniformly."""
-    if not isinstance(weights, Mapping):
-        raise TypeError("weights of a typed graph must be a dict {relation: weights}, got "
-                        f"{type(weights).__name__}")
-    out: dict[object, EdgeWeights] = {}
-    for key, w in weights.items():
-        rel = resolve(key)
-        if rel in out:
-            raise ValueError(f"weights names relation {rel} twice")
-        out[rel] = edge_weights(relations[rel], w, f"weights[{key!r}]")
-    return out
+    return per_relation(weights, "weights", resolve,
+                        lambda rel, w, label: edge_weights(relations[rel], w, label))
