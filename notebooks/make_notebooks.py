@@ -339,7 +339,8 @@ experiments.write_table(data, params.figures_dir / "10_link_prediction",
                                 "DataLoader and on ours: seconds a step, our speedup, MRR.")
 data""", """\
 fig = plots.link_bars(data)
-plots.save_figure(fig, params, meta, "10_link_prediction")"""]),
+plots.save_figure(fig, params, meta, "10_link_prediction", dataset="citation-sim",
+                  scales=[params.link_scale])"""]),
 }
 
 
