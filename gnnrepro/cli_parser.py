@@ -126,16 +126,21 @@ def build_parser() -> argparse.ArgumentParser:
 Subparsers = Any
 
 
+def _add_timed_batches(s: argparse.ArgumentParser, batches: int,
+                       samplers: tuple[str, ...]) -> None:
+    """A sampler benchmark's --batches, --repeats and --samplers (a subset of `samplers`)."""
+    s.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=batches)
+    s.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=4,
+                   help="passes over the batches, interleaved in segments of 8 batches")
+    s.add_argument("--samplers", type=_names(samplers), default=list(samplers),
+                   help=f"comma-separated subset of {','.join(samplers)}")
+
+
 def _add_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
     s = kinds.add_parser("sampling", help="DGL samplers vs reference vs fused, side by side")
     add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed",
                     "sampler_device"], scale=0.25)
-    s.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=50)
-    s.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=4,
-                   help="passes over the batches, interleaved in segments of 8 batches")
-    s.add_argument("--samplers", type=_names(sampling_speed.SAMPLERS),
-                   default=list(sampling_speed.SAMPLERS),
-                   help=f"comma-separated subset of {','.join(sampling_speed.SAMPLERS)}")
+    _add_timed_batches(s, 50, sampling_speed.SAMPLERS)
     s.add_argument("--ceiling", action="store_true",
                    help="also probe this machine's random-read ceiling over the graph and give "
                         "the fused sampler's random line reads per second as a share of it")
@@ -148,12 +153,7 @@ def _add_typed_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
                                                 "heterogeneous samplers vs fused, side by side")
     add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"],
                 dataset="mag-sim", scale=0.1, fanouts=[25, 20])
-    s.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=30)
-    s.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=4,
-                   help="passes over the batches, interleaved in segments of 8 batches")
-    s.add_argument("--samplers", type=_names(typed_sampling.SAMPLERS),
-                   default=list(typed_sampling.SAMPLERS),
-                   help=f"comma-separated subset of {','.join(typed_sampling.SAMPLERS)}")
+    _add_timed_batches(s, 30, typed_sampling.SAMPLERS)
     return s
 
 
@@ -162,12 +162,7 @@ def _add_weighted_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
                                                    "DGL's (prob=...), side by side")
     add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=1.0,
                 fanouts=[15, 10, 5])
-    s.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=20)
-    s.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=4,
-                   help="passes over the batches, interleaved in segments of 8 batches")
-    s.add_argument("--samplers", type=_names(weighted_sampling.SAMPLERS),
-                   default=list(weighted_sampling.SAMPLERS),
-                   help=f"comma-separated subset of {','.join(weighted_sampling.SAMPLERS)}")
+    _add_timed_batches(s, 20, weighted_sampling.SAMPLERS)
     s.add_argument("--weights", type=_names(weighted_sampling.WEIGHTS),
                    default=list(weighted_sampling.WEIGHTS),
                    help=f"comma-separated subset of {','.join(weighted_sampling.WEIGHTS)}")
@@ -179,12 +174,7 @@ def _add_temporal_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
                                                    "seed, disjoint subgraphs) against uniform")
     add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=1.0,
                 fanouts=[15, 10, 5])
-    s.add_argument("--batches", type=_arg_type(_count(1), "batches"), default=20)
-    s.add_argument("--repeats", type=_arg_type(_count(1), "repeats"), default=4,
-                   help="passes over the batches, interleaved in segments of 8 batches")
-    s.add_argument("--samplers", type=_names(temporal_sampling.SAMPLERS),
-                   default=list(temporal_sampling.SAMPLERS),
-                   help=f"comma-separated subset of {','.join(temporal_sampling.SAMPLERS)}")
+    _add_timed_batches(s, 20, temporal_sampling.SAMPLERS)
     return s
 
 

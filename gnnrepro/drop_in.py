@@ -21,7 +21,8 @@ import torch
 
 from gnnrepro.config import TrainConfig
 from gnnrepro.drop_in_link import (EdgePredictionSampler, LinkNeighborLoader,
-                                   as_edge_prediction_sampler, edge_prediction_loader)
+                                   as_edge_prediction_sampler, dgl_sampler_fanouts,
+                                   edge_prediction_loader)
 from gnnrepro.interop import BatchView, from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
 from gnnrepro.interop.convert import pyg_graph_is_adj_t
 from gnnrepro.training.pipelines import make_loader
@@ -64,23 +65,6 @@ def _config(fanouts: Sequence[int], device: Any, batch_size: int, settings: dict
                        **settings)
 
 
-def _sampler_fanouts(sampler: Any) -> list[int]:
-    """The fanouts of a DGL NeighborSampler (or the fanouts themselves); what ours cannot
-    sample like it is a ValueError naming the option."""
-    if isinstance(sampler, Sequence) and not isinstance(sampler, str):
-        return list(sampler)
-    fanouts = getattr(sampler, "fanouts", None)
-    if fanouts is None:
-        raise TypeError(f"sampler must be the fanouts (input layer first) or DGL's "
-                        f"NeighborSampler, got {type(sampler).__name__}")
-    for option, plain in (("edge_dir", "in"), ("prob", None), ("replace", False)):
-        if getattr(sampler, option, plain) != plain:
-            raise ValueError(f"NeighborSampler({option}={getattr(sampler, option)!r}): "
-                             f"gnnrepro's sampler samples in-edges uniformly without "
-                             f"replacement; give {option}={plain!r}")
-    return list(fanouts)
-
-
 def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # noqa: N802
                batch_size: int = 1024, shuffle: bool = False, drop_last: bool = False,
                use_uva: bool = False, feat: str = "feat", label: str = "label",
@@ -102,7 +86,7 @@ def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # 
             raise ValueError(f"use_uva=True samples on the GPU: device must be cuda, got "
                              f"{device!r}")
         settings.setdefault("sampler_device", "uva")
-    config = _config(_sampler_fanouts(sampler), device, batch_size, settings)
+    config = _config(dgl_sampler_fanouts(sampler), device, batch_size, settings)
     data = from_dgl(g, train_idx, feat=feat, label=label)
     return _DropIn(make_loader(data, config, shuffle=shuffle, drop_last=drop_last), to_dgl)
 

@@ -40,7 +40,7 @@ from gnnrepro.pipeline.plan import BatchPlan
 from gnnrepro.sampling import FusedSampler
 
 __all__ = ["EdgePredictionSampler", "LinkNeighborLoader", "as_edge_prediction_sampler",
-           "edge_prediction_loader"]
+           "dgl_sampler_fanouts", "edge_prediction_loader"]
 
 
 #: DGL's negative samplers by class name (Uniform is PerSourceUniform in DGL 2), and ours.
@@ -59,14 +59,29 @@ class EdgePredictionSampler:
     negatives: str
 
 
+def dgl_sampler_fanouts(sampler: Any) -> list[int]:
+    """The fanouts of a DGL NeighborSampler (or the fanouts themselves); what ours cannot
+    sample like it is a ValueError naming the option."""
+    if isinstance(sampler, Sequence) and not isinstance(sampler, str):
+        return list(sampler)
+    fanouts = getattr(sampler, "fanouts", None)
+    if fanouts is None:
+        raise TypeError(f"sampler must be the fanouts (input layer first) or DGL's "
+                        f"NeighborSampler, got {type(sampler).__name__}")
+    for option, plain in (("edge_dir", "in"), ("prob", None), ("replace", False)):
+        if getattr(sampler, option, plain) != plain:
+            raise ValueError(f"NeighborSampler({option}={getattr(sampler, option)!r}): "
+                             f"gnnrepro's sampler samples in-edges uniformly without "
+                             f"replacement; give {option}={plain!r}")
+    return list(fanouts)
+
+
 def as_edge_prediction_sampler(sampler: Any, exclude: str | None = None,
                                reverse_eids: Any = None,
                                negative_sampler: Any = None) -> EdgePredictionSampler:
     """DGL's as_edge_prediction_sampler: `sampler` is DGL's NeighborSampler or its fanouts
     (input layer first); `negative_sampler` DGL's negative_sampler.Uniform(k) or
     GlobalUniform(k) (never a true edge), an int k, or None."""
-    from gnnrepro.drop_in import _sampler_fanouts  # one checker of DGL's NeighborSampler
-                                                   # (drop_in imports this module)
     if exclude not in (None, "self", "reverse_id"):
         raise ValueError(f"exclude={exclude!r}: gnnrepro excludes None, 'self' or 'reverse_id' "
                          "(with reverse_eids); reverse_types is for heterographs")
@@ -81,7 +96,7 @@ def as_edge_prediction_sampler(sampler: Any, exclude: str | None = None,
         raise TypeError("negative_sampler must be DGL's negative_sampler.Uniform or "
                         f"GlobalUniform (or an int k), got {type(negative_sampler).__name__}")
     reverse = None if reverse_eids is None else torch.as_tensor(reverse_eids).to(torch.int64)
-    return EdgePredictionSampler(_sampler_fanouts(sampler), exclude, reverse, k, mode)
+    return EdgePredictionSampler(dgl_sampler_fanouts(sampler), exclude, reverse, k, mode)
 
 
 def _unlabelled(graph: CSCGraph, features: Any, name: str) -> Dataset:

@@ -145,7 +145,7 @@ def test_the_loader_feeds_edge_batches_with_their_rows(workers, kind):
 def test_dgls_edge_prediction_loader_gives_the_same_kind_of_batch(exclude):
     """DGL's as_edge_prediction_sampler batches, as EdgeBatches: the positives are the batch's
     edges, each with its negatives' rows, and the excluded edges are not in its blocks."""
-    from gnnrepro.baselines.dgl_link_loader import DGLLinkLoader
+    from gnnrepro.linkpred.dgl_link_loader import DGLLinkLoader
     g, (src, dst), reverse = symmetric_graph()
     features = torch.randn(g.num_nodes, 4)
     loader = DGLLinkLoader(g, features, torch.arange(1500), [-1, -1], batch_size=200,

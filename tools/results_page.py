@@ -225,7 +225,9 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "run against DGL, 4.15x, within the VM's noise of the stored 4.31x), moved the "
              "huge-page copy of random-access arrays into one helper (the same copies), let "
              "MiniBatch subclasses through the workers and let the Loader size staging for "
-             "edge batches and disjoint samplers (node batches size as before)")
+             "edge batches and disjoint samplers (node batches size as before); after its "
+             "link-prediction runs it moved DGL's link loader into linkpred/ and factored the "
+             "benchmarks' --batches/--repeats/--samplers options (the same code, moved)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")

@@ -36,7 +36,7 @@ def _loader(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_n
     """The pipeline's edge batches over the forward training edges, reverses excluded."""
     train = torch.arange(data.num_train_edges)
     if pipeline == "dgl":
-        from gnnrepro.baselines.dgl_link_loader import DGLLinkLoader  # imports DGL when measured
+        from gnnrepro.linkpred.dgl_link_loader import DGLLinkLoader  # imports DGL when measured
         return DGLLinkLoader(data.graph, data.features, train, fanouts, batch_size,
                              num_negatives, exclude="reverse_id",
                              reverse_eids=data.reverse_eids, seed=seed)
