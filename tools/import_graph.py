@@ -2,7 +2,7 @@
 
 A part is a subpackage (gnnrepro.sampling, ...) or a top-level module (gnnrepro.graph, ...).
 Every `import` counts, also one inside a function. Imports must follow LAYERS, the data flow
-of the architecture (README, "Layout"): a part may import its own layer's modules or lower
+of the architecture (docs/layout.md): a part may import its own layer's modules or lower
 layers only, and the part graph must have no cycle. Exit status 1 if either rule is broken.
 
     python tools/import_graph.py [PACKAGE_DIR]      # default: the gnnrepro/ beside tools/
