@@ -5,7 +5,10 @@ num_workers=..., use_uva=...)` takes DGL's DataLoader's arguments (a DGLGraph wi
 "feat" and "label", the ids, and DGL's NeighborSampler or its fanouts, input layer first) and
 yields DGL's `(input_nodes, output_nodes, blocks)`. `NeighborLoader(data, num_neighbors=...,
 batch_size=..., input_nodes=..., shuffle=..., num_workers=...)` takes PyG's (a Data, fanouts
-from the seeds outward) and yields its batches. Both are our fused sampler and pinned,
+from the seeds outward) and yields its batches. Both sample as the peer's do with replacement
+(`NeighborSampler(replace=True)`, `replace=True`) and weighted or masked (DGL's
+`NeighborSampler(prob="w")` or `mask="m"`: `g.edata["w"]` by DGL edge id; PyG's
+`weight_attr="w"`: `data.w` in `edge_index` order). Both are our fused sampler and pinned,
 multi-worker loader underneath (gnnrepro.training.make_loader with the fused+pinned pipeline;
 any TrainConfig setting passes through `settings`, `num_workers` is left to our loader's own
 choice of workers); iterate them epoch after epoch, `len()` is the batches per epoch,
@@ -21,10 +24,10 @@ import torch
 
 from gnnrepro.config import TrainConfig
 from gnnrepro.drop_in_link import (EdgePredictionSampler, LinkNeighborLoader,
-                                   as_edge_prediction_sampler, dgl_sampler_fanouts,
+                                   as_edge_prediction_sampler, dgl_sampling,
                                    edge_prediction_loader)
 from gnnrepro.interop import BatchView, from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
-from gnnrepro.interop.convert import pyg_graph_is_adj_t
+from gnnrepro.interop.convert import pyg_edge_weights, pyg_graph_is_adj_t
 from gnnrepro.training.pipelines import make_loader
 
 __all__ = ["DataLoader", "LinkNeighborLoader", "NeighborLoader", "as_edge_prediction_sampler"]
@@ -71,10 +74,12 @@ def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # 
                **settings: Any) -> _DropIn:
     """DGL's `DataLoader(g, train_idx, NeighborSampler(fanouts), device=..., batch_size=...,
     shuffle=..., drop_last=..., num_workers=..., use_uva=...)` on our loader: `sampler` is
-    DGL's NeighborSampler (or MultiLayerFullNeighborSampler) or its fanouts, input layer
-    first; `shuffle` (False by default) and `drop_last` as DGL's; `use_uva` samples on the GPU
-    from the graph in pinned host memory, as DGL's does (sampler_device="uva"). Yields `(input_nodes, output_nodes, blocks)` with the batch's
-    features in `blocks[0].srcdata["feat"]` and labels in `blocks[-1].dstdata["label"]`.
+    DGL's NeighborSampler (or MultiLayerFullNeighborSampler; its `prob` or `mask`, an edata
+    field, and `replace` as DGL's) or its fanouts, input layer first; `shuffle` (False by
+    default) and `drop_last` as DGL's; `use_uva` samples on the GPU from the graph in pinned
+    host memory, as DGL's does (sampler_device="uva"). Yields `(input_nodes, output_nodes,
+    blocks)` with the batch's features in `blocks[0].srcdata["feat"]` and labels in
+    `blocks[-1].dstdata["label"]`.
     With `sampler` from gnnrepro.drop_in_link.as_edge_prediction_sampler, `train_idx` are edge
     ids and it yields DGL's edge-prediction batches (gnnrepro.drop_in_link)."""
     if isinstance(sampler, EdgePredictionSampler):  # DGL's as_edge_prediction_sampler's
@@ -86,26 +91,34 @@ def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # 
             raise ValueError(f"use_uva=True samples on the GPU: device must be cuda, got "
                              f"{device!r}")
         settings.setdefault("sampler_device", "uva")
-    config = _config(dgl_sampler_fanouts(sampler), device, batch_size, settings)
-    data = from_dgl(g, train_idx, feat=feat, label=label)
-    return _DropIn(make_loader(data, config, shuffle=shuffle, drop_last=drop_last), to_dgl)
+    sampling = dgl_sampling(sampler)
+    config = _config(sampling.fanouts, device, batch_size, settings)
+    data = from_dgl(g, train_idx, feat=feat, label=label, edge_ids=sampling.prob is not None)
+    weights = sampling.weights(g)
+    return _DropIn(make_loader(data, config, shuffle=shuffle, drop_last=drop_last,
+                               weights=weights, replace=sampling.replace), to_dgl)
 
 
 def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int = 1024,  # noqa: N802
-                   input_nodes: Any = None, shuffle: bool = False, drop_last: bool = False,
-                   device: Any = "cpu", **settings: Any) -> _DropIn:
+                   input_nodes: Any = None, replace: bool = False,
+                   weight_attr: str | None = None, shuffle: bool = False,
+                   drop_last: bool = False, device: Any = "cpu", **settings: Any) -> _DropIn:
     """PyG's `NeighborLoader(data, num_neighbors, batch_size=..., input_nodes=...)` on our
     loader (sampled on our side, every batch on `device`): yields Data batches with `x`,
     `edge_index`, `y`, `batch_size` and `n_id` (`adj_t` in place of `edge_index` where `data`'s
     graph is an adj_t, as PyG's NeighborLoader does). `num_neighbors` counts from the seeds, as in
-    PyG; `input_nodes` is the seeds' ids or mask (None: every node, as in PyG); `shuffle`
+    PyG; `input_nodes` is the seeds' ids or mask (None: every node, as in PyG); `replace`,
+    `weight_attr` (data's per-edge weights, edge i that of edge_index[:, i]), `shuffle`
     (False by default, as PyG's) and `drop_last` as PyG's; `num_workers` is taken and left to
     our loader, which chooses its workers."""
     fanouts = list(reversed(list(num_neighbors)))  # ours count from the input layer
     config = _config(fanouts, device, batch_size, settings)
     if input_nodes is None:
         input_nodes = torch.ones(data.num_nodes, dtype=torch.bool)
-    dataset = from_pyg(data, train_idx=input_nodes)
+    dataset = from_pyg(data, train_idx=input_nodes, edge_ids=weight_attr is not None)
+    weights = (None if weight_attr is None
+               else pyg_edge_weights(data, weight_attr, dataset.graph.num_edges))
     sparse = pyg_graph_is_adj_t(data)
-    return _DropIn(make_loader(dataset, config, shuffle=shuffle, drop_last=drop_last),
+    return _DropIn(make_loader(dataset, config, shuffle=shuffle, drop_last=drop_last,
+                               weights=weights, replace=replace),
                    to_pyg_sparse if sparse else to_pyg)

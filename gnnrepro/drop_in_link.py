@@ -6,7 +6,8 @@ train_eids, sampler, ...)` yields DGL's `(input_nodes, pair_graph, neg_pair_grap
 (`(input_nodes, pair_graph, blocks)` without a negative sampler): the pair graphs over the
 batch's seed nodes (blocks[-1]'s destinations) with the positives' ids in
 `pair_graph.edata[dgl.EID]`; negatives k per positive with the positive's source; `exclude`
-None, "self" or "reverse_id" (with `reverse_eids`), as DGL's.
+None, "self" or "reverse_id" (with `reverse_eids`), as DGL's. The NeighborSampler's `prob` or
+`mask` (an edata field) and `replace` sample as DGL's (weighted sampling excludes nothing).
 
 PyG: `LinkNeighborLoader(data, num_neighbors, edge_label_index=..., edge_label=...,
 neg_sampling=dict(mode="binary" | "triplet", amount=k), batch_size=...)` yields PyG's batches:
@@ -14,7 +15,8 @@ neg_sampling=dict(mode="binary" | "triplet", amount=k), batch_size=...)` yields 
 `edge_label` (binary: positives then negatives whose both endpoints are drawn uniformly, labels
 1 and 0; no negatives: the given labels or ones) or `src_index`, `dst_pos_index`,
 `dst_neg_index` (triplet: k destinations per positive's source), with `input_id` the batch's
-label positions. Like PyG's, it excludes nothing (it relies on a disjoint split of the edges).
+label positions. Like PyG's, it excludes nothing (it relies on a disjoint split of the edges);
+`replace` and `weight_attr` (data's per-edge weights in edge_index order) are PyG's.
 
 Both run on our fused sampler (LinkSampler) and pinned, multi-worker Loader.
 """
@@ -29,7 +31,7 @@ import torch
 
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
-from gnnrepro.interop.convert import pyg_graph
+from gnnrepro.interop.convert import dgl_csc, dgl_edge_weights, pyg_edge_weights, pyg_graph
 from gnnrepro.interop.dgl_view import to_dgl
 from gnnrepro.interop.pyg_view import to_pyg
 from gnnrepro.interop.view import BatchView
@@ -39,8 +41,8 @@ from gnnrepro.pipeline.loader import Loader
 from gnnrepro.pipeline.plan import BatchPlan
 from gnnrepro.sampling import FusedSampler
 
-__all__ = ["EdgePredictionSampler", "LinkNeighborLoader", "as_edge_prediction_sampler",
-           "dgl_sampler_fanouts", "edge_prediction_loader"]
+__all__ = ["DGLSampling", "EdgePredictionSampler", "LinkNeighborLoader",
+           "as_edge_prediction_sampler", "dgl_sampling", "edge_prediction_loader"]
 
 
 #: DGL's negative samplers by class name (Uniform is PerSourceUniform in DGL 2), and ours.
@@ -49,31 +51,45 @@ _DGL_NEGATIVE_SAMPLERS = {"Uniform": "uniform", "PerSourceUniform": "uniform",
 
 
 @dataclass(frozen=True)
+class DGLSampling:
+    """How a DGL NeighborSampler samples: its fanouts (input layer first), the edata field its
+    `prob` or `mask` names (None: uniformly) and `replace`."""
+
+    fanouts: list[int]
+    prob: str | None = None
+    replace: bool = False
+
+    def weights(self, g: Any) -> torch.Tensor | None:
+        """The sampling weights of DGL graph `g` by DGL edge id (None: uniform)."""
+        return None if self.prob is None else dgl_edge_weights(g, self.prob)
+
+
+@dataclass(frozen=True)
 class EdgePredictionSampler:
     """What `as_edge_prediction_sampler` returns: the loader's link settings."""
 
-    fanouts: list[int]
+    sampling: DGLSampling
     exclude: str | None
     reverse_eids: torch.Tensor | None
     num_negatives: int
     negatives: str
 
 
-def dgl_sampler_fanouts(sampler: Any) -> list[int]:
-    """The fanouts of a DGL NeighborSampler (or the fanouts themselves); what ours cannot
-    sample like it is a ValueError naming the option."""
+def dgl_sampling(sampler: Any) -> DGLSampling:
+    """How a DGL NeighborSampler (or the fanouts themselves) samples; an edge_dir ours cannot
+    sample is a ValueError naming the option."""
     if isinstance(sampler, Sequence) and not isinstance(sampler, str):
-        return list(sampler)
+        return DGLSampling(list(sampler))
     fanouts = getattr(sampler, "fanouts", None)
     if fanouts is None:
         raise TypeError(f"sampler must be the fanouts (input layer first) or DGL's "
                         f"NeighborSampler, got {type(sampler).__name__}")
-    for option, plain in (("edge_dir", "in"), ("prob", None), ("replace", False)):
-        if getattr(sampler, option, plain) != plain:
-            raise ValueError(f"NeighborSampler({option}={getattr(sampler, option)!r}): "
-                             f"gnnrepro's sampler samples in-edges uniformly without "
-                             f"replacement; give {option}={plain!r}")
-    return list(fanouts)
+    if getattr(sampler, "edge_dir", "in") != "in":
+        raise ValueError(f"NeighborSampler(edge_dir={sampler.edge_dir!r}): gnnrepro's sampler "
+                         f"samples in-edges; give edge_dir='in'")
+    # DGL keeps a `mask` in `prob` too: either names an edata field
+    return DGLSampling(list(fanouts), getattr(sampler, "prob", None),
+                       getattr(sampler, "replace", False))
 
 
 def as_edge_prediction_sampler(sampler: Any, exclude: str | None = None,
@@ -96,7 +112,7 @@ def as_edge_prediction_sampler(sampler: Any, exclude: str | None = None,
         raise TypeError("negative_sampler must be DGL's negative_sampler.Uniform or "
                         f"GlobalUniform (or an int k), got {type(negative_sampler).__name__}")
     reverse = None if reverse_eids is None else torch.as_tensor(reverse_eids).to(torch.int64)
-    return EdgePredictionSampler(dgl_sampler_fanouts(sampler), exclude, reverse, k, mode)
+    return EdgePredictionSampler(dgl_sampling(sampler), exclude, reverse, k, mode)
 
 
 def _unlabelled(graph: CSCGraph, features: Any, name: str) -> Dataset:
@@ -111,12 +127,7 @@ def _unlabelled(graph: CSCGraph, features: Any, name: str) -> Dataset:
 
 def _dgl_graph_data(g: Any, feat: str) -> tuple[Dataset, tuple[torch.Tensor, torch.Tensor]]:
     """A DGLGraph as a Dataset whose graph keeps DGL's edge ids, and its edges by id."""
-    if not (hasattr(g, "adj_tensors") and hasattr(g, "ndata")):
-        raise TypeError(f"g must be a DGLGraph, got {type(g).__name__}")
-    indptr, indices, eids = g.adj_tensors("csc")
-    graph = CSCGraph(indptr.cpu().to(torch.int64), indices.cpu(),
-                     edge_ids=eids.cpu().to(torch.int64) if eids.numel() else None)
-    data = _unlabelled(graph, g.ndata.get(feat), f"g.ndata[{feat!r}]")
+    data = _unlabelled(dgl_csc(g, edge_ids=True), g.ndata.get(feat), f"g.ndata[{feat!r}]")
     src, dst = g.edges(order="eid")
     return data, (src.cpu().to(torch.int64), dst.cpu().to(torch.int64))
 
@@ -128,7 +139,9 @@ def edge_prediction_loader(g: Any, train_eids: Any, sampler: EdgePredictionSampl
     """The DGL DataLoader drop-in for an EdgePredictionSampler (module docstring); `settings`
     are our Loader's (workers, worker_kind, prefetch, ...)."""
     data, edges = _dgl_graph_data(g, feat)
-    link = LinkSampler(FusedSampler(data.graph, sampler.fanouts), edges,
+    sampling = sampler.sampling
+    link = LinkSampler(FusedSampler(data.graph, sampling.fanouts, replace=sampling.replace,
+                                    weights=sampling.weights(g)), edges,
                        sampler.num_negatives, sampler.negatives, sampler.exclude,
                        sampler.reverse_eids, seed=settings.pop("seed", 0))
     ids = torch.as_tensor(train_eids).to(torch.int64)
@@ -159,10 +172,12 @@ def _to_dgl_pairs(batch: EdgeBatch, with_negatives: bool) -> tuple:
 def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
                        edge_label_index: Any = None, edge_label: Any = None,
                        neg_sampling: dict | None = None, neg_sampling_ratio: float | None = None,
+                       replace: bool = False, weight_attr: str | None = None,
                        batch_size: int = 1024, shuffle: bool = False, drop_last: bool = False,
                        device: Any = "cpu", **settings: Any) -> BatchView:
     """PyG's LinkNeighborLoader on our loader (module docstring). `num_neighbors` counts from
-    the seeds, as PyG's; `neg_sampling_ratio=r` is PyG's older spelling of binary negatives."""
+    the seeds, as PyG's; `neg_sampling_ratio=r` is PyG's older spelling of binary negatives;
+    `replace` and `weight_attr` as NeighborLoader's (gnnrepro.drop_in)."""
     for name in ("num_workers", "persistent_workers"):
         settings.pop(name, None)
     if neg_sampling is None and neg_sampling_ratio is not None:
@@ -177,11 +192,15 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
             raise ValueError(f"neg_sampling amount must be a whole number >= 1 here, got "
                              f"{amount}")
         amount = int(amount)
-    dataset = _unlabelled(pyg_graph(data), getattr(data, "x", None), "data.x")
+    dataset = _unlabelled(pyg_graph(data, edge_ids=weight_attr is not None),
+                          getattr(data, "x", None), "data.x")
+    weights = (None if weight_attr is None
+               else pyg_edge_weights(data, weight_attr, dataset.graph.num_edges))
     label_index = data.edge_index if edge_label_index is None else edge_label_index
     label_index = torch.as_tensor(label_index).to(torch.int64)
     labels = (None if edge_label is None else torch.as_tensor(edge_label))
-    link = LinkSampler(FusedSampler(dataset.graph, list(reversed(list(num_neighbors)))),
+    link = LinkSampler(FusedSampler(dataset.graph, list(reversed(list(num_neighbors))),
+                                    replace=replace, weights=weights),
                        (label_index[0], label_index[1]), amount, exclude=None,
                        seed=settings.pop("seed", 0),
                        negative_sources="uniform" if mode == "binary" else "positive")

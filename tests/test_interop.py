@@ -380,8 +380,8 @@ def test_drop_in_loaders_take_the_peers_arguments(dataset) -> None:
     with DataLoader(dg, dataset.train_idx, [5], batch_size=100, drop_last=True,
                     threads=1) as loader:
         assert len(loader) == dataset.train_idx.numel() // 100
-    with pytest.raises(ValueError, match=r"NeighborSampler\(replace=True\)"):
-        DataLoader(dg, dataset.train_idx, dgl.dataloading.NeighborSampler([3], replace=True))
+    with pytest.raises(ValueError, match=r"NeighborSampler\(edge_dir='out'\)"):
+        DataLoader(dg, dataset.train_idx, dgl.dataloading.NeighborSampler([3], edge_dir="out"))
     with pytest.raises(ValueError, match="use_uva=True samples on the GPU"):
         DataLoader(dg, dataset.train_idx, [3], device="cpu", use_uva=True)
     with pytest.raises(TypeError, match="sampler must be the fanouts"):

@@ -6,6 +6,11 @@ samplers read them. Features become float32 and labels int64 (a [N, 1] label col
 is flattened); the splits are the given ids, or the `train_mask` / `val_mask` / `test_mask` the
 object carries. Nothing is copied that is already in the right dtype and layout, except the
 graph's CSC, which is built once.
+
+Per-edge sampling weights (DGL's NeighborSampler `prob`/`mask` edata, PyG's `weight_attr`)
+are given by the peer's edge id: DGL's edge id, PyG's position in `edge_index`. The graph then
+keeps those ids (`edge_ids=True`, CSCGraph.edge_ids: 8 bytes an edge), by which the sampler
+reads the weights in place of CSC positions (gnnrepro.sampling.weights).
 """
 from __future__ import annotations
 
@@ -15,8 +20,10 @@ import torch
 
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
+from gnnrepro.sampling.weights import check_weights
 
-__all__ = ["from_dgl", "from_pyg", "pyg_graph_is_adj_t", "pyg_graph"]
+__all__ = ["dgl_csc", "dgl_edge_weights", "from_dgl", "from_pyg", "pyg_edge_weights",
+           "pyg_graph", "pyg_graph_is_adj_t"]
 
 SPLITS = ("train", "val", "test")
 
@@ -55,15 +62,32 @@ def _dataset(graph: CSCGraph, features: Any, labels: Any, splits: dict[str, torc
                    num_classes=num_classes, name=name, params={"source": name})
 
 
-def from_dgl(g: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,
-             feat: str = "feat", label: str = "label",
-             num_classes: int | None = None) -> Dataset:
-    """A homogeneous DGLGraph with `g.ndata[feat]` and `g.ndata[label]` as a Dataset (its CSC
-    over destinations: DGL's in-edges)."""
+def dgl_csc(g: Any, *, edge_ids: bool = False) -> CSCGraph:
+    """A DGLGraph's CSC over destinations (DGL's in-edges); with `edge_ids` it keeps DGL's edge
+    ids (CSCGraph.edge_ids), by which its edata is indexed."""
     if not (hasattr(g, "adj_tensors") and hasattr(g, "ndata")):
         raise TypeError(f"g must be a DGLGraph, got {type(g).__name__}")
-    indptr, indices, _ = g.adj_tensors("csc")
-    graph = CSCGraph(indptr.cpu().to(torch.int64), indices.cpu())
+    indptr, indices, eids = g.adj_tensors("csc")
+    keep = edge_ids and eids.numel() > 0  # none: DGL's ids are the CSC positions
+    return CSCGraph(indptr.cpu().to(torch.int64), indices.cpu(),
+                    edge_ids=eids.cpu().to(torch.int64) if keep else None)
+
+
+def dgl_edge_weights(g: Any, field: str) -> torch.Tensor:
+    """`g.edata[field]`, the sampling weights or mask a DGL NeighborSampler's `prob` or `mask`
+    names (one per DGL edge id), checked; a ValueError/TypeError naming the field."""
+    if field not in g.edata:
+        raise ValueError(f"NeighborSampler(prob/mask={field!r}): g.edata has no {field!r} "
+                         f"(it has {sorted(g.edata.keys())})")
+    return check_weights(g.edata[field], g.num_edges(), f"g.edata[{field!r}]")
+
+
+def from_dgl(g: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,
+             feat: str = "feat", label: str = "label", num_classes: int | None = None,
+             edge_ids: bool = False) -> Dataset:
+    """A homogeneous DGLGraph with `g.ndata[feat]` and `g.ndata[label]` as a Dataset (its CSC
+    over destinations: DGL's in-edges; `edge_ids`: keeping DGL's edge ids, see dgl_csc)."""
+    graph = dgl_csc(g, edge_ids=edge_ids)
     masks = {s: g.ndata.get(f"{s}_mask") for s in SPLITS}
     splits = {s: _split(s, given, masks, graph.num_nodes)
               for s, given in zip(SPLITS, (train_idx, val_idx, test_idx))}
@@ -82,10 +106,12 @@ def pyg_graph_is_adj_t(data: Any) -> bool:
                                      (torch.sparse_coo, torch.sparse_csr))
 
 
-def pyg_graph(data: Any) -> CSCGraph:
+def pyg_graph(data: Any, *, edge_ids: bool = False) -> CSCGraph:
     """The graph of a PyG Data: its `edge_index` [2, E] (source -> target), else its `adj_t`
     (torch_sparse's SparseTensor or a torch.sparse tensor, row = target, column = source: its
-    CSR is our CSC as it is; a COO one keeps its repeated edges, as edge_index does)."""
+    CSR is our CSC as it is; a COO one keeps its repeated edges, as edge_index does). With
+    `edge_ids` it keeps each edge's position in `edge_index` (or in a COO adj_t's entries)
+    as its id (CSCGraph.edge_ids); a CSR adj_t's entries are in CSC order already."""
     edge_index, adj_t = getattr(data, "edge_index", None), getattr(data, "adj_t", None)
     from_adj_t = pyg_graph_is_adj_t(data)
     if not from_adj_t and not (isinstance(edge_index, torch.Tensor) and edge_index.dim() == 2
@@ -100,10 +126,10 @@ def pyg_graph(data: Any) -> CSCGraph:
             raise ValueError(f"adj_t has {adj_t.shape[0]} rows but data has {num_nodes} nodes")
         targets, sources = adj_t._indices()
         return CSCGraph.from_edges(sources.cpu(), targets.cpu(), num_nodes,
-                                   index_dtype=index_dtype)
+                                   index_dtype=index_dtype, keep_edge_ids=edge_ids)
     if not from_adj_t:
         return CSCGraph.from_edges(edge_index[0].cpu(), edge_index[1].cpu(), num_nodes,
-                                   index_dtype=index_dtype)
+                                   index_dtype=index_dtype, keep_edge_ids=edge_ids)
     if hasattr(adj_t, "csr"):  # torch_sparse.SparseTensor
         indptr, indices, _ = adj_t.csr()
     else:
@@ -113,10 +139,23 @@ def pyg_graph(data: Any) -> CSCGraph:
     return CSCGraph(indptr.cpu().to(torch.int64), indices.cpu().to(index_dtype))
 
 
+def pyg_edge_weights(data: Any, weight_attr: str, num_edges: int) -> torch.Tensor:
+    """`data[weight_attr]`, PyG's NeighborLoader `weight_attr` (edge i's weight is that of
+    `edge_index[:, i]`), checked for `num_edges` edges; a ValueError/TypeError naming it."""
+    if not isinstance(weight_attr, str):
+        raise TypeError(f"weight_attr must be the name of an edge attribute of data, got "
+                        f"{type(weight_attr).__name__}")
+    weights = getattr(data, weight_attr, None)
+    if weights is None:
+        raise ValueError(f"weight_attr={weight_attr!r}: data has no attribute {weight_attr!r}")
+    return check_weights(weights, num_edges, f"data.{weight_attr} (weight_attr)")
+
+
 def from_pyg(data: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,
-             num_classes: int | None = None) -> Dataset:
-    """A PyG Data object (edge_index [2, E] source -> target, or adj_t; x, y) as a Dataset."""
-    graph = pyg_graph(data)
+             num_classes: int | None = None, edge_ids: bool = False) -> Dataset:
+    """A PyG Data object (edge_index [2, E] source -> target, or adj_t; x, y) as a Dataset
+    (`edge_ids`: keeping PyG's edge order, see pyg_graph)."""
+    graph = pyg_graph(data, edge_ids=edge_ids)
     num_nodes = graph.num_nodes
     masks = {s: getattr(data, f"{s}_mask", None) for s in SPLITS}
     splits = {s: _split(s, given, masks, num_nodes)

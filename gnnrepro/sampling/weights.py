@@ -21,7 +21,7 @@ from gnnrepro.datasets.anonymous import random_access_tensor
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.typed import per_relation
 
-__all__ = ["EdgeWeights", "edge_weights", "relation_weights"]
+__all__ = ["EdgeWeights", "check_weights", "edge_weights", "relation_weights"]
 
 
 @dataclass(frozen=True)
@@ -40,26 +40,36 @@ class EdgeWeights:
         return EdgeWeights(*(t.pin_memory() for t in self.op_args()))
 
 
-def edge_weights(graph: CSCGraph, weights: object, name: str = "weights") -> EdgeWeights:
-    """`weights` (a float tensor, or a bool mask, one entry per edge id) of `graph` checked and
-    prepared for the fused op; a TypeError/ValueError naming `name` otherwise."""
+def check_weights(weights: object, num_edges: int, name: str = "weights") -> torch.Tensor:
+    """`weights` as given, checked: a float tensor (or a bool mask) with one entry per edge,
+    finite, non-negative and within float32 (as it is sampled); a TypeError/ValueError naming
+    `name` otherwise. The drop-ins check a peer's field under its own name with it."""
     if not isinstance(weights, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(weights).__name__}")
     if weights.dtype != torch.bool and not weights.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor (or a bool mask), got "
                         f"{weights.dtype}")
-    if weights.dim() != 1 or weights.numel() != graph.num_edges:
-        raise ValueError(f"{name} must be 1-D with one entry per edge ({graph.num_edges}), got "
+    if weights.dim() != 1 or weights.numel() != num_edges:
+        raise ValueError(f"{name} must be 1-D with one entry per edge ({num_edges}), got "
                          f"shape {tuple(weights.shape)}")
-    bad = ~torch.isfinite(weights) | (weights < 0) if weights.is_floating_point() else None
-    if bad is not None and bool(bad.any()):
-        first = int(bad.nonzero()[0, 0])
-        raise ValueError(f"{name} must be finite and non-negative: {name}[{first}] = "
-                         f"{float(weights[first])}")
-    sampled = weights.to(device=graph.device, dtype=torch.float32)
-    if not bool(torch.isfinite(sampled).all()):
-        raise ValueError(f"{name} must fit in float32 (the weights are sampled as float32): "
-                         f"found values above {torch.finfo(torch.float32).max:.3g}")
+    if weights.is_floating_point():
+        bad = ~torch.isfinite(weights) | (weights < 0)
+        if bool(bad.any()):
+            first = int(bad.nonzero()[0, 0])
+            raise ValueError(f"{name} must be finite and non-negative: {name}[{first}] = "
+                             f"{float(weights[first])}")
+        if bool((weights > torch.finfo(torch.float32).max).any()):
+            raise ValueError(f"{name} must fit in float32 (the weights are sampled as "
+                             f"float32): found values above "
+                             f"{torch.finfo(torch.float32).max:.3g}")
+    return weights
+
+
+def edge_weights(graph: CSCGraph, weights: object, name: str = "weights") -> EdgeWeights:
+    """`weights` (a float tensor, or a bool mask, one entry per edge id) of `graph` checked
+    (check_weights) and prepared for the fused op."""
+    sampled = check_weights(weights, graph.num_edges, name).to(device=graph.device,
+                                                                dtype=torch.float32)
     if graph.edge_ids is not None:  # weights by edge id: CSC position p holds edge edge_ids[p]
         sampled = sampled[graph.edge_ids]
     sampled = sampled.contiguous()

@@ -13,7 +13,9 @@
   process, or with worker_kind='process' the paper's worker processes.
 
 Placement (TrainConfig.sampler_device, .feature_source; gnnrepro.config) applies to the fused
-pipelines: where the sampler reads the graph and how rows reach the GPU. All but "dgl-native" train the
+pipelines: where the sampler reads the graph and how rows reach the GPU. Weighted or masked
+sampling (`weights=`, FusedSampler's) runs on the fused pipelines, sampling with replacement
+(`replace=True`) on ours; the others refuse them. All but "dgl-native" train the
 identical model from the same initial weights on batches of the same size and are evaluated
 with the same fused sampler (seed `seed`), so their accuracies differ only through the batches
 they trained on.
@@ -21,6 +23,7 @@ they trained on.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -74,29 +77,38 @@ def worker_threads(device: torch.device, workers: int, threads: int) -> int:
     return max(1, (threads - 1) // workers)
 
 
-def make_evaluator(dataset: Dataset, config: TrainConfig,
-                   device: torch.device | None = None) -> FusedSampler:
-    """The fused sampler every pipeline is evaluated with, placed by config.sampler_device."""
+def make_evaluator(dataset: Dataset, config: TrainConfig, device: torch.device | None = None,
+                   replace: bool = False) -> FusedSampler:
+    """The fused sampler every pipeline is evaluated with, placed by config.sampler_device,
+    with `replace` as the pipeline samples."""
     device = torch.device(resolve_device(config.device)) if device is None else device
     graph, where = _sampler_graph_device(dataset, config.sampler_device, device)
-    return FusedSampler(graph, list(config.fanouts), seed=config.seed, device=where)
+    return FusedSampler(graph, list(config.fanouts), replace=replace, seed=config.seed,
+                        device=where)
 
 
 def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
-                world_size: int = 1, shuffle: bool = True,
-                drop_last: bool = False) -> BatchSource:
+                world_size: int = 1, shuffle: bool = True, drop_last: bool = False,
+                weights: object = None, replace: bool = False) -> BatchSource:
     """The batch source of `config.pipeline` on `config.device` (resolved); workers (of
     config.worker_kind; None: resolve_workers), streams and prefetch apply to "fused+pinned"
     only (the serial pipelines have none), placement to the fused pipelines. `rank` and
     `world_size` select a data-parallel rank's share of each epoch ("dgl": DGL's own
     use_ddp=True split). `shuffle`: visit the ids in an order seeded by (seed, epoch), else in
-    the given order; `drop_last`: leave out a last partial batch. Raises ValueError naming the
-    setting for a placement this machine cannot run."""
+    the given order; `drop_last`: leave out a last partial batch. `weights` (FusedSampler's:
+    per edge id of dataset.graph, a bool mask, or {relation: weights}; tensors, so an argument
+    rather than a setting) and `replace` are how the sampler picks neighbours. Raises
+    ValueError naming the setting for a placement this machine cannot run, or the pipeline
+    where it cannot sample so."""
     device = torch.device(resolve_device(config.device))
     fanouts = list(config.fanouts)
     ranks = {"rank": rank, "world_size": world_size, "seed": config.seed,
              "shuffle": shuffle, "drop_last": drop_last}
     if config.pipeline in ("dgl", "dgl-native"):
+        if weights is not None or replace:
+            raise ValueError(f"pipeline={config.pipeline!r} samples uniformly without "
+                             f"replacement (DGL's NeighborSampler as the baseline runs it): "
+                             f"weights and replace need pipeline 'fused' or 'fused+pinned'")
         if config.feature_store != "memory":
             raise ValueError(f"pipeline={config.pipeline!r} slices the features itself, from "
                              f"memory: feature_store must be 'memory', got "
@@ -116,11 +128,16 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
         if (config.sampler_device, config.feature_source) != ("cpu", "pinned"):
             raise ValueError("pipeline='reference' samples on the CPU with pinned feature "
                              "staging only: use sampler_device='cpu', feature_source='pinned'")
-        sampler: Any = ReferenceSampler(dataset.graph, fanouts, seed=config.seed)
+        if weights is not None:
+            raise ValueError("pipeline='reference' (the plain-torch sampler) samples "
+                             "uniformly: weights need pipeline 'fused' or 'fused+pinned'")
+        sampler: Any = ReferenceSampler(dataset.graph, fanouts, replace=replace,
+                                        seed=config.seed)
     else:
         check_placement(str(device), config.sampler_device, config.feature_source, workers)
         graph, where = _sampler_graph_device(dataset, config.sampler_device, device)
-        sampler = FusedSampler(graph, fanouts, seed=config.seed, device=where)
+        sampler = FusedSampler(graph, fanouts, replace=replace, seed=config.seed,
+                               device=where, weights=weights)
     return Loader(dataset, sampler, device, config.batch_size, workers=workers,
                   worker_kind=config.worker_kind,
                   worker_threads=worker_threads(device, workers,
@@ -139,11 +156,14 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
                  heartbeat: Callable[[], None] | None = None,
                  before_close: Callable[[BatchSource], dict[str, Any]] | None = None,
                  architecture: str | None = None,
-                 checkpointing: Checkpointing | None = None) -> TrainResult:
+                 checkpointing: Checkpointing | None = None, weights: object = None,
+                 replace: bool = False) -> TrainResult:
     """Train `config` on `dataset` (this rank's share when world_size > 1): set the torch
     threads (resolve_threads), build the loader and the evaluator, train, close the loader.
     `architecture` (gnnrepro.training.loop.MODELS) is the model; None: the pipeline's own
     (ours, or DGL's for "dgl-native"). `checkpointing`: train()'s checkpoints and resume.
+    `weights` and `replace`: make_loader's; the evaluator samples as the loader does (so a
+    weighted run is evaluated sampled, never layer-wise: choose_eval_method).
 
     `before_close(loader)` runs after training while the loader's workers still run (where
     memory is measured); what it returns is kept in result.params["before_close"].
@@ -151,14 +171,16 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
     local_ranks = _local_ranks(world_size)
     threads = resolve_threads(config.threads, local_ranks)
     torch.set_num_threads(threads)
-    loader = make_loader(dataset, config, rank=rank, world_size=world_size)
+    loader = make_loader(dataset, config, rank=rank, world_size=world_size, weights=weights,
+                         replace=replace)
     with contextlib.closing(loader):
         sampler = getattr(loader, "sampler", None)
-        if isinstance(sampler, FusedSampler):  # the same placement, no second graph copy
-            evaluator = FusedSampler(sampler.graph, list(config.fanouts), seed=config.seed,
-                                     device=sampler.device)
+        if isinstance(sampler, FusedSampler):
+            # a node map of its own; the loader's placement and weights without a second
+            # graph copy or weight table
+            evaluator = copy.copy(sampler)
         else:
-            evaluator = make_evaluator(dataset, config, loader.device)
+            evaluator = make_evaluator(dataset, config, loader.device, replace=replace)
         result = train(dataset, loader, evaluator, epochs=config.epochs, lr=config.lr,
                        hidden=config.hidden, dropout=config.dropout, seed=config.seed,
                        eval_every=eval_every, eval_batch_size=config.eval_batch_size,
@@ -172,17 +194,20 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
             result.params["before_close"] = before_close(loader)
     result.params.update(pipeline=config.pipeline, config=config.to_dict(), threads=threads,
                          workers=getattr(loader, "workers", 0),
-                         prefetch=getattr(loader, "prefetch", None))
+                         prefetch=getattr(loader, "prefetch", None),
+                         weighted=weights is not None, replace=replace)
     return result
 
 
 def train_pipeline(name: str, dataset: Dataset, fanouts: Sequence[int], *,
                    eval_every: int | None = None, timeline_batches: int = 0,
-                   checkpointing: Checkpointing | None = None,
-                   **settings: Any) -> TrainResult:
+                   checkpointing: Checkpointing | None = None, weights: object = None,
+                   replace: bool = False, **settings: Any) -> TrainResult:
     """Train the named pipeline (see the module doc) with `fanouts` and any other TrainConfig
     settings (epochs, batch_size, workers, device, sampler_device, ...); each is checked by
-    its setting (gnnrepro.config). `checkpointing`: train()'s checkpoints and resume."""
+    its setting (gnnrepro.config). `checkpointing`: train()'s checkpoints and resume;
+    `weights` and `replace`: make_loader's."""
     config = TrainConfig(pipeline=name, fanouts=tuple(fanouts), **settings)
     return run_training(dataset, config, eval_every=eval_every,
-                        timeline_batches=timeline_batches, checkpointing=checkpointing)
+                        timeline_batches=timeline_batches, checkpointing=checkpointing,
+                        weights=weights, replace=replace)
