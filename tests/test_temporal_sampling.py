@@ -71,6 +71,24 @@ def test_all_neighbours_equal_the_reference(window, index_dtype):
         assert block.edge_ids.tolist() == sg.edge_ids[positions].tolist()
 
 
+@pytest.mark.parametrize("seeds, seed_times", [
+    ([5, 17, 42, 77], [99, 99, 99, 99]),  # even: each seed's keys in a region of the map
+    ([5] + list(range(100, 160)), [99] + [-1] * 60),  # one seed with keys: the map is global
+])
+def test_even_and_skewed_seeds_equal_the_reference(seeds, seed_times):
+    """Seeds that reach most of the graph, alone or beside many too early for any edge: the
+    relabel map hashes per seed or globally, and the blocks are the reference's either way."""
+    g, times = random_timed_graph(seed=3)
+    sampler = FusedSampler(g, [-1, -1, -1], times=times, edge_ids=True)
+    sg = sampler.temporal.graph
+    mb = sampler.sample(torch.tensor(seeds), seed_time=torch.tensor(seed_times))
+    ref = reference_blocks(sg, times[sg.edge_ids], seeds, seed_times, 3)
+    for block, (indptr, indices, src, seed_index, positions) in zip(mb.blocks, ref):
+        assert block.indices.tolist() == indices and block.src_nodes.tolist() == src
+        assert block.indptr.tolist() == indptr and block.seed_index.tolist() == seed_index
+        assert block.edge_ids.tolist() == sg.edge_ids[positions].tolist()
+
+
 def test_two_seeds_sharing_a_neighbour_at_different_times():
     """Node 2 reaches seed 0 at time 6 and seed 1 at time 3: seed 0 at time 5 does not see it,
     seed 1 at time 8 does, and where both see it, it is one source per seed."""

@@ -21,17 +21,40 @@ struct CandidateRange {
   int64_t begin, end;
 };
 
+// first_after's search as a state that one step advances (std::upper_bound's steps), so that a
+// caller can run many searches in lockstep and overlap their cache misses (the CPU op); every
+// caller takes the same steps, so both devices find the same position even in a list that is
+// not sorted. `first`: the answer so far; `count`: how many positions after it are still open.
+struct TimeSearch {
+  int64_t first, count;
+};
+
+// One step of `s` for time t: halves its open positions. Returns whether steps remain.
+GNNREPRO_HD bool time_search_step(TimeSearch& s, const int64_t* times, int64_t t) {
+  if (s.count <= 0) return false;
+  const int64_t half = s.count / 2;
+  // Masks, not branches (the CPU op's lockstep searches would mispredict half of them):
+  // after -> first + half + 1 and count - half - 1, that is half - 1 + (count & 1); else half.
+  const int64_t after = -static_cast<int64_t>(times[s.first + half] <= t);
+  s.first += (half + 1) & after;
+  s.count = half + (((s.count & 1) - 1) & after);
+  return s.count > 0;
+}
+
 // First position p in [lo, hi) with times[p] > t (hi if none): times[lo..hi) non-decreasing.
 GNNREPRO_HD int64_t first_after(const int64_t* times, int64_t lo, int64_t hi, int64_t t) {
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (times[mid] <= t) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  TimeSearch s{lo, hi - lo};
+  while (time_search_step(s, times, t)) {}
+  return s.first;
+}
+
+// The floor of a window: the time after which candidates start, time - window - 1, or whether
+// it falls below the smallest int64 (then every earlier edge is a candidate).
+GNNREPRO_HD bool window_floor(int64_t time, int64_t window, int64_t* floor) {
+  constexpr int64_t kMin = -9223372036854775807LL - 1;
+  if (time < kMin + window + 1) return false;
+  *floor = time - window - 1;
+  return true;
 }
 
 // The neighbours in [lo, hi) whose time lies in [time - window, time] (window < 0: no lower
@@ -39,12 +62,9 @@ GNNREPRO_HD int64_t first_after(const int64_t* times, int64_t lo, int64_t hi, in
 GNNREPRO_HD CandidateRange temporal_candidates(const int64_t* times, int64_t lo, int64_t hi,
                                                int64_t time, int64_t window) {
   const int64_t end = first_after(times, lo, hi, time);
-  if (window < 0) return {lo, end};
-  // time - window - 1, saturating: the first position after it starts the window.
-  constexpr int64_t kMin = -9223372036854775807LL - 1;
-  const bool floor_below_min = time < kMin + window + 1;
-  const int64_t begin = floor_below_min ? lo : first_after(times, lo, end, time - window - 1);
-  return {begin, end};
+  int64_t floor = 0;
+  if (window < 0 || !window_floor(time, window, &floor)) return {lo, end};
+  return {first_after(times, lo, end, floor), end};  // the first position after the floor
 }
 
 // The range the destination samples from under `strategy`: every candidate (uniform), or its

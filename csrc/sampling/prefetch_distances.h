@@ -12,4 +12,6 @@ constexpr int64_t kOwnerPrefetchAhead = 12;    // the source list entries the ma
 constexpr int64_t kGatherPrefetchAhead = 64;   // `indices` entries at the picked positions
 constexpr int64_t kWeightedPrefetchAhead = 1;  // destinations whose alias table draws are read
 
+constexpr int kTimeSearchGroup = 16;  // temporal searches run in lockstep (their misses overlap)
+
 }  // namespace gnnrepro

@@ -118,7 +118,11 @@ int64_t* grow(std::vector<int64_t>& scratch, int64_t size) {
 // at most half full. Per calling thread, kept across calls, like thread_scratch.
 // The slots live in anonymous memory advised for huge pages (the lookups are random reads over
 // tens of MB), and a slot is empty unless it carries the current generation, so emptying the map
-// for the next layer costs nothing (no pass over the slots).
+// for the next layer costs nothing (no pass over the slots). Where the layer's keys are spread
+// over its seeds evenly enough, each seed's keys hash into a region of their own (a power of two
+// at least twice its keys, probes wrapping inside it): a destination's picks share its seed, so
+// their lookups stay in a region a few KB wide while its seed's destinations are relabelled,
+// rather than each missing the cache somewhere in the whole map.
 class DisjointMap {
  public:
   // A key, its id and the generation that wrote it, side by side: a lookup reads one line.
@@ -133,10 +137,20 @@ class DisjointMap {
   DisjointMap& operator=(const DisjointMap&) = delete;
   ~DisjointMap() { release(); }
 
-  // Empties the map with room for `entries` keys (at most half full).
-  void reset(int64_t entries) {
+  // Empties the map with room for `entries` keys (at most half full), at most `per_seed` of
+  // them under one of `seeds` seed indices (key >> shift).
+  void reset(int64_t entries, int64_t seeds, int64_t per_seed, int shift) {
     int64_t capacity = 64;
     while (capacity < 2 * entries) capacity *= 2;
+    int64_t region = 64, regions = 1;
+    while (region < 2 * per_seed) region *= 2;
+    while (regions < seeds) regions *= 2;
+    const bool regional = regions > 1 && regions * region <= kRegionalGrowth * capacity;
+    if (regional) capacity = regions * region;
+    shift_ = shift;
+    region_bits_ = 0;
+    while (regional && (int64_t{1} << region_bits_) < region) ++region_bits_;
+    region_mask_ = regional ? region - 1 : capacity - 1;
     if (capacity > capacity_) {
       release();
       const size_t bytes = static_cast<size_t>(capacity) * sizeof(Slot);
@@ -156,15 +170,20 @@ class DisjointMap {
     }
     mask_ = capacity - 1;
   }
-  int64_t slot(int64_t key) const { return static_cast<int64_t>(mix64(key)) & mask_; }
+  // The slot a lookup of `key` starts at (in its seed's region, if regional), and the next one
+  // it probes after `at`.
+  int64_t slot(int64_t key) const {
+    const int64_t region = (((key >> shift_) << region_bits_) & mask_) & ~region_mask_;
+    return region | (static_cast<int64_t>(mix64(key)) & region_mask_);
+  }
+  int64_t next(int64_t at) const { return (at & ~region_mask_) | ((at + 1) & region_mask_); }
   // Adds `key` (not in the map) with local id `id`.
   void insert_new(int64_t key, int64_t id) {
     int64_t at = slot(key);
-    while (slots_[at].generation == generation_) at = (at + 1) & mask_;
+    while (slots_[at].generation == generation_) at = next(at);
     slots_[at] = {key, static_cast<int32_t>(id), generation_};
   }
   Slot* slots() const { return slots_; }
-  int64_t mask() const { return mask_; }
   uint32_t generation() const { return generation_; }
 
  private:
@@ -173,8 +192,12 @@ class DisjointMap {
     slots_ = nullptr;
     capacity_ = 0;
   }
+  // How much larger than a global map the regions may make it (seeds with few keys beside
+  // one with many leave their regions mostly empty) before a layer hashes globally instead.
+  static constexpr int64_t kRegionalGrowth = 4;
   Slot* slots_ = nullptr;
-  int64_t capacity_ = 0, mask_ = 0;
+  int64_t capacity_ = 0, mask_ = 0, region_mask_ = 0;
+  int shift_ = 0, region_bits_ = 0;
   uint32_t generation_ = 0;
 };
 
@@ -420,18 +443,19 @@ class SampleCall {
     // Locals, not the members: those share cache lines with ones other threads write, and a
     // store through an int64_t* could alias them, forcing reloads.
     const Rel& rel = rels_[item.rel];
+    if (rel.times) {
+      count_timed(item);
+      return;
+    }
     const int64_t* dst_ids = rel.d;
     const int64_t* ip = rel.ip;
     const int64_t dst_offset = rel.dst_offset, rel_edges = rel.num_edges;
     int64_t *starts = start_ + rel.seg, *degrees = degree_ + rel.seg, *counts = rel.bp + 1;
     const int64_t layer_fanout = rel.fanout;
     const int64_t* nonzero = rel.nonzero;
-    const int64_t* times = rel.times;
     const int64_t* excluded = rel.excluded;
     const int64_t num_excluded = rel.num_excluded;
-    const int64_t node_mask = node_mask_, window = spec_.time_window;
-    const int64_t strategy = spec_.temporal_strategy;
-    const int shift = shift_;
+    const int64_t node_mask = node_mask_;
     for (int64_t i = item.begin; i < item.end; ++i) {
       if (i + kPrefetchAhead < item.end) {
         __builtin_prefetch(ip + (dst_ids[i + kPrefetchAhead] & node_mask) - dst_offset);
@@ -447,19 +471,69 @@ class SampleCall {
       if (nonzero) {  // a weighted relation: its degree code (weighted_picks.h)
         degrees[i] = weighted_degree_code(hi - lo, nonzero[v], layer_fanout, replace_);
         counts[i] = weighted_pick_count(hi - lo, nonzero[v], layer_fanout, replace_);
-      } else if (times) {  // a timed relation: the candidates at its seed's time
-        const CandidateRange c = strategy_range(
-            temporal_candidates(times, lo, hi, seed_time_[dst_ids[i] >> shift], window),
-            layer_fanout, strategy);
-        starts[i] = c.begin;
-        degrees[i] = c.end - c.begin;
-        counts[i] = pick_count(c.end - c.begin, layer_fanout, replace_);
       } else if (excluded) {  // sampled among the neighbours not excluded
         degrees[i] = hi - lo - excluded_in(excluded, num_excluded, lo, hi);
         counts[i] = pick_count(degrees[i], layer_fanout, replace_);
       } else {
         degrees[i] = hi - lo;
         counts[i] = pick_count(hi - lo, layer_fanout, replace_);
+      }
+    }
+  }
+
+  // count_range for a timed relation: its destinations' candidates at their seeds' times
+  // (temporal_picks.h). A search is a chain of dependent misses in `times`, so the searches of
+  // kTimeSearchGroup destinations run in lockstep, one step each in turn: their misses overlap.
+  void count_timed(const Item& item) {
+    constexpr int G = kTimeSearchGroup;
+    const Rel& rel = rels_[item.rel];  // locals: see count_range
+    const int64_t* dst_ids = rel.d;
+    const int64_t* ip = rel.ip;
+    const int64_t* times = rel.times;
+    const int64_t dst_offset = rel.dst_offset, rel_edges = rel.num_edges;
+    int64_t *starts = start_ + rel.seg, *degrees = degree_ + rel.seg, *counts = rel.bp + 1;
+    const int64_t layer_fanout = rel.fanout, node_mask = node_mask_;
+    const int64_t window = spec_.time_window, strategy = spec_.temporal_strategy;
+    const int64_t* seed_time = seed_time_.data();
+    const int shift = shift_;
+    auto lockstep = [times](TimeSearch* s, int n, const int64_t* t) {
+      for (bool open = true; open;) {
+        open = false;
+        for (int k = 0; k < n; ++k) open |= time_search_step(s[k], times, t[k]);
+      }
+    };
+    for (int64_t g = item.begin; g < item.end; g += G) {
+      const int n = static_cast<int>(std::min<int64_t>(G, item.end - g));
+      TimeSearch s[G];
+      int64_t lo[G], end[G], t[G], floor[G];
+      for (int k = 0; k < n; ++k) {
+        const int64_t i = g + k;
+        if (i + kPrefetchAhead < item.end) {
+          __builtin_prefetch(ip + (dst_ids[i + kPrefetchAhead] & node_mask) - dst_offset);
+        }
+        const int64_t v = (dst_ids[i] & node_mask) - dst_offset;
+        int64_t l = ip[v], h = ip[v + 1];
+        if (!(0 <= l && l <= h && h <= rel_edges)) {
+          atomic_min(bad_indptr_, (item.rel << kRelShift) | v);
+          l = h = 0;
+        }
+        lo[k] = l;
+        t[k] = seed_time[dst_ids[i] >> shift];
+        s[k] = {l, h - l};
+      }
+      lockstep(s, n, t);  // the ends: the first edge after the seed's time
+      for (int k = 0; k < n; ++k) {
+        end[k] = s[k].first;
+        floor[k] = 0;
+        const bool floored = window >= 0 && window_floor(t[k], window, &floor[k]);
+        s[k] = {lo[k], floored ? end[k] - lo[k] : 0};  // else the range starts at lo
+      }
+      if (window >= 0) lockstep(s, n, floor);  // the beginnings: the first after the floor
+      for (int k = 0; k < n; ++k) {
+        const CandidateRange c = strategy_range({s[k].first, end[k]}, layer_fanout, strategy);
+        starts[g + k] = c.begin;
+        degrees[g + k] = c.end - c.begin;
+        counts[g + k] = pick_count(c.end - c.begin, layer_fanout, replace_);
       }
     }
   }
@@ -513,7 +587,7 @@ class SampleCall {
     bad_table_.store(kNoError);
     make_items(kChunk);
     if (disjoint_) {
-      disjoint_map_.reset(num_dst_ + block_edges);
+      reset_disjoint_map(num_dst_ + block_edges);
       for (int64_t t = 0; t < num_types_; ++t) {
         for (int64_t i = dst_begin_[t]; i < dst_begin_[t + 1]; ++i) {
           disjoint_map_.insert_new(d[i], i - dst_begin_[t]);
@@ -525,6 +599,21 @@ class SampleCall {
     }
     return {static_cast<int64_t>(items_.size()), [this](int64_t c) { sample_chunk(items_[c]); },
             [this](int64_t c) { relabel_chunk(items_[c]); }};
+  }
+
+  // Empties the disjoint map for the layer planned: `entries` keys, its destinations and at
+  // most one new source per edge, counted per seed (a key's seed index is its destination's).
+  void reset_disjoint_map(int64_t entries) {
+    const int64_t* d = dst_.data_ptr<int64_t>();
+    int64_t seeds = 0;
+    for (int64_t i = 0; i < num_dst_; ++i) seeds = std::max(seeds, (d[i] >> shift_) + 1);
+    std::vector<int64_t> keys(seeds, 0);
+    for (int64_t i = 0; i < num_dst_; ++i) ++keys[d[i] >> shift_];
+    for (const Rel& rel : rels_) {
+      for (int64_t i = 0; i < rel.n; ++i) keys[rel.d[i] >> shift_] += rel.bp[i + 1] - rel.bp[i];
+    }
+    const int64_t per_seed = keys.empty() ? 0 : *std::max_element(keys.begin(), keys.end());
+    disjoint_map_.reset(entries, seeds, per_seed, shift_);
   }
 
   // (2) Sample a chunk: first the picked positions (random numbers only, sequential writes),
@@ -727,7 +816,6 @@ class SampleCall {
     int64_t* sources = srcs_[rel.src_type];
     int64_t fresh_id = next_[rel.src_type];
     DisjointMap::Slot* const slots = disjoint_map_.slots();
-    const int64_t mask = disjoint_map_.mask();
     const uint32_t generation = disjoint_map_.generation();
     const int64_t e_end = rel.bp[item.end];
     for (int64_t e = rel.bp[item.begin]; e < e_end; ++e) {
@@ -740,7 +828,9 @@ class SampleCall {
         continue;
       }
       int64_t at = disjoint_map_.slot(key);
-      while (slots[at].generation == generation && slots[at].key != key) at = (at + 1) & mask;
+      while (slots[at].generation == generation && slots[at].key != key) {
+        at = disjoint_map_.next(at);
+      }
       if (slots[at].generation != generation) {  // a new key
         slots[at] = {key, static_cast<int32_t>(fresh_id), generation};
         sources[fresh_id++] = key;
