@@ -329,3 +329,17 @@ def test_without_a_dataset_the_plan_labels_and_store_are_required(dataset, sampl
         Loader(dataset, sampler, "cpu", BATCH * 2, plan=plan)
     with pytest.raises(TypeError, match="dataset must be a gnnrepro Dataset, a TypedDataset or None"):
         Loader("products-sim", sampler, "cpu", BATCH)
+
+
+@pytest.mark.parametrize("ids", [torch.arange(50), torch.arange(50, dtype=torch.int32),
+                                 torch.arange(50) + 7, torch.randperm(50)])
+def test_an_epoch_visits_the_ids_in_its_seeded_order(ids):
+    """Ids that are their own positions skip the gather; every kind gives ids[order]."""
+    from gnnrepro.pipeline import BatchPlan
+    from gnnrepro.pipeline.plan import epoch_order
+    plan = BatchPlan(ids, 8, seed=3)
+    for epoch in (0, 1):
+        got = plan.epoch_ids(epoch)
+        want = ids[epoch_order(ids.numel(), 3, epoch)]
+        assert got.dtype == ids.dtype and torch.equal(got, want)
+    assert not torch.equal(plan.epoch_ids(0), plan.epoch_ids(1))

@@ -66,6 +66,7 @@ class BatchPlan(Plan):
                  shuffle: bool = True, world_size: int = 1, rank: int = 0,
                  drop_last: bool = False):
         self.ids = ids
+        self._ids_are_positions: bool | None = None  # ids == arange(len): see epoch_ids
         self.seed = check_int("seed", seed, 0)
         self.shuffle = check_bool("shuffle", shuffle)
         self.shard = ShardPlan(ids.numel(), batch_size, world_size, rank, drop_last)
@@ -88,8 +89,17 @@ class BatchPlan(Plan):
         return self.shard.max_batch_size
 
     def epoch_ids(self, epoch: int) -> torch.Tensor:
-        """The ids in the order epoch `epoch` visits them (every rank holds the same order)."""
-        return self.ids[epoch_order(self.ids.numel(), self.seed, epoch, self.shuffle)]
+        """The ids in the order epoch `epoch` visits them (every rank holds the same order).
+        Ids that are their own positions (a link loader's edge ids 0..E-1) are the order itself:
+        no gather of one random read per id (1.4 s an epoch for 30M ids)."""
+        order = epoch_order(self.ids.numel(), self.seed, epoch, self.shuffle)
+        if self._ids_are_positions is None:
+            n = self.ids.numel()
+            self._ids_are_positions = n == 0 or bool(
+                torch.equal(self.ids, torch.arange(n, dtype=self.ids.dtype)))
+        if self._ids_are_positions and self.ids.dtype == order.dtype:
+            return order
+        return self.ids[order]
 
     def bounds(self, b: int) -> tuple[int, int]:
         """[start, stop) of batch b within the epoch's order."""
