@@ -26,24 +26,12 @@ from gnnrepro.config import TrainConfig
 from gnnrepro.drop_in_link import (EdgePredictionSampler, LinkNeighborLoader,
                                    as_edge_prediction_sampler, dgl_sampling,
                                    edge_prediction_loader)
-from gnnrepro.interop import BatchView, from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
+from gnnrepro.interop import from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
 from gnnrepro.interop.convert import pyg_edge_weights, pyg_graph_is_adj_t
+from gnnrepro.interop.view import OwningBatchView
 from gnnrepro.training.pipelines import make_loader
 
 __all__ = ["DataLoader", "LinkNeighborLoader", "NeighborLoader", "as_edge_prediction_sampler"]
-
-
-class _DropIn(BatchView):
-    """A BatchView that owns its Loader."""
-
-    def close(self) -> None:
-        self.loader.close()
-
-    def __enter__(self) -> "_DropIn":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 #: The peers' loader arguments a drop-in takes for what ours does anyway: their worker
@@ -71,7 +59,7 @@ def _config(fanouts: Sequence[int], device: Any, batch_size: int, settings: dict
 def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # noqa: N802
                batch_size: int = 1024, shuffle: bool = False, drop_last: bool = False,
                use_uva: bool = False, feat: str = "feat", label: str = "label",
-               **settings: Any) -> _DropIn:
+               **settings: Any) -> OwningBatchView:
     """DGL's `DataLoader(g, train_idx, NeighborSampler(fanouts), device=..., batch_size=...,
     shuffle=..., drop_last=..., num_workers=..., use_uva=...)` on our loader: `sampler` is
     DGL's NeighborSampler (or MultiLayerFullNeighborSampler; its `prob` or `mask`, an edata
@@ -95,14 +83,15 @@ def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # 
     config = _config(sampling.fanouts, device, batch_size, settings)
     data = from_dgl(g, train_idx, feat=feat, label=label, edge_ids=sampling.prob is not None)
     weights = sampling.weights(g)
-    return _DropIn(make_loader(data, config, shuffle=shuffle, drop_last=drop_last,
+    return OwningBatchView(make_loader(data, config, shuffle=shuffle, drop_last=drop_last,
                                weights=weights, replace=sampling.replace), to_dgl)
 
 
 def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int = 1024,  # noqa: N802
                    input_nodes: Any = None, replace: bool = False,
                    weight_attr: str | None = None, shuffle: bool = False,
-                   drop_last: bool = False, device: Any = "cpu", **settings: Any) -> _DropIn:
+                   drop_last: bool = False, device: Any = "cpu",
+                   **settings: Any) -> OwningBatchView:
     """PyG's `NeighborLoader(data, num_neighbors, batch_size=..., input_nodes=...)` on our
     loader (sampled on our side, every batch on `device`): yields Data batches with `x`,
     `edge_index`, `y`, `batch_size` and `n_id` (`adj_t` in place of `edge_index` where `data`'s
@@ -119,6 +108,6 @@ def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int =
     weights = (None if weight_attr is None
                else pyg_edge_weights(data, weight_attr, dataset.graph.num_edges))
     sparse = pyg_graph_is_adj_t(data)
-    return _DropIn(make_loader(dataset, config, shuffle=shuffle, drop_last=drop_last,
+    return OwningBatchView(make_loader(dataset, config, shuffle=shuffle, drop_last=drop_last,
                                weights=weights, replace=replace),
                    to_pyg_sparse if sparse else to_pyg)

@@ -34,7 +34,7 @@ from gnnrepro.graph import CSCGraph
 from gnnrepro.interop.convert import dgl_csc, dgl_edge_weights, pyg_edge_weights, pyg_graph
 from gnnrepro.interop.dgl_view import to_dgl
 from gnnrepro.interop.pyg_view import to_pyg
-from gnnrepro.interop.view import BatchView
+from gnnrepro.interop.view import OwningBatchView
 from gnnrepro.linkpred.edge_batch import EdgeBatch
 from gnnrepro.linkpred.link_sampler import LinkSampler
 from gnnrepro.pipeline.loader import Loader
@@ -135,7 +135,7 @@ def _dgl_graph_data(g: Any, feat: str) -> tuple[Dataset, tuple[torch.Tensor, tor
 def edge_prediction_loader(g: Any, train_eids: Any, sampler: EdgePredictionSampler, *,
                            device: Any = "cpu", batch_size: int = 1024, shuffle: bool = False,
                            drop_last: bool = False, feat: str = "feat",
-                           **settings: Any) -> BatchView:
+                           **settings: Any) -> OwningBatchView:
     """The DGL DataLoader drop-in for an EdgePredictionSampler (module docstring); `settings`
     are our Loader's (workers, worker_kind, prefetch, ...)."""
     data, edges = _dgl_graph_data(g, feat)
@@ -149,7 +149,7 @@ def edge_prediction_loader(g: Any, train_eids: Any, sampler: EdgePredictionSampl
                     plan=BatchPlan(ids, batch_size, shuffle=shuffle, drop_last=drop_last),
                     labels=data.labels, **settings)
     with_negatives = sampler.num_negatives > 0
-    return BatchView(loader, lambda batch: _to_dgl_pairs(batch, with_negatives))
+    return OwningBatchView(loader, lambda batch: _to_dgl_pairs(batch, with_negatives))
 
 
 def _to_dgl_pairs(batch: EdgeBatch, with_negatives: bool) -> tuple:
@@ -174,7 +174,7 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
                        neg_sampling: dict | None = None, neg_sampling_ratio: float | None = None,
                        replace: bool = False, weight_attr: str | None = None,
                        batch_size: int = 1024, shuffle: bool = False, drop_last: bool = False,
-                       device: Any = "cpu", **settings: Any) -> BatchView:
+                       device: Any = "cpu", **settings: Any) -> OwningBatchView:
     """PyG's LinkNeighborLoader on our loader (module docstring). `num_neighbors` counts from
     the seeds, as PyG's; `neg_sampling_ratio=r` is PyG's older spelling of binary negatives;
     `replace` and `weight_attr` as NeighborLoader's (gnnrepro.drop_in)."""
@@ -208,7 +208,7 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
     loader = Loader(dataset, link, device, batch_size, shuffle=shuffle, drop_last=drop_last,
                     plan=BatchPlan(ids, batch_size, shuffle=shuffle, drop_last=drop_last),
                     labels=dataset.labels, **settings)
-    return BatchView(loader, lambda batch: _to_pyg_link(batch, mode, labels))
+    return OwningBatchView(loader, lambda batch: _to_pyg_link(batch, mode, labels))
 
 
 def _to_pyg_link(batch: EdgeBatch, mode: str, labels: torch.Tensor | None) -> Any:

@@ -80,3 +80,16 @@ def test_pygs_link_neighbor_loader_batches(mode):
     assert sorted(seen) == list(range(300))
     with pytest.raises(ValueError, match="neg_sampling mode"):
         LinkNeighborLoader(data, [3], neg_sampling={"mode": "hard"})
+
+
+def test_the_link_loaders_close_their_workers():
+    """As the node drop-ins: `with` (or close()) stops the loader, which then refuses an epoch."""
+    data_mod = pytest.importorskip("torch_geometric.data")
+    src, dst = edges(seed=2)
+    data = data_mod.Data(x=torch.randn(150, 5), edge_index=torch.stack([src, dst]), num_nodes=150)
+    with LinkNeighborLoader(data, [3, 3], edge_label_index=torch.stack([src[:100], dst[:100]]),
+                            batch_size=32, workers=2) as loader:
+        assert next(iter(loader)).input_id.numel() == 32
+    assert loader.loader._closed
+    with pytest.raises(RuntimeError):
+        next(iter(loader))

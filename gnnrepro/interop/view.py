@@ -7,7 +7,7 @@ from typing import Any
 
 from gnnrepro.sampling.block import MiniBatch
 
-__all__ = ["BatchView"]
+__all__ = ["BatchView", "OwningBatchView"]
 
 
 class BatchView:
@@ -29,3 +29,17 @@ class BatchView:
 
     def __repr__(self) -> str:
         return f"{self.convert.__name__} view of {self.loader!r}"
+
+
+class OwningBatchView(BatchView):
+    """A BatchView that owns its Loader (the drop-ins' loaders): `close()`, or a `with` block,
+    stops its workers."""
+
+    def close(self) -> None:
+        self.loader.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> "OwningBatchView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
