@@ -73,9 +73,9 @@ TORCH_LIBRARY(gnnrepro, m) {
   // replacement). No relation of a temporal call may be weighted. A temporal call's outputs per
   // layer end with, per type, each source's seed index (seeds numbered across the types in
   // order); its node_map is not used (left all -1). excluded_edges: empty, or per relation None
-  // or its sorted, distinct CSC positions that this call must not sample (CPU; uniform
-  // relations of calls that are not temporal): a destination samples among its other
-  // neighbours (common/exclusion.h).
+  // or its sorted, distinct CSC positions that this call must not sample, on the relation's
+  // indices' device (uniform relations of calls that are not temporal): a destination samples
+  // among its other neighbours (common/exclusion.h).
   m.def(
       "sample_fused_typed(Tensor[] indptrs, Tensor[] indices, int[] src_types, int[] dst_types, "
       "int[] num_nodes, Tensor[] seeds, int[] fanouts, bool replace, int seed, int batch_id, "

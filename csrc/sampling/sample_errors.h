@@ -12,6 +12,10 @@
 namespace gnnrepro {
 
 enum SampleError : uint64_t {
+  // an excluded_edges entry out of order or range: the first relation's smallest such entry.
+  // First, as both ops check host entries with their arguments (typed_spec.h); the CUDA op
+  // checks entries in GPU memory in a kernel and raises them at its first sync.
+  kBadExcluded = 64,
   kBadSeed = 1,         // a seed outside [0, N): the smallest such position
   kDirtySeedMap = 2,    // node_map[seed] != -1 on entry
   kDuplicateSeed = 4,   // a node twice in seeds: the smallest such node
@@ -35,6 +39,10 @@ struct SampleErrorDetail {
   int64_t bad_index_limit = -1;  // the relation's source nodes (-1: num_nodes)
   int64_t bad_indptr_node = -1;
   int64_t bad_indptr_rel = 0;
+  int64_t bad_excluded_rel = 0;
+  int64_t bad_excluded_entry = -1;
+  int64_t bad_excluded_value = 0;
+  int64_t bad_excluded_limit = 0;  // the relation's edges
 };
 
 // " of node type t" / " of relation r" where the graph is typed, else nothing.
@@ -42,13 +50,17 @@ inline std::string typed_part(bool typed, const char* what, int64_t index) {
   return typed ? std::string(" of ") + what + " " + std::to_string(index) : std::string();
 }
 
-// Raises the first error of `errors` in the order above; returns if there is none. Seed errors
-// are ValueErrors in Python (the FusedSampler leaves these checks to the op), the others
-// RuntimeErrors (the graph and the map are checked by their Python owners). `num_nodes` is the
-// seed's type's node count for kBadSeed; `typed` names types and relations in the message.
+// Raises the first error of `errors` in the order above; returns if there is none. Exclusion
+// and seed errors are ValueErrors in Python (the FusedSampler leaves the seeds' checks to the
+// op), the others RuntimeErrors (the graph and the map are checked by their Python owners).
+// `num_nodes` is the seed's type's node count for kBadSeed; `typed` names types and relations
+// in the message.
 inline void raise_sample_error(uint64_t errors, const SampleErrorDetail& d, int64_t num_nodes,
                                bool typed = false) {
   if (errors == 0) return;
+  TORCH_CHECK_VALUE(!(errors & kBadExcluded), "excluded_edges of relation ", d.bad_excluded_rel,
+                    " must be sorted, distinct CSC positions in [0, ", d.bad_excluded_limit,
+                    "): entry ", d.bad_excluded_entry, " is ", d.bad_excluded_value);
   TORCH_CHECK_VALUE(!(errors & kBadSeed), "seeds", typed_part(typed, "node type", d.bad_seed_type),
                     " must lie in [0, num_nodes=", num_nodes, "): seeds[", d.bad_seed_pos,
                     "] = ", d.bad_seed_value);

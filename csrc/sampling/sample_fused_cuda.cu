@@ -1,18 +1,21 @@
 // Fused neighbour sampling + to_block on the GPU: the CUDA kernel of gnnrepro::sample_fused.
 //
-// Same schema, same per-destination rules (common/rng.h, picks.h, relabel.h: the functions the
-// CPU op calls) and same error order (sample_errors.h) as the CPU op, so both give bit-identical
-// blocks and the same error for the same input. The graph (indptr, indices) is either in GPU
+// Same schema, same per-destination rules (common/rng.h, picks.h, weighted_picks.h,
+// exclusion.h, relabel.h: the functions the CPU op calls) and same error order
+// (sample_errors.h) as the CPU op, so both give bit-identical blocks and the same error for the
+// same input. The graph (indptr, indices, and any weights and excluded edges) is either in GPU
 // memory or in pinned host memory that the kernels read over UVA; seeds, node_map and the
 // outputs are on the GPU. Scratch comes from torch's caching allocator per call (stream-ordered,
 // no cudaMalloc in steady state, never shared between streams).
 //
 // Per layer, outward from the seeds (all kernels on the current stream):
-//   count     destination i: start/degree from indptr, pick count -> scan -> block indptr (bp)
+//   count     destination i: start/degree from indptr (the degree less its excluded edges),
+//             pick count -> scan -> block indptr (bp)
 //   positions the picked positions into `indices`: one thread per edge for destinations that
 //             take their whole list or sample with replacement (work split by edges, so a hub's
 //             list spreads over the grid), a tile of G lanes per destination for Floyd; above G
-//             picks the tile checks earlier rounds in a per-destination hash set (O(1) a pick)
+//             picks the tile checks earlier rounds in a per-destination hash set (O(1) a pick);
+//             a pick among the kept neighbours is moved past the excluded positions
 //   lookup    neighbour ids; a bad index or an entry node_map must not hold is flagged
 //   mark      a neighbour without a local id gets a first-use marker atomicMin(node_map[u],
 //             kMarkerBase + e), which ends up holding u's first position in CSC order
@@ -49,6 +52,7 @@
 #include <vector>
 
 #include "../common/cuda_utils.h"
+#include "../common/exclusion.h"
 #include "../common/picks.h"
 #include "../common/relabel.h"
 #include "../common/rng.h"
@@ -78,6 +82,7 @@ enum StatusSlot : int {
   kDuplicateNode,
   kBadIndptrNode,
   kBadIndexPos,
+  kBadExcludedEntry,
   kNumNew,  // new source nodes of the layer just relabelled
   kStatusSlots
 };
@@ -97,7 +102,7 @@ __device__ __forceinline__ void flag_error(ull* status, ull bit, StatusSlot slot
 
 __global__ void init_status_kernel(ull* status, int64_t slots) {
   status[kErrors] = 0;
-  for (int s = kBadSeedPos; s <= kBadIndexPos; ++s) status[s] = kNone;
+  for (int s = kBadSeedPos; s <= kBadExcludedEntry; ++s) status[s] = kNone;
   for (int64_t s = kNumNew; s < slots; ++s) status[s] = 0;
 }
 
@@ -115,6 +120,22 @@ __global__ void check_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n,
       flag_error(status, kBadSeed, kBadSeedPos, type_tag | static_cast<ull>(i));
     } else if (map[v] != kUnmapped) {
       flag_error(status, kDirtySeedMap, kErrors, 0);
+    }
+  }
+}
+
+// One relation's excluded_edges in GPU memory, checked as add_exclusions checks host entries
+// (typed_spec.h): an entry outside [0, num_edges) or not above the one before it is flagged
+// (the smallest such entry, with the relation's tag). Raised at the first sync, before any
+// position is picked; until then only the count kernel reads the array, by binary searches
+// that stay in bounds whatever it holds.
+__global__ void check_excluded_kernel(const int64_t* __restrict__ excluded, int64_t n,
+                                      int64_t num_edges, ull rel_tag, ull* status) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t p = excluded[i];
+    if (p < 0 || p >= num_edges || (i > 0 && p <= excluded[i - 1])) {
+      flag_error(status, kBadExcluded, kBadExcludedEntry, rel_tag | static_cast<ull>(i));
     }
   }
 }
@@ -138,11 +159,14 @@ __global__ void map_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n, i
 // clamped to int32 max so the int64 scan cannot overflow; any real total that large fails the
 // block size check anyway.
 // `dst` holds global ids; the relation's destinations are its type's, from dst_offset on, and
-// `rel_tag` (relation << kRelShift) makes a bad node's detail name its relation.
+// `rel_tag` (relation << kRelShift) makes a bad node's detail name its relation. A uniform
+// relation's degree counts the neighbours not excluded (exclusion.h; all of them where
+// num_excluded is 0), as the CPU op's count_range does.
 __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nodes,
                              int64_t num_edges, const int64_t* __restrict__ dst, int64_t upper,
                              int64_t n_base, const int32_t* __restrict__ n_extra, int64_t fanout,
                              bool replace, const int64_t* __restrict__ nonzero,
+                             const int64_t* __restrict__ excluded, int64_t num_excluded,
                              int64_t dst_offset, ull rel_tag,
                              int64_t* __restrict__ start, int64_t* __restrict__ degree,
                              int64_t* __restrict__ count, ull* status) {
@@ -155,12 +179,14 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
       const int64_t a = indptr[v], b = indptr[v + 1];
       if (0 <= a && a <= b && b <= num_edges) {
         lo = a;
-        deg = b - a;
-        c = std::min<int64_t>(nonzero ? weighted_pick_count(deg, nonzero[v], fanout, replace)
-                                      : pick_count(deg, fanout, replace),
-                              std::numeric_limits<int32_t>::max());
-        // A weighted relation records its degree code (weighted_picks.h).
-        if (nonzero) deg = weighted_degree_code(deg, nonzero[v], fanout, replace);
+        if (nonzero) {  // a weighted relation records its degree code (weighted_picks.h)
+          c = weighted_pick_count(b - a, nonzero[v], fanout, replace);
+          deg = weighted_degree_code(b - a, nonzero[v], fanout, replace);
+        } else {
+          deg = b - a - excluded_in(excluded, num_excluded, a, b);
+          c = pick_count(deg, fanout, replace);
+        }
+        c = std::min<int64_t>(c, std::numeric_limits<int32_t>::max());
       } else {
         flag_error(status, kBadIndptr, kBadIndptrNode, rel_tag | static_cast<ull>(v));
       }
@@ -183,22 +209,30 @@ __device__ __forceinline__ int64_t owner_of(const int64_t* __restrict__ bp, int6
 
 // Positions of the edges of destinations that take their whole list or sample with
 // replacement: one thread per edge, whatever the degrees (Floyd destinations are skipped).
+// A pick is an offset among the destination's kept neighbours, moved past the excluded
+// positions as the CPU op's pick_chunk moves it (exclusion.h; a no-op where num_excluded is 0).
 __global__ void edge_positions_kernel(const int64_t* __restrict__ dst, int64_t n,
                                       const int64_t* __restrict__ bp,
                                       const int64_t* __restrict__ start,
                                       const int64_t* __restrict__ degree, int64_t num_edges,
                                       int64_t fanout, bool replace, uint64_t stream,
-                                      int64_t* __restrict__ pos) {
+                                      const int64_t* __restrict__ excluded,
+                                      int64_t num_excluded, int64_t* __restrict__ pos) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < num_edges;
        e += int64_t{gridDim.x} * blockDim.x) {
     const int64_t i = owner_of(bp, n, e);
     const int64_t k = e - bp[i], count = bp[i + 1] - bp[i], deg = degree[i];
+    int64_t p = 0;
     if (takes_all(deg, count, fanout, replace)) {
-      pos[e] = start[i] + k;
+      p = start[i] + k;
     } else if (replace) {
       const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
-      pos[e] = start[i] + replace_offset(key, k, deg);
+      p = start[i] + replace_offset(key, k, deg);
+    } else {
+      continue;  // floyd_kernel's
     }
+    pos[e] = skip_excluded(p, excluded, num_excluded,
+                           first_not_below(excluded, num_excluded, start[i]));
   }
 }
 
@@ -232,6 +266,13 @@ struct WeightPtrs {
   const int64_t* nonzero = nullptr;
 };
 
+// A relation's excluded edges as the kernels read them (sorted CSC positions; null and 0 where
+// none are).
+struct ExcludedPtrs {
+  const int64_t* positions = nullptr;
+  int64_t count = 0;
+};
+
 // Open-addressing set of int64 offsets (kNone = empty) over `cap` slots: the Floyd picks of
 // one destination so far.
 __device__ __forceinline__ bool hash_contains(const ull* slots, int64_t cap, int64_t key) {
@@ -255,11 +296,14 @@ __device__ __forceinline__ void hash_insert(ull* slots, int64_t cap, int64_t key
 // in rounds of G: lane l computes step c0 + l's draw and whether an earlier round picked it (in
 // the destination's hash set: 2 * count slots at hash + 2 * bp[i], all kNone on entry); the
 // round's steps are then resolved in order with one shuffle and one vote each, and inserted.
+// Picks are offsets among the kept neighbours (the hash set holds those), each moved past the
+// excluded positions as it is written, as in edge_positions_kernel.
 template <int G>
 __global__ void __launch_bounds__(kCudaThreads)
 floyd_kernel(const int64_t* __restrict__ dst, int64_t n, const int64_t* __restrict__ bp,
              const int64_t* __restrict__ start, const int64_t* __restrict__ degree,
-             int64_t fanout, uint64_t stream, int64_t* __restrict__ pos, ull* __restrict__ hash) {
+             int64_t fanout, uint64_t stream, const int64_t* __restrict__ excluded,
+             int64_t num_excluded, int64_t* __restrict__ pos, ull* __restrict__ hash) {
   const auto tile = cg::tiled_partition<G>(cg::this_thread_block());
   const int lane = static_cast<int>(tile.thread_rank());
   const int64_t tiles = int64_t{gridDim.x} * blockDim.x / G;
@@ -269,6 +313,7 @@ floyd_kernel(const int64_t* __restrict__ dst, int64_t n, const int64_t* __restri
     const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
     ull* set = hash + 2 * out;
     const int64_t cap = 2 * count;
+    const int64_t first_excluded = first_not_below(excluded, num_excluded, start[i]);
     for (int64_t c0 = 0; c0 < count; c0 += G) {
       const int64_t step = c0 + lane;
       const bool active = step < count;
@@ -283,7 +328,7 @@ floyd_kernel(const int64_t* __restrict__ dst, int64_t n, const int64_t* __restri
         if (lane == s) t = floyd_pick(rs, taken, j);
       }
       if (active) {
-        pos[out + step] = start[i] + t;
+        pos[out + step] = skip_excluded(start[i] + t, excluded, num_excluded, first_excluded);
         if (count > G) hash_insert(set, cap, t);
       }
       tile.sync();  // the next round looks these picks up
@@ -428,13 +473,13 @@ struct CountArrays {
 
 void launch_count(const int64_t* indptr, int64_t num_nodes, int64_t num_edges, const int64_t* dst,
                   int64_t upper, int64_t n_base, const int32_t* n_extra, int64_t fanout,
-                  bool replace, const int64_t* nonzero, int64_t dst_offset, ull rel_tag,
-                  const CountArrays& ca, ull* status, const at::TensorOptions& bytes_opts,
-                  cudaStream_t stream) {
+                  bool replace, const int64_t* nonzero, const ExcludedPtrs& ex,
+                  int64_t dst_offset, ull rel_tag, const CountArrays& ca, ull* status,
+                  const at::TensorOptions& bytes_opts, cudaStream_t stream) {
   if (upper > 0) {
     count_kernel<<<cuda_blocks(upper), kCudaThreads, 0, stream>>>(
         indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, nonzero,
-        dst_offset, rel_tag, ca.start, ca.degree, ca.count, status);
+        ex.positions, ex.count, dst_offset, rel_tag, ca.start, ca.degree, ca.count, status);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   exclusive_offsets<int64_t>(ca.count, ca.bp, upper, bytes_opts, stream);
@@ -443,8 +488,9 @@ void launch_count(const int64_t* indptr, int64_t num_nodes, int64_t num_edges, c
 // Picked positions of every edge of one relation's part of the layer into pos[0..edges).
 template <typename IdT>
 void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int64_t edges,
-                      int64_t fanout, bool replace, const WeightPtrs& wp, uint64_t stream_key,
-                      int64_t* pos, const at::TensorOptions& long_opts, cudaStream_t stream) {
+                      int64_t fanout, bool replace, const WeightPtrs& wp, const ExcludedPtrs& ex,
+                      uint64_t stream_key, int64_t* pos, const at::TensorOptions& long_opts,
+                      cudaStream_t stream) {
   if (wp.weights) {
     weighted_positions_kernel<IdT><<<cuda_blocks(n), kCudaThreads, 0, stream>>>(
         dst, n, ca.bp, ca.start, ca.degree, wp.weights, wp.table, replace, stream_key, pos);
@@ -452,7 +498,8 @@ void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int6
     return;
   }
   edge_positions_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream>>>(
-      dst, n, ca.bp, ca.start, ca.degree, edges, fanout, replace, stream_key, pos);
+      dst, n, ca.bp, ca.start, ca.degree, edges, fanout, replace, stream_key, ex.positions,
+      ex.count, pos);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (fanout < 0 || replace) return;
   // Floyd: a tile of about one lane per pick; above kMaxTile picks, rounds and a hash set.
@@ -465,13 +512,16 @@ void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int6
   }
   if (fanout <= 8) {
     floyd_kernel<8><<<cuda_blocks(n * 8), kCudaThreads, 0, stream>>>(
-        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, pos, hash_ptr);
+        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, ex.positions, ex.count, pos,
+        hash_ptr);
   } else if (fanout <= 16) {
     floyd_kernel<16><<<cuda_blocks(n * 16), kCudaThreads, 0, stream>>>(
-        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, pos, hash_ptr);
+        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, ex.positions, ex.count, pos,
+        hash_ptr);
   } else {
     floyd_kernel<kMaxTile><<<cuda_blocks(n * kMaxTile), kCudaThreads, 0, stream>>>(
-        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, pos, hash_ptr);
+        dst, n, ca.bp, ca.start, ca.degree, fanout, stream_key, ex.positions, ex.count, pos,
+        hash_ptr);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -540,6 +590,13 @@ std::vector<ull> sync_status(const ull* status, int64_t slots, cudaStream_t stre
   // Error path only: a few more syncs to name the culprit the way the CPU op does.
   SampleErrorDetail detail;
   int64_t seed_limit = spec.total_nodes();
+  if (errors & kBadExcluded) {
+    const auto r = static_cast<int64_t>(host[kBadExcludedEntry] >> kRelShift);
+    detail.bad_excluded_rel = r;
+    detail.bad_excluded_entry = static_cast<int64_t>(host[kBadExcludedEntry] & kPosMask);
+    detail.bad_excluded_value = spec.rels[r].excluded[detail.bad_excluded_entry].item<int64_t>();
+    detail.bad_excluded_limit = spec.rels[r].indices.numel();
+  }
   if (errors & kBadSeed) {
     detail.bad_seed_type = static_cast<int64_t>(host[kBadSeedPos] >> kRelShift);
     detail.bad_seed_pos = static_cast<int64_t>(host[kBadSeedPos] & kPosMask);
@@ -580,9 +637,10 @@ class CudaSampleCall {
  public:
   CudaSampleCall(const TypedSpec& spec, const std::vector<const int64_t*>& ip,
                  const std::vector<const IdT*>& ix, const std::vector<WeightPtrs>& wp,
-                 bool replace, int64_t seed, int64_t batch_id, bool return_eids, int32_t* map,
-                 cudaStream_t stream)
-      : spec_(spec), ip_(ip), ix_(ix), wp_(wp), R_(spec.num_rels()), T_(spec.num_types()),
+                 const std::vector<ExcludedPtrs>& ex, bool replace, int64_t seed,
+                 int64_t batch_id, bool return_eids, int32_t* map, cudaStream_t stream)
+      : spec_(spec), ip_(ip), ix_(ix), wp_(wp), ex_(ex), R_(spec.num_rels()),
+        T_(spec.num_types()),
         replace_(replace), seed_(seed), batch_id_(batch_id), return_eids_(return_eids),
         map_(map), stream_(stream),
         long_opts_(spec.seeds[0].options().dtype(at::kLong)),
@@ -599,6 +657,7 @@ class CudaSampleCall {
     init_status_kernel<<<1, 1, 0, stream_>>>(status_, slots_);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (T_ > 1) offsets_ = at::tensor(spec_.offsets, at::kLong).to(long_opts_.device());
+    check_exclusions();
     map_seeds();
     count_exact(spec_.num_layers - 1);
     std::vector<ull> host = sync();
@@ -609,6 +668,17 @@ class CudaSampleCall {
   }
 
  private:
+  // Checks the excluded edges in GPU memory (add_exclusions checked those on the host).
+  void check_exclusions() {
+    for (int64_t r = 0; r < R_; ++r) {
+      if (ex_[r].count == 0 || !spec_.rels[r].excluded.is_cuda()) continue;
+      check_excluded_kernel<<<cuda_blocks(ex_[r].count), kCudaThreads, 0, stream_>>>(
+          ex_[r].positions, ex_[r].count, spec_.rels[r].indices.numel(),
+          static_cast<ull>(r) << kRelShift, status_);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  }
+
   // Checks the seeds type by type and maps them to 0, 1, ... (type-major global ids in dst_).
   void map_seeds() {
     for (int64_t t = 0; t < T_; ++t) dst_begin_[t + 1] = dst_begin_[t] + spec_.seeds[t].numel();
@@ -655,8 +725,9 @@ class CudaSampleCall {
                       const int32_t* n_extra, const CountArrays& ca) {
     const RelationSpec& rel = spec_.rels[r];
     launch_count(ip_[r], rel.indptr.numel() - 1, rel.indices.numel(), dst, upper, n_base, n_extra,
-                 spec_.fanout(layer, r), replace_, wp_[r].nonzero, spec_.offsets[rel.dst_type],
-                 static_cast<ull>(r) << kRelShift, ca, status_, bytes_opts_, stream_);
+                 spec_.fanout(layer, r), replace_, wp_[r].nonzero, ex_[r],
+                 spec_.offsets[rel.dst_type], static_cast<ull>(r) << kRelShift, ca, status_,
+                 bytes_opts_, stream_);
     total_kernel<int64_t><<<1, 1, 0, stream_>>>(status_ + kStatusSlots + r, ca.bp + upper);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
@@ -706,8 +777,8 @@ class CudaSampleCall {
       // The block's indices hold the picked positions until fill_kernel overwrites them.
       int64_t* pos = bi + edge_base[r];
       launch_positions<IdT>(d_ + b, nd, *ca_[r], e, spec_.fanout(layer, r), replace_, wp_[r],
-                       relation_key(layer_stream, static_cast<uint64_t>(r)), pos, long_opts_,
-                       stream_);
+                            ex_[r], relation_key(layer_stream, static_cast<uint64_t>(r)), pos,
+                            long_opts_, stream_);
       if (return_eids_) {
         at::Tensor eids = at::empty({e}, long_opts_);
         C10_CUDA_CHECK(cudaMemcpyAsync(eids.data_ptr<int64_t>(), pos, e * sizeof(int64_t),
@@ -867,6 +938,7 @@ class CudaSampleCall {
   const std::vector<const int64_t*>& ip_;
   const std::vector<const IdT*>& ix_;
   const std::vector<WeightPtrs>& wp_;
+  const std::vector<ExcludedPtrs>& ex_;
   const int64_t R_, T_;
   const bool replace_;
   const int64_t seed_, batch_id_;
@@ -899,8 +971,15 @@ std::vector<at::Tensor> run_cuda_call(const TypedSpec& spec, bool replace, int64
   std::vector<const int64_t*> ip;
   std::vector<const void*> ix;
   std::vector<WeightPtrs> wp(spec.rels.size());
+  std::vector<ExcludedPtrs> ex(spec.rels.size());
   for (size_t r = 0; r < spec.rels.size(); ++r) {
     const RelationSpec& rel = spec.rels[r];
+    if (rel.excluded.defined()) {  // on its indices' device (add_exclusions): GPU or pinned
+      ex[r].positions = static_cast<const int64_t*>(
+          device_readable_ptr(rel.excluded, "excluded_edges", device));
+      ex[r].count = rel.excluded.numel();
+      at::assert_no_overlap(node_map, rel.excluded);
+    }
     if (!rel.weighted()) continue;
     // A relation without edges (or destinations) has null pointers here, never read.
     wp[r].weights =
@@ -929,14 +1008,14 @@ std::vector<at::Tensor> run_cuda_call(const TypedSpec& spec, bool replace, int64
     if (spec.rels[0].indices.scalar_type() == at::kInt) {
       std::vector<const int32_t*> ix32;
       for (const void* p : ix) ix32.push_back(static_cast<const int32_t*>(p));
-      return CudaSampleCall<int32_t>(spec, ip, ix32, wp, replace, seed, batch_id, return_eids, map,
-                                     stream)
+      return CudaSampleCall<int32_t>(spec, ip, ix32, wp, ex, replace, seed, batch_id, return_eids,
+                                     map, stream)
           .run();
     }
     std::vector<const int64_t*> ix64;
     for (const void* p : ix) ix64.push_back(static_cast<const int64_t*>(p));
-    return CudaSampleCall<int64_t>(spec, ip, ix64, wp, replace, seed, batch_id, return_eids, map,
-                                   stream)
+    return CudaSampleCall<int64_t>(spec, ip, ix64, wp, ex, replace, seed, batch_id, return_eids,
+                                   map, stream)
         .run();
   } catch (...) {
     // Reset the whole map (an error leaves markers and ids behind) and wait for it, so nothing
@@ -987,13 +1066,12 @@ std::vector<at::Tensor> sample_fused_typed_cuda(at::TensorList indptrs, at::Tens
   TORCH_CHECK(seed_times.empty() && edge_times.empty(),
               "temporal sampling (seed_times, edge_times) runs on the CPU op only: sample a "
               "CPU graph on the CPU");
-  TORCH_CHECK(excluded_edges.empty(),
-              "excluded_edges runs on the CPU op only: sample a CPU graph on the CPU");
   (void)time_window;
   (void)temporal_strategy;
   const TypedSpec spec =
       make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds, fanouts, node_map,
-                      0, edge_weights, alias_tables, positive_counts);
+                      0, edge_weights, alias_tables, positive_counts, TemporalArgs(),
+                      excluded_edges);
   return run_cuda_call(spec, replace, seed, batch_id, return_eids, node_map);
 }
 

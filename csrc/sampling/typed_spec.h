@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../common/temporal_picks.h"
+#include "sample_errors.h"
 
 namespace gnnrepro {
 
@@ -168,8 +169,11 @@ inline void add_times(TypedSpec& spec, const TemporalArgs& temporal, at::TensorL
 }
 
 // Sets each relation's excluded edges: empty (none) or one entry per relation, None or its
-// sorted, distinct CSC positions (checked here on the CPU: a position out of order or range is
-// a clear error, never a read). Uniform relations of calls that are not temporal only.
+// sorted, distinct CSC positions, on its indices' device (pinned for a host graph the GPU reads
+// over UVA). Entries on the host are checked here, those in GPU memory by the CUDA op's first
+// kernel (raised at its first sync): a position out of order or range is a clear error
+// (sample_errors.h, kBadExcluded), never a read. Uniform relations of calls that are not
+// temporal only.
 inline void add_exclusions(TypedSpec& spec, const OptionalTensors& excluded) {
   const auto num_rels = static_cast<int64_t>(spec.rels.size());
   if (excluded.empty()) return;
@@ -190,9 +194,13 @@ inline void add_exclusions(TypedSpec& spec, const OptionalTensors& excluded) {
       const int64_t* p = ex->data_ptr<int64_t>();
       const int64_t n = ex->numel(), edges = rel.indices.numel();
       for (int64_t i = 0; i < n; ++i) {
-        TORCH_CHECK_VALUE(p[i] >= 0 && p[i] < edges && (i == 0 || p[i] > p[i - 1]),
-                          "excluded_edges of relation ", r, " must be sorted, distinct CSC "
-                          "positions in [0, ", edges, "): entry ", i, " is ", p[i]);
+        if (p[i] >= 0 && p[i] < edges && (i == 0 || p[i] > p[i - 1])) continue;
+        SampleErrorDetail detail;
+        detail.bad_excluded_rel = r;
+        detail.bad_excluded_entry = i;
+        detail.bad_excluded_value = p[i];
+        detail.bad_excluded_limit = edges;
+        raise_sample_error(kBadExcluded, detail, spec.total_nodes(), !spec.homogeneous());
       }
     }
     rel.excluded = *ex;

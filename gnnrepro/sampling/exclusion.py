@@ -1,6 +1,6 @@
 """Edges excluded from a batch's sampling (link prediction: the batch's own edges and their
 reverses, DGL's `exclude`): edge ids, as blocks report them, to the sorted CSC positions the op
-takes (csrc/common/exclusion.h)."""
+takes (csrc/common/exclusion.h), on the graph's device."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -22,11 +22,14 @@ class EdgePositions:
         self.graph = graph
         self._position: torch.Tensor | None = None
 
-    def sorted_positions(self, edge_ids: object, name: str) -> torch.Tensor:
-        """The distinct CSC positions of `edge_ids` (ids of this graph's edges), sorted; a
-        ValueError/TypeError naming `name` for anything else."""
+    def sorted_positions(self, edge_ids: object, name: str,
+                         device: torch.device) -> torch.Tensor:
+        """The distinct CSC positions of `edge_ids` (ids of this graph's edges, on `device`:
+        the sampler's), sorted, on the graph's device; a ValueError/TypeError naming `name`
+        for anything else."""
         g = self.graph
-        ids = check_id_tensor(edge_ids, name, g.indptr.device).to(torch.int64).reshape(-1)
+        ids = check_id_tensor(edge_ids, name, device).to(g.indptr.device, torch.int64)
+        ids = ids.reshape(-1)
         if ids.numel() == 0:
             return ids.contiguous()
         lo, hi = (int(v) for v in torch.aminmax(ids))
@@ -53,15 +56,17 @@ class EdgePositions:
 
 
 def excluded_args(exclude: object, positions: Mapping[object, EdgePositions],
-                  order: list, resolve: object = None) -> list[torch.Tensor | None]:
+                  order: list, device: torch.device,
+                  resolve: object = None) -> list[torch.Tensor | None]:
     """The op's excluded_edges list (one entry per relation in `order`, None where nothing is
-    excluded) from `exclude`: edge ids (one relation) or {relation: edge ids}."""
+    excluded) from `exclude`: edge ids on `device` (one relation) or {relation: edge ids}."""
     if isinstance(exclude, Mapping):
         if resolve is None:
             raise TypeError("exclude of a homogeneous graph must be a tensor of edge ids")
-        by_rel = per_relation(exclude, "exclude", resolve,
-                              lambda rel, ids, label: positions[rel].sorted_positions(ids, label))
+        by_rel = per_relation(
+            exclude, "exclude", resolve,
+            lambda rel, ids, label: positions[rel].sorted_positions(ids, label, device))
         return [by_rel.get(rel) for rel in order]
     if len(order) != 1:
         raise TypeError("exclude of a typed graph must be a dict {relation: edge ids}")
-    return [positions[order[0]].sorted_positions(exclude, "exclude")]
+    return [positions[order[0]].sorted_positions(exclude, "exclude", device)]

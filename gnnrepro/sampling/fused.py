@@ -174,9 +174,9 @@ class FusedSampler:
         [0, num_nodes): the op checks both while it maps them, raising ValueError; on a typed
         graph {node type: ids}, checked here). A temporal sampler takes repeated seeds and
         samples each at its `seed_time` (default: its node_time). `exclude`: edge ids (as
-        blocks report them; on a typed graph {relation: edge ids}) this batch must not sample,
-        each destination sampling among its other neighbours (DGL's `exclude_edges`; CPU,
-        uniform sampling)."""
+        blocks report them, on this sampler's device like the seeds; on a typed graph
+        {relation: edge ids}) this batch must not sample, each destination sampling among its
+        other neighbours (DGL's `exclude_edges`; uniform sampling)."""
         batch_id = check_seed(batch_id, "batch_id")
         if self.temporal is not None:
             if exclude is not None:
@@ -211,8 +211,6 @@ class FusedSampler:
             raise ValueError("exclude is not supported by a weighted sampler")
         if self.temporal is not None:
             raise ValueError("exclude is not supported by a temporal or disjoint sampler")
-        if self.device.type != "cpu":
-            raise ValueError(f"exclude runs on the CPU op: this sampler samples on {self.device}")
         if self._edge_positions is None:
             rels = self.graph.relations if self.typed else {None: self.graph}
             self._edge_positions = {rel: EdgePositions(csc) for rel, csc in rels.items()}
@@ -220,14 +218,20 @@ class FusedSampler:
                 positions.build()
 
     def _excluded_args(self, exclude: object) -> list[torch.Tensor | None]:
-        """The op's excluded_edges list for `exclude` (empty for None)."""
+        """The op's excluded_edges list for `exclude` (empty for None): positions on the
+        graph's device, where its edge id maps live, pinned for a GPU that samples a CPU
+        graph (the op reads them over UVA, as it reads the graph)."""
         if exclude is None:
             return []
         self.prepare_exclusion()
         if self.typed:
-            return excluded_args(exclude, self._edge_positions, self.graph.canonical_relations,
-                                 self.graph.relation)
-        return excluded_args(exclude, self._edge_positions, [None])
+            out = excluded_args(exclude, self._edge_positions, self.graph.canonical_relations,
+                                self.device, self.graph.relation)
+        else:
+            out = excluded_args(exclude, self._edge_positions, [None], self.device)
+        if self.device != self.graph.device:
+            out = [p.pin_memory() if p is not None else None for p in out]
+        return out
 
     def _sample_typed(self, seeds: object, batch_id: int,
                       excluded: list[torch.Tensor | None]) -> MiniBatch:
