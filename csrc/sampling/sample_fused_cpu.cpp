@@ -438,6 +438,15 @@ class SampleCall {
             [this](int64_t c) { count_range(items_[c]); }};
   }
 
+  // Destination v's neighbour positions [lo, hi) in relation r's indptr `ip` (`edges` edges);
+  // an indptr entry outside them is recorded (raised once counting is done) and reads empty.
+  CandidateRange list_range(const int64_t* ip, int64_t v, int64_t edges, int64_t r) {
+    const int64_t lo = ip[v], hi = ip[v + 1];
+    if (0 <= lo && lo <= hi && hi <= edges) return {lo, hi};
+    atomic_min(bad_indptr_, (r << kRelShift) | v);
+    return {0, 0};
+  }
+
   // (1) Degrees and pick counts of one item's destinations; indptr is read once per destination.
   void count_range(const Item& item) {
     // Locals, not the members: those share cache lines with ones other threads write, and a
@@ -462,11 +471,7 @@ class SampleCall {
         if (nonzero) __builtin_prefetch(nonzero + dst_ids[i + kPrefetchAhead] - dst_offset);
       }
       const int64_t v = (dst_ids[i] & node_mask) - dst_offset;
-      int64_t lo = ip[v], hi = ip[v + 1];
-      if (!(0 <= lo && lo <= hi && hi <= rel_edges)) {
-        atomic_min(bad_indptr_, (item.rel << kRelShift) | v);
-        lo = hi = 0;
-      }
+      const auto [lo, hi] = list_range(ip, v, rel_edges, item.rel);
       starts[i] = lo;
       if (nonzero) {  // a weighted relation: its degree code (weighted_picks.h)
         degrees[i] = weighted_degree_code(hi - lo, nonzero[v], layer_fanout, replace_);
@@ -511,12 +516,8 @@ class SampleCall {
         if (i + kPrefetchAhead < item.end) {
           __builtin_prefetch(ip + (dst_ids[i + kPrefetchAhead] & node_mask) - dst_offset);
         }
-        const int64_t v = (dst_ids[i] & node_mask) - dst_offset;
-        int64_t l = ip[v], h = ip[v + 1];
-        if (!(0 <= l && l <= h && h <= rel_edges)) {
-          atomic_min(bad_indptr_, (item.rel << kRelShift) | v);
-          l = h = 0;
-        }
+        const auto [l, h] = list_range(ip, (dst_ids[i] & node_mask) - dst_offset, rel_edges,
+                                       item.rel);
         lo[k] = l;
         t[k] = seed_time[dst_ids[i] >> shift];
         s[k] = {l, h - l};

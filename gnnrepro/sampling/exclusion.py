@@ -50,7 +50,7 @@ class EdgePositions:
         if ids is not None and self._position is None:
             size = int(ids.max()) + 1 if ids.numel() else 0
             position = torch.full((size,), -1, dtype=torch.int64, device=ids.device)
-            position[ids] = torch.arange(ids.numel(), device=ids.device)
+            position.index_copy_(0, ids, torch.arange(ids.numel(), device=ids.device))
             self._position = position
         return self._position
 
