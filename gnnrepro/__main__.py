@@ -221,7 +221,7 @@ def _link_prediction(args: argparse.Namespace, data: dict[str, Any]) -> dict[str
                                      num_negatives=args.negatives, hidden=args.hidden,
                                      steps=args.steps, lr=args.lr, seeds=range(args.seeds),
                                      pipelines=args.pipelines, eval_method=args.eval_method,
-                                     threads=args.threads)
+                                     threads=args.threads, relation=args.relation)
     print(link_prediction.format_table(result))
     return result
 

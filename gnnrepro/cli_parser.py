@@ -17,7 +17,7 @@ from typing import Any
 from gnnrepro.bench import (disk_training, link_prediction, placements, sampling_speed,
                             temporal_sampling, typed_disk, typed_sampling, weighted_sampling)
 from gnnrepro.checks import check_fraction, check_int
-from gnnrepro.datasets import LINK_DATASETS
+from gnnrepro.datasets import LINK_DATASETS, TYPED_DATASETS
 from gnnrepro.peers import PEERS, SETUP_COMMAND
 from gnnrepro.config import (DISK_TRAINING_DEFAULTS, FEATURE_STORES, PIPELINES,
                              STORAGE_DEFAULTS, TrainConfig, add_options, list_of)
@@ -182,9 +182,12 @@ def _add_link_prediction(kinds: Subparsers) -> argparse.ArgumentParser:
     s = kinds.add_parser("link-prediction", help="link prediction trained on DGL's edge-"
                                                  "prediction DataLoader and on ours, side by "
                                                  "side: time a step, MRR")
-    s.add_argument("--dataset", choices=LINK_DATASETS, default="citation-sim",
+    s.add_argument("--dataset", choices=LINK_DATASETS + TYPED_DATASETS, default="citation-sim",
                    help="a link dataset (LinkDataset): citation-sim (built in) or ogbl-citation2 "
-                        "(read from root)")
+                        "(read from root); or a typed dataset with --relation")
+    s.add_argument("--relation", default=None,
+                   help="a typed dataset's relation to predict (e.g. cites, writes), its edges "
+                        "held out with their reverse twins; ours only")
     add_options(s, ["scale", "root", "fanouts", "batch_size", "threads", "hidden", "lr"],
                 scale=0.05, fanouts=[15, 10], hidden=64, lr=0.01)
     s.add_argument("--steps", type=_arg_type(_count(1), "steps"), default=300)
@@ -192,9 +195,9 @@ def _add_link_prediction(kinds: Subparsers) -> argparse.ArgumentParser:
                    help="uniform negatives per positive edge")
     s.add_argument("--seeds", type=_arg_type(_count(1), "seeds"), default=3,
                    help="seeds 0..N-1, each pipeline trained once per seed")
-    s.add_argument("--pipelines", type=_names(link_prediction.PIPELINES),
-                   default=list(link_prediction.PIPELINES),
-                   help=f"comma-separated subset of {','.join(link_prediction.PIPELINES)}")
+    s.add_argument("--pipelines", type=_names(link_prediction.PIPELINES), default=None,
+                   help=f"comma-separated subset of {','.join(link_prediction.PIPELINES)} "
+                        "(default: both; fused on a typed dataset)")
     s.add_argument("--eval-method", choices=["layerwise", "sampled"], default="layerwise",
                    help="how the evaluation embeds the query nodes (the same for both)")
     return s

@@ -147,19 +147,22 @@ class TypedGraph:
     def index_dtype(self) -> torch.dtype:
         return next(iter(self.relations.values())).indices.dtype
 
-    def relation(self, key: str | Relation) -> Relation:
-        """The canonical relation a name or (src, name, dst) tuple refers to, else ValueError."""
+    def relation(self, key: str | Relation, argument: str | None = None) -> Relation:
+        """The canonical relation a name or (src, name, dst) tuple refers to, else ValueError
+        (naming `argument`, the parameter `key` was given as, where given)."""
+        at = "" if argument is None else f"{argument}: "
         if isinstance(key, str):
             if key in self._unique_names:
                 return next(rel for rel in self.relations if rel[1] == key)
             matches = [rel for rel in self.relations if rel[1] == key]
             if matches:
-                raise ValueError(f"relation name {key!r} is ambiguous: {matches}; give the "
+                raise ValueError(f"{at}relation name {key!r} is ambiguous: {matches}; give the "
                                  "(src, name, dst) tuple")
-            raise ValueError(f"unknown relation {key!r} (relations: {self.canonical_relations})")
+            raise ValueError(f"{at}unknown relation {key!r} (relations: "
+                             f"{self.canonical_relations})")
         if isinstance(key, (tuple, list)) and tuple(key) in self.relations:
             return tuple(key)
-        raise ValueError(f"unknown relation {key!r} (relations: {self.canonical_relations})")
+        raise ValueError(f"{at}unknown relation {key!r} (relations: {self.canonical_relations})")
 
     def node_type(self, key: object) -> str:
         if not isinstance(key, str) or key not in self.num_nodes:

@@ -10,6 +10,12 @@ the validation and test queries (1,000 fixed negatives each on citation-sim) by 
 Hits@K, with embeddings computed layer-wise over every neighbour (or by sampled blocks:
 `eval_method`), the same evaluation for both. Reported: median seconds a step (loader wait
 included), the ratio DGL / ours per seed, and each pipeline's MRR per seed.
+
+On a typed dataset (`--dataset mag-sim --relation cites`) the task is one relation: its edges
+are held out as citation-sim's are, with their reverse twins
+(gnnrepro.datasets.typed_link_dataset), the encoder is R-GCN (learnt embeddings for the
+featureless types) and each batch excludes its edges and their twins in the reverse relation.
+Ours only: DGL's heterogeneous edge-prediction loader is not wired as a baseline.
 """
 from __future__ import annotations
 
@@ -20,10 +26,12 @@ from typing import Any
 import torch
 
 from gnnrepro.config import resolve_threads
-from gnnrepro.datasets import load_scaled
+from gnnrepro.datasets import (TYPED_DATASETS, TypedDataset, TypedLinkDataset, hold_out_relation,
+                               load_scaled)
 from gnnrepro.env import environment
 from gnnrepro.linkpred import LinkPredictor, LinkSampler, evaluate_link, train_link
 from gnnrepro.models.graphsage import GraphSAGE
+from gnnrepro.models.rgcn import RGCN
 from gnnrepro.pipeline.loader import Loader
 from gnnrepro.pipeline.plan import BatchPlan
 from gnnrepro.sampling import FusedSampler
@@ -33,17 +41,24 @@ PIPELINES = ("fused", "dgl")
 
 def _loader(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_negatives: int,
             seed: int) -> Any:
-    """The pipeline's edge batches over the forward training edges, reverses excluded."""
+    """The pipeline's edge batches over the forward training edges (or the relation's),
+    reverses excluded."""
     train = torch.arange(data.num_train_edges)
     if pipeline == "dgl":
         from gnnrepro.linkpred.dgl_link_loader import DGLLinkLoader  # imports DGL when measured
         return DGLLinkLoader(data.graph, data.features, train, fanouts, batch_size,
                              num_negatives, exclude="reverse_id",
                              reverse_eids=data.reverse_eids, seed=seed)
-    edges = (torch.cat([data.train_src, data.train_dst]),
-             torch.cat([data.train_dst, data.train_src]))
+    if isinstance(data, TypedLinkDataset):  # the relation's edge i is training edge i
+        edges, relation = (data.train_src, data.train_dst), data.relation
+        exclude = "self" if data.reverse is None else "reverse_id"
+    else:  # the graph holds both directions: edge i + E is edge i's reverse
+        edges = (torch.cat([data.train_src, data.train_dst]),
+                 torch.cat([data.train_dst, data.train_src]))
+        relation, exclude = None, "reverse_id"
     link = LinkSampler(FusedSampler(data.graph, fanouts, seed=seed), edges, num_negatives,
-                       exclude="reverse_id", reverse_eids=data.reverse_eids, seed=seed)
+                       exclude=exclude, reverse_eids=data.reverse_eids, relation=relation,
+                       seed=seed)
     return Loader(data, link, "cpu", batch_size, seed=seed,
                   plan=BatchPlan(train, batch_size, seed=seed), labels=data.labels)
 
@@ -51,7 +66,12 @@ def _loader(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_n
 def _run(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_negatives: int,
          hidden: int, steps: int, lr: float, seed: int, eval_method: str) -> dict:
     torch.manual_seed(seed)
-    encoder = GraphSAGE(data.num_features, hidden, hidden, num_layers=len(fanouts), dropout=0.0)
+    if isinstance(data, TypedDataset):
+        encoder = RGCN.for_dataset(data, embed_dim=hidden, hidden=hidden, out_dim=hidden,
+                                   num_layers=len(fanouts), dropout=0.0)
+    else:
+        encoder = GraphSAGE(data.num_features, hidden, hidden, num_layers=len(fanouts),
+                            dropout=0.0)
     predictor = LinkPredictor(hidden, hidden, num_layers=3)
     loader = _loader(pipeline, data, fanouts, batch_size, num_negatives, seed)
     start = time.perf_counter()
@@ -71,12 +91,26 @@ def _run(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_nega
 def measure(dataset: str = "citation-sim", scale: float = 0.05, root: str | None = None,
             fanouts: Sequence[int] = (15, 10), batch_size: int = 1024, num_negatives: int = 1,
             hidden: int = 64, steps: int = 300, lr: float = 0.01,
-            seeds: Sequence[int] = (0, 1, 2), pipelines: Sequence[str] = PIPELINES,
-            eval_method: str = "layerwise", threads: int | None = None) -> dict:
-    """Train and evaluate each pipeline per seed; see the module docstring."""
+            seeds: Sequence[int] = (0, 1, 2), pipelines: Sequence[str] | None = None,
+            eval_method: str = "layerwise", threads: int | None = None,
+            relation: str | None = None) -> dict:
+    """Train and evaluate each pipeline per seed (default: both; ours alone on a typed
+    dataset, where `relation` names the predicted relation); see the module docstring."""
+    typed = dataset in TYPED_DATASETS
+    if typed != (relation is not None):
+        raise ValueError(f"relation names the predicted relation of a typed dataset "
+                         f"({', '.join(TYPED_DATASETS)}), and only there; got dataset "
+                         f"{dataset!r} and relation {relation!r}")
+    if pipelines is None:
+        pipelines = ("fused",) if typed else PIPELINES
+    if typed and "dgl" in pipelines:
+        raise ValueError("pipelines: DGL's heterogeneous edge-prediction loader is not a "
+                         "baseline here; a typed dataset runs pipelines=['fused']")
     threads = resolve_threads(threads)
     torch.set_num_threads(threads)
     data = load_scaled(dataset, root, scale)
+    if typed:
+        data = hold_out_relation(data, relation)
     fanouts = [int(f) for f in fanouts]
     runs: dict[str, dict[str, dict]] = {p: {} for p in pipelines}
     for i, seed in enumerate(seeds):
@@ -89,8 +123,10 @@ def measure(dataset: str = "citation-sim", scale: float = 0.05, root: str | None
         "params": {"dataset": dataset, "scale": scale, "fanouts": fanouts,
                    "batch_size": batch_size, "num_negatives": num_negatives, "hidden": hidden,
                    "steps": steps, "lr": lr, "seeds": list(seeds), "threads": threads,
-                   "eval_method": eval_method, "exclude": "reverse_id",
-                   "num_nodes": data.num_nodes, "num_train_edges": data.num_train_edges,
+                   "eval_method": eval_method,
+                   "exclude": "self" if data.reverse_eids is None else "reverse_id",
+                   "relation": list(data.relation) if typed else None,
+                   "num_nodes": data.graph.num_nodes, "num_train_edges": data.num_train_edges,
                    "val_queries": int(data.val_src.numel()),
                    "negatives_per_query": int(data.val_neg.shape[1])},
         "runs": runs,

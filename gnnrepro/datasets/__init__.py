@@ -33,9 +33,11 @@ from gnnrepro.datasets.temporal_dataset import TemporalDataset
 from gnnrepro.datasets.temporal_sim import NAME as TEMPORAL_SIM
 from gnnrepro.datasets.temporal_sim import load_temporal_sim
 from gnnrepro.datasets.typed_dataset import TypedDataset
+from gnnrepro.datasets.typed_link_dataset import TypedLinkDataset, hold_out_relation
 
 __all__ = ["Dataset", "KNOWN_DATASETS", "LINK_DATASETS", "LinkDataset", "SCALED_DATASETS",
-           "TYPED_DATASETS", "TemporalDataset", "TypedDataset", "load", "load_scaled"]
+           "TYPED_DATASETS", "TemporalDataset", "TypedDataset", "TypedLinkDataset",
+           "hold_out_relation", "load", "load_scaled"]
 
 _LOADERS: dict[str, Callable[..., Dataset | TypedDataset]] = {
     PRODUCTS_SIM: load_products_sim,

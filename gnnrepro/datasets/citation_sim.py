@@ -15,8 +15,9 @@ directed edges before the hold-out, 128 features, 86,956 val and 86,956 test que
   from its higher node id (the newer paper) to its lower (the cited one): a DAG, as citations are;
 * features = SIGNAL * (unit centroid of the community) + N(0, 1) noise: a weak community signal
   that neighbours' features sharpen, so a GNN has something to add over features alone;
-* the hold-out, as OGB's: distinct sources among the nodes with out-degree >= 2, chosen uniformly,
-  each losing one out-edge (uniform) to val and another to test; every other edge trains;
+* the hold-out, as OGB's (gnnrepro.datasets.edge_split): distinct sources among the nodes with
+  out-degree >= 2, chosen uniformly, each losing one out-edge (uniform) to val and another to
+  test; every other edge trains;
 * negatives: NUM_NEGATIVES uniform node ids per val and test query. As in OGB, a negative may
   rarely be a true edge of the query's source (or its source itself); rankings keep it.
 
@@ -36,6 +37,7 @@ import torch
 from gnnrepro.datasets import cache
 from gnnrepro.datasets.centroid_features import centroid_features
 from gnnrepro.datasets.chung_lu import sample_pairs
+from gnnrepro.datasets.edge_split import fixed_negatives, hold_out_edges
 from gnnrepro.datasets.link_dataset import (LinkDataset, link_graph, no_node_labels,
                                             read_link_entry)
 from gnnrepro.datasets.scaled import check_scale_and_seed
@@ -91,14 +93,13 @@ def generate(scale: float = 1.0, seed: int = 0) -> LinkDataset:
 
     if big:
         announce(f"{NAME}: holding out {num_queries} val and test edges")
-    val_pos, test_pos = _hold_out(rng, src, n, num_queries)
+    val_pos, test_pos = hold_out_edges(rng, src, n, num_queries, NAME)
     train = np.ones(num_edges, dtype=bool)
     train[val_pos] = False
     train[test_pos] = False
     features = centroid_features(rng, communities, NUM_COMMUNITIES, NUM_FEATURES, SIGNAL,
                                  progress=f"{NAME} features")
-    val_neg, test_neg = (rng.integers(0, n, size=(num_queries, NUM_NEGATIVES), dtype=np.int64)
-                         for _ in range(2))
+    val_neg, test_neg = fixed_negatives(rng, n, num_queries, NUM_NEGATIVES)
 
     train_src, train_dst = torch.from_numpy(src[train]), torch.from_numpy(dst[train])
     del train
@@ -121,25 +122,3 @@ def _counts(scale: float) -> tuple[int, int, int]:
     """(nodes, directed edges before the hold-out, val queries = test queries) at `scale`."""
     return (round(FULL_NODES * scale), round(FULL_EDGES * scale),
             max(round(FULL_QUERIES * scale), MIN_QUERIES))
-
-
-def _hold_out(rng: np.random.Generator, src: np.ndarray, n: int,
-              num_queries: int) -> tuple[np.ndarray, np.ndarray]:
-    """(val, test) edge positions: `num_queries` distinct sources (ascending) with out-degree
-    >= 2, each giving one uniformly chosen out-edge to val and another to test."""
-    out_degree = np.bincount(src, minlength=n)
-    eligible = np.flatnonzero(out_degree >= 2)
-    if eligible.size < num_queries:
-        raise RuntimeError(f"{NAME}: only {eligible.size} nodes cite two papers or more, "
-                           f"{num_queries} needed")
-    sources = np.sort(rng.choice(eligible, size=num_queries, replace=False))
-    picked = np.zeros(n, dtype=bool)
-    picked[sources] = True
-    positions = np.flatnonzero(picked[src])  # the sources' out-edges, grouped by source next
-    positions = positions[np.argsort(src[positions], kind="stable")]
-    degree = out_degree[sources]
-    start = np.cumsum(degree) - degree
-    first = rng.integers(0, degree)
-    second = rng.integers(0, degree - 1)
-    second += second >= first  # uniform among the other out-edges
-    return positions[start + first], positions[start + second]

@@ -23,7 +23,8 @@ from gnnrepro.datasets.anonymous import random_access_copy
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
 
-__all__ = ["LINK_ARRAYS", "LinkDataset", "link_graph", "no_node_labels", "read_link_entry"]
+__all__ = ["LINK_ARRAYS", "LinkDataset", "check_edge_arrays", "link_graph", "no_node_labels",
+           "read_link_entry"]
 
 #: The arrays a LinkDataset adds to a Dataset's ARRAYS (edge_ids: the graph's).
 LINK_ARRAYS = ("edge_ids", "train_src", "train_dst", "val_src", "val_dst", "val_neg",
@@ -50,20 +51,7 @@ class LinkDataset(Dataset):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for split in ("train", "val", "test"):
-            src, dst = getattr(self, f"{split}_src"), getattr(self, f"{split}_dst")
-            for key, t in ((f"{split}_src", src), (f"{split}_dst", dst)):
-                if t.dtype != torch.int64 or t.dim() != 1:
-                    raise ValueError(f"{key} must be a 1-D int64 tensor, got {t.dtype} "
-                                     f"{tuple(t.shape)}")
-            if src.shape != dst.shape:
-                raise ValueError(f"{split}_src and {split}_dst differ in length: "
-                                 f"{src.numel()} vs {dst.numel()}")
-            if split != "train":
-                neg = getattr(self, f"{split}_neg")
-                if neg.dtype != torch.int64 or neg.dim() != 2 or neg.shape[0] != src.numel():
-                    raise ValueError(f"{split}_neg must be int64 [{src.numel()}, K], got "
-                                     f"{neg.dtype} {tuple(neg.shape)}")
+        check_edge_arrays(self)
         if self.graph.edge_ids is None or self.graph.num_edges != 2 * self.num_train_edges:
             raise ValueError(f"graph must hold the {self.num_train_edges} training edges in both "
                              f"directions with edge_ids (link_graph), got {self.graph.num_edges} "
@@ -112,6 +100,25 @@ class LinkDataset(Dataset):
                 f"train/val/test edges={self.num_train_edges}/{self.val_src.numel()}/"
                 f"{self.test_src.numel()}, negatives={self.val_neg.shape[1]}, "
                 f"params={self.params})")
+
+
+def check_edge_arrays(dataset: Any) -> None:
+    """ValueError naming the first of `dataset`'s training edges and val/test queries
+    (`{split}_src`, `{split}_dst`, `{split}_neg`) that is not int64 of matching shapes."""
+    for split in ("train", "val", "test"):
+        src, dst = getattr(dataset, f"{split}_src"), getattr(dataset, f"{split}_dst")
+        for key, t in ((f"{split}_src", src), (f"{split}_dst", dst)):
+            if t.dtype != torch.int64 or t.dim() != 1:
+                raise ValueError(f"{key} must be a 1-D int64 tensor, got {t.dtype} "
+                                 f"{tuple(t.shape)}")
+        if src.shape != dst.shape:
+            raise ValueError(f"{split}_src and {split}_dst differ in length: "
+                             f"{src.numel()} vs {dst.numel()}")
+        if split != "train":
+            neg = getattr(dataset, f"{split}_neg")
+            if neg.dtype != torch.int64 or neg.dim() != 2 or neg.shape[0] != src.numel():
+                raise ValueError(f"{split}_neg must be int64 [{src.numel()}, K], got "
+                                 f"{neg.dtype} {tuple(neg.shape)}")
 
 
 def link_graph(src: torch.Tensor, dst: torch.Tensor, num_nodes: int) -> CSCGraph:

@@ -7,11 +7,14 @@ destinations per positive (gnnrepro.linkpred.negatives), and samples the blocks 
 endpoints in one op call. `exclude` keeps the batch's own edges out of its sampled graph, as
 DGL's `exclude` does: "self" the positives, "reverse_id" also their reverses given
 `reverse_eids` (edge e's reverse is reverse_eids[e]; an involution), None nothing (PyG's
-LinkNeighborLoader, which relies on a disjoint split instead).
+LinkNeighborLoader, which relies on a disjoint split instead). On a typed graph the reverses
+are edges of the reverse relation (mag's `cited_by` for `cites`, DGL's `reverse_etypes`):
+`reverse_eids={reverse relation: ids}`, edge e's reverse being edge ids[e] there.
 """
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -20,7 +23,7 @@ from gnnrepro.checks import check_id_tensor, check_int
 from gnnrepro.linkpred.edge_batch import EdgeBatch
 from gnnrepro.linkpred.negatives import NEGATIVE_MODES, EdgeSet, draw_negatives
 from gnnrepro.sampling.args import check_seed
-from gnnrepro.typed_graph import TypedGraph
+from gnnrepro.typed_graph import Relation, TypedGraph
 
 __all__ = ["EXCLUDE_MODES", "NEGATIVE_SOURCES", "LinkSampler", "check_reverse_eids"]
 
@@ -30,17 +33,22 @@ EXCLUDE_MODES = (None, "self", "reverse_id")
 NEGATIVE_SOURCES = ("positive", "uniform")
 
 
-def check_reverse_eids(reverse_eids: object, num_edges: int) -> torch.Tensor:
-    """`reverse_eids` as int64 [num_edges], an involution on [0, num_edges) (the reverse of an
+def check_reverse_eids(reverse_eids: object, num_edges: int,
+                       num_reverse_edges: int | None = None) -> torch.Tensor:
+    """`reverse_eids` as int64 [num_edges]: ids in [0, num_reverse_edges) of another relation's
+    edges, or (num_reverse_edges None) an involution on [0, num_edges) (the reverse of an
     edge's reverse is the edge); ValueError/TypeError naming reverse_eids otherwise."""
     rev = check_id_tensor(reverse_eids, "reverse_eids", torch.device("cpu")).to(torch.int64)
     if rev.shape != (num_edges,):
         raise ValueError(f"reverse_eids must have one entry per edge ({num_edges}), got shape "
                          f"{tuple(rev.shape)}")
+    limit = num_edges if num_reverse_edges is None else num_reverse_edges
     if num_edges:
         lo, hi = (int(v) for v in torch.aminmax(rev))
-        if lo < 0 or hi >= num_edges:
-            raise ValueError(f"reverse_eids must lie in [0, {num_edges}), found [{lo}, {hi}]")
+        if lo < 0 or hi >= limit:
+            raise ValueError(f"reverse_eids must lie in [0, {limit}), found [{lo}, {hi}]")
+        if num_reverse_edges is not None:
+            return rev.contiguous()
         bad = rev[rev] != torch.arange(num_edges)
         if bool(bad.any()):
             e = int(bad.nonzero()[0, 0])
@@ -53,21 +61,22 @@ def check_reverse_eids(reverse_eids: object, num_edges: int) -> torch.Tensor:
 class LinkSampler:
     """Edge mini-batches with negatives over `sampler` (a FusedSampler on the graph whose edges
     these are); see the module docstring. `edges` = (src, dst), int64, one entry per edge id of
-    the graph (or of `relation`)."""
+    the graph (or of `relation`). On a typed graph `relation` is the predicted relation and
+    `reverse_eids` a dict {reverse relation: ids}."""
 
     thread_use = "copy"  # a worker thread samples with its own copy, as FusedSampler's
 
     def __init__(self, sampler: Any, edges: tuple[torch.Tensor, torch.Tensor],
                  num_negatives: int = 1, negatives: str = "uniform", exclude: str | None = None,
-                 reverse_eids: torch.Tensor | None = None, relation: object = None,
-                 seed: int = 0, negative_sources: str = "positive"):
+                 reverse_eids: torch.Tensor | Mapping[object, torch.Tensor] | None = None,
+                 relation: object = None, seed: int = 0, negative_sources: str = "positive"):
         self.sampler = sampler
         self.graph = sampler.graph
         self.typed = isinstance(self.graph, TypedGraph)
         if self.typed:
             if relation is None:
                 raise ValueError("relation: name the relation whose edges are predicted")
-            self.relation = self.graph.relation(relation)
+            self.relation = self.graph.relation(relation, "relation")
             csc = self.graph.relations[self.relation]
         else:
             if relation is not None:
@@ -90,18 +99,26 @@ class LinkSampler:
         if exclude not in EXCLUDE_MODES:
             raise ValueError(f"exclude must be one of {EXCLUDE_MODES}, got {exclude!r}")
         if (exclude == "reverse_id") != (reverse_eids is not None):
-            raise ValueError("reverse_eids is needed with exclude='reverse_id', and only there")
+            where = f" of relation {self.relation}" if self.typed else ""
+            raise ValueError(f"reverse_eids is needed with exclude='reverse_id', and only "
+                             f"there: the map of each edge{where} to its reverse")
         self.exclude = exclude
         if exclude is not None:
             sampler.prepare_exclusion()  # its edge id maps now, not in the first batch
-        self.reverse_eids = (None if reverse_eids is None
-                             else check_reverse_eids(reverse_eids, self.src.numel()))
+        self.reverse_relation, self.reverse_eids = self._reverse_map(reverse_eids)
         self.seed = check_seed(seed)
         self.fanouts = sampler.fanouts
         self.device = sampler.device
         self.target = getattr(sampler, "target", None)
-        # a batch's seeds: each positive's two endpoints and its negatives (Loader staging)
-        self.nodes_per_seed = 2 + self.num_negatives
+        # a batch's seeds per positive: its endpoints and negatives (the Loader's staging bound)
+        sources = 1 + (self.num_negatives if negative_sources == "uniform" else 0)
+        self.nodes_per_seed = sources + 1 + self.num_negatives
+        #: on a typed graph, those seeds by node type
+        self.seed_types = None
+        if self.typed:
+            self.seed_types = {self.relation[0]: sources}
+            self.seed_types[self.relation[2]] = (self.seed_types.get(self.relation[2], 0)
+                                                 + 1 + self.num_negatives)
 
     def __copy__(self) -> "LinkSampler":
         out = LinkSampler.__new__(LinkSampler)
@@ -128,7 +145,6 @@ class LinkSampler:
                                      batch_id, stream=1)
         sources = [src] + ([] if neg_src is None else [neg_src.reshape(-1)])
         targets = [dst, neg.reshape(-1)]
-        exclude = self._excluded(ids)
         if self.typed and self.relation[0] != self.relation[2]:
             src_type, _, dst_type = self.relation
             (src_seeds, src_rows), (dst_seeds, dst_rows) = (_rows(sources), _rows(targets))
@@ -141,20 +157,48 @@ class LinkSampler:
         b = ids.numel()
         pos = torch.stack([src_rows[:b], dst_rows[:b]])
         neg_src_rows = None if neg_src is None else src_rows[b:].reshape(b, -1)
-        if self.typed and exclude is not None:
-            exclude = {self.relation: exclude}
-        mb = self.sampler.sample(seeds, batch_id, exclude=exclude)
+        mb = self.sampler.sample(seeds, batch_id, exclude=self._excluded(ids))
         return EdgeBatch(mb.seeds, mb.input_nodes, mb.blocks, batch_id=batch_id, pos=pos,
                          neg_dst=dst_rows[b:].reshape(b, -1), edge_ids=ids,
-                         neg_src=neg_src_rows)
+                         neg_src=neg_src_rows, relation=self.relation)
 
-    def _excluded(self, ids: torch.Tensor) -> torch.Tensor | None:
-        """The edge ids the batch's sampling leaves out."""
+    def _reverse_map(self, reverse_eids: object) -> tuple[Relation | None, torch.Tensor | None]:
+        """(the relation holding the reverses, or None: the predicted one; the checked map)."""
+        if reverse_eids is None:
+            return None, None
+        if not self.typed:
+            return None, check_reverse_eids(reverse_eids, self.src.numel())
+        if not isinstance(reverse_eids, Mapping) or len(reverse_eids) != 1:
+            raise ValueError(f"reverse_eids of a typed graph must be a dict {{reverse relation: "
+                             f"ids}} naming the one relation that holds the reverses of "
+                             f"{self.relation}'s edges, got {type(reverse_eids).__name__}")
+        (key, ids), = reverse_eids.items()
+        rev = self.graph.relation(key, "reverse_eids")
+        if (rev[0], rev[2]) != (self.relation[2], self.relation[0]):
+            raise ValueError(f"reverse_eids: {rev} cannot hold the reverses of {self.relation}'s "
+                             f"edges (a reverse runs from {self.relation[2]!r} to "
+                             f"{self.relation[0]!r})")
+        if rev == self.relation:
+            return None, check_reverse_eids(ids, self.src.numel())
+        return rev, check_reverse_eids(ids, self.src.numel(),
+                                       self.graph.relations[rev].num_edges)
+
+    def _excluded(self, ids: torch.Tensor) -> torch.Tensor | dict | None:
+        """The edge ids the batch's sampling leaves out ({relation: ids} on a typed graph)."""
         if self.exclude is None:
             return None
         if self.exclude == "self":
-            return ids
-        return torch.cat([ids, self.reverse_eids[ids]])
+            own, reverses = ids, None
+        elif self.reverse_relation is None:
+            own, reverses = torch.cat([ids, self.reverse_eids[ids]]), None
+        else:
+            own, reverses = ids, self.reverse_eids[ids]
+        if not self.typed:
+            return own
+        out = {self.relation: own}
+        if reverses is not None:
+            out[self.reverse_relation] = reverses
+        return out
 
 
 def _rows(parts: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

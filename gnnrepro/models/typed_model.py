@@ -5,6 +5,8 @@ width of every node type those relations touch (`in_dims` for types with feature
 optionally learnable embeddings for the types without (gnnrepro.models.embeddings). Its
 `forward(blocks, x)` takes a mini-batch's TypedBlocks, input layer first, and x {type: rows of
 that type's sources in blocks[0]}; it returns the logits of the `target` type's seeds.
+`type_outputs(blocks, x)` returns every type's (link prediction scores a relation's source
+type's outputs against its destination type's).
 
 Layer i alone is `forward_layer(i, block, h)` (h: {type: a row per source of that type in
 block}; it returns {type: a row per destination}): what forward does for layer i, the
@@ -99,13 +101,14 @@ class TypedModel(nn.Module):
     def for_dataset(cls, dataset: Any, embed_dim: int = 128, **kwargs: Any) -> "TypedModel":
         """The model for a TypedDataset (its graph's relations, `num_features`, `num_classes`
         and `target`), with `embed_dim`-wide NodeEmbeddings for its featureless types;
-        `kwargs` go to the model (hidden, num_layers, dropout, ...)."""
+        `kwargs` go to the model (hidden, num_layers, dropout, ...; `out_dim` and `target`
+        replace the dataset's: an encoder's embedding width)."""
         graph = dataset.graph
         used = {t for rel in graph.canonical_relations for t in (rel[0], rel[2])}
         featureless = {t: graph.num_nodes[t] for t in dataset.featureless_types if t in used}
+        kwargs = {"out_dim": dataset.num_classes, "target": dataset.target} | kwargs
         return cls(graph.canonical_relations,
                    {t: d for t, d in dataset.num_features.items() if t in used},
-                   out_dim=dataset.num_classes, target=dataset.target,
                    embeddings=NodeEmbeddings(featureless, embed_dim) if featureless else None,
                    **kwargs)
 
@@ -154,6 +157,12 @@ class TypedModel(nn.Module):
                 x: Mapping[str, torch.Tensor] | None) -> torch.Tensor:
         """Logits [seeds of the target type, out_dim] of a mini-batch's TypedBlocks (input
         layer first) and x {type: rows of blocks[0]'s sources of that type}."""
+        return self.type_outputs(blocks, x)[self.target]
+
+    def type_outputs(self, blocks: Sequence[TypedBlock],
+                     x: Mapping[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
+        """{type: [its seeds, out_dim]}: the last layer's rows of every type it outputs, from
+        the blocks and x as `forward` takes them."""
         if isinstance(blocks, TypedBlock) or not isinstance(blocks, Sequence):
             raise TypeError(f"blocks must be a list of TypedBlocks, got {type(blocks).__name__}")
         if len(blocks) != self.num_layers:
@@ -164,7 +173,7 @@ class TypedModel(nn.Module):
         h = self.layer_inputs(blocks[0].src_nodes, x)
         for i, block in enumerate(blocks):
             h = self.forward_layer(i, block, h)
-        return h[self.target]
+        return h
 
     def forward_layer(self, index: int, block: TypedBlock,
                       h: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:

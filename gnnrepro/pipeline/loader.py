@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -84,18 +84,21 @@ def _grown_rows(seeds: int, fanouts: list[int], num_nodes: int, max_degree: int)
 
 
 def _typed_max_input_rows(dataset: TypedDataset, fanouts: list[list[int]], batch_size: int,
-                          disjoint: bool = False) -> int:
+                          disjoint: bool = False,
+                          seed_types: Mapping[str, int] | None = None) -> int:
     """An upper bound on a typed batch's rows (input nodes of the featured types): from the
-    seeds outward, each relation adds at most min(fanout, its largest in-degree) sources per
-    destination to its source type, each type capped at its node count (per seed, if each
-    seed is sampled on its own: `disjoint`)."""
+    seeds (`seed_types[type]` per batch item, default one of the target type; an edge batch
+    seeds its endpoints' types) outward, each relation adds at most min(fanout, its largest
+    in-degree) sources per destination to its source type, each type capped at its node count
+    (per seed, if each seed is sampled on its own: `disjoint`)."""
     if disjoint:
-        return batch_size * _typed_max_input_rows(dataset, fanouts, 1)
+        return batch_size * _typed_max_input_rows(dataset, fanouts, 1, seed_types=seed_types)
     g = dataset.graph
     degree = {rel: int(csc.in_degrees().max()) if csc.num_nodes else 0
               for rel, csc in g.relations.items()}
     rows = dict.fromkeys(g.node_types, 0)
-    rows[dataset.target] = batch_size
+    for ntype, per_item in (seed_types or {dataset.target: 1}).items():
+        rows[ntype] = min(batch_size * per_item, g.num_nodes[ntype])
     for layer in reversed(fanouts):  # the seeds' layer first
         grown = dict(rows)  # destinations come first among the sources
         for rel, fanout in zip(g.canonical_relations, layer):
@@ -143,8 +146,11 @@ def _max_in_degree(dataset: Dataset) -> int:
 
 def _typed_sampler(dataset: Dataset | TypedDataset | None, sampler: Any) -> Any:
     """The sampler the Loader calls: on a typed dataset, one that takes the plan's ids as the
-    target type's seeds (gnnrepro.sampling.typed.with_target)."""
-    return with_target(sampler, dataset.target) if isinstance(dataset, TypedDataset) else sampler
+    target type's seeds (gnnrepro.sampling.typed.with_target), unless its batch items are
+    not nodes (an edge sampler's `seed_types`: it seeds its relation's endpoint types)."""
+    if not isinstance(dataset, TypedDataset) or getattr(sampler, "seed_types", None):
+        return sampler
+    return with_target(sampler, dataset.target)
 
 
 def _sampler_device(sampler: Any) -> str:
@@ -241,6 +247,9 @@ class Loader:
         self.read_ahead = check_bool("read_ahead", read_ahead)
         self.dataset, self.sampler = dataset, _typed_sampler(dataset, sampler)
         sampler = self.sampler
+        if plan is None and hasattr(sampler, "nodes_per_seed"):
+            raise ValueError("plan: an edge sampler's batches hold edge ids, not the dataset's "
+                             "training nodes; give plan=BatchPlan(edge ids, batch_size)")
         if plan is None:
             plan = BatchPlan(dataset.train_idx, self.batch_size, seed=seed, shuffle=shuffle,
                              world_size=world_size, rank=rank, drop_last=self.drop_last)
@@ -317,7 +326,8 @@ class Loader:
         fanouts = getattr(self.sampler, "fanouts", None)
         if isinstance(self.dataset, TypedDataset) and fanouts is not None:
             rows = _typed_max_input_rows(self.dataset, fanouts, self.plan.max_batch_size,
-                                         _samples_disjoint(self.sampler))
+                                         _samples_disjoint(self.sampler),
+                                         getattr(self.sampler, "seed_types", None))
         else:
             max_degree = num_nodes  # without the graph, an all-neighbours layer may reach all
             if self.dataset is not None and num_nodes:

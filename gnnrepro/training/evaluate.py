@@ -43,7 +43,7 @@ from gnnrepro.training.typed_layer_by_layer import (supports_typed_layerwise,
 from gnnrepro.typed_graph import TypedGraph
 
 __all__ = ["EVAL_METHODS", "accuracy", "choose_eval_method", "correct_in", "count_correct",
-           "rank_and_world"]
+           "input_rows", "rank_and_world"]
 
 
 def rank_and_world() -> tuple[int, int]:
@@ -143,7 +143,7 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
         for b in steps:
             seeds = ids[b * batch_size: (b + 1) * batch_size]
             mb = sampler.sample(seeds.to(sampler_device), b)
-            mb.x = _rows(dataset, store, on_cpu(mb.input_nodes))
+            mb.x = input_rows(dataset, store, on_cpu(mb.input_nodes))
             mb.y = dataset.labels[seeds]
             yield mb
             del mb  # before the next batch's rows: one batch's at a time
@@ -151,7 +151,7 @@ def count_correct(model: nn.Module, dataset: Dataset, sampler: Any, ids: torch.T
     return correct_in(model, batches(), len(steps), device, heartbeat, layout)[0]
 
 
-def _rows(dataset: Dataset | TypedDataset, store: FeatureStore | None, ids: Any) -> Any:
+def input_rows(dataset: Dataset | TypedDataset, store: FeatureStore | None, ids: Any) -> Any:
     """The input rows of a batch's `ids` (CPU; a dict by node type on a typed dataset), read
     through `store`, or (None) from the dataset's tables."""
     if store is not None:

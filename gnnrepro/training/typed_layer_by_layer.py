@@ -101,10 +101,12 @@ def _layer_rows(model: nn.Module, index: int, src_nodes: Mapping[str, torch.Tens
 def typed_layer_by_layer_predict(model: nn.Module, graph: TypedGraph,
                                  features: Mapping[str, torch.Tensor] | TypedFeatureStore,
                                  targets: torch.Tensor, device: torch.device, num_layers: int,
-                                 heartbeat: Callable[[], None] | None = None
-                                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(the sorted unique `targets` of `model.target`, their logits): `num_layers` layers of
-    `model.forward_layer`, each over every in-neighbour of every relation, in eval mode."""
+                                 heartbeat: Callable[[], None] | None = None,
+                                 target: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the sorted unique `targets`, their outputs): `num_layers` layers of
+    `model.forward_layer`, each over every in-neighbour of every relation, in eval mode.
+    `targets` are ids of node type `target` (default `model.target`: logits; another type's
+    outputs are its embeddings, as link prediction scores them)."""
     if not supports_typed_layerwise(model):
         raise TypeError(f"model must have forward_layer(i, block, h), layer_inputs(input_nodes, "
                         f"x), layer_dims and a target node type for typed layer-wise inference "
@@ -114,16 +116,17 @@ def typed_layer_by_layer_predict(model: nn.Module, graph: TypedGraph,
     was_training = model.training
     model.eval()
     try:
-        return _predict(model, graph, features, targets, device, num_layers, heartbeat)
+        return _predict(model, graph, features, targets, device, num_layers, heartbeat,
+                        model.target if target is None else graph.node_type(target))
     finally:
         model.train(was_training)
 
 
 def _predict(model: nn.Module, graph: TypedGraph,
              features: Mapping[str, torch.Tensor] | TypedFeatureStore, targets: torch.Tensor,
-             device: torch.device, num_layers: int, heartbeat: Callable[[], None] | None
-             ) -> tuple[torch.Tensor, torch.Tensor]:
-    sets = typed_needed_nodes(graph.to("cpu"), model.target, targets, num_layers)
+             device: torch.device, num_layers: int, heartbeat: Callable[[], None] | None,
+             target: str) -> tuple[torch.Tensor, torch.Tensor]:
+    sets = typed_needed_nodes(graph.to("cpu"), target, targets, num_layers)
     full = FusedSampler(graph.to("cpu"), [-1])
     tables: dict[str, torch.Tensor] = {}
     positions: dict[str, torch.Tensor] = {}
@@ -153,5 +156,4 @@ def _predict(model: nn.Module, graph: TypedGraph,
                 position = torch.full((graph.num_nodes[t],), -1, dtype=torch.int64)
                 position[needed[t]] = torch.arange(needed[t].numel())
                 positions[t] = position.to(device)
-    target = model.target
     return sets[-1][target], tables[target]
