@@ -21,37 +21,24 @@ import torch
 from gnnrepro.datasets import cache
 from gnnrepro.datasets.anonymous import random_access_copy
 from gnnrepro.datasets.dataset import Dataset
+from gnnrepro.datasets.edge_queries import EDGE_ARRAYS, EdgeQueries
 from gnnrepro.graph import CSCGraph
 
-__all__ = ["LINK_ARRAYS", "LinkDataset", "check_edge_arrays", "link_graph", "no_node_labels",
-           "read_link_entry"]
+__all__ = ["LINK_ARRAYS", "LinkDataset", "link_graph", "no_node_labels", "read_link_entry"]
 
 #: The arrays a LinkDataset adds to a Dataset's ARRAYS (edge_ids: the graph's).
-LINK_ARRAYS = ("edge_ids", "train_src", "train_dst", "val_src", "val_dst", "val_neg",
-               "test_src", "test_dst", "test_neg")
-_EDGE_ARRAYS = LINK_ARRAYS[1:]  # the dataclass fields
+LINK_ARRAYS = ("edge_ids", *EDGE_ARRAYS)
 _log = logging.getLogger(__name__)
 
 
 @dataclass(repr=False, kw_only=True)
-class LinkDataset(Dataset):
-    """A Dataset plus the training edges (int64 [E_t] `train_src` -> `train_dst`) and the
-    val/test queries (int64 [Q] `*_src`, `*_dst`; int64 [Q, K] `*_neg`: the negative
-    destinations each query's true one is ranked against). `graph` is `link_graph` of the
-    training edges (both directions, edge ids kept); labels are -1 and the node splits empty."""
-
-    train_src: torch.Tensor
-    train_dst: torch.Tensor
-    val_src: torch.Tensor
-    val_dst: torch.Tensor
-    val_neg: torch.Tensor
-    test_src: torch.Tensor
-    test_dst: torch.Tensor
-    test_neg: torch.Tensor
+class LinkDataset(Dataset, EdgeQueries):
+    """A Dataset plus its EdgeQueries. `graph` is `link_graph` of the training edges (both
+    directions, edge ids kept); labels are -1 and the node splits empty."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_edge_arrays(self)
+        self.check_edge_queries()
         if self.graph.edge_ids is None or self.graph.num_edges != 2 * self.num_train_edges:
             raise ValueError(f"graph must hold the {self.num_train_edges} training edges in both "
                              f"directions with edge_ids (link_graph), got {self.graph.num_edges} "
@@ -65,16 +52,12 @@ class LinkDataset(Dataset):
         return cls(graph=graph, features=arrays["features"], labels=arrays["labels"],
                    train_idx=arrays["train_idx"], val_idx=arrays["val_idx"],
                    test_idx=arrays["test_idx"], num_classes=num_classes, name=name,
-                   params=params, **{k: arrays[k] for k in _EDGE_ARRAYS})
+                   params=params, **{k: arrays[k] for k in EDGE_ARRAYS})
 
     def arrays(self) -> dict[str, torch.Tensor]:
         """Every array by name, in ARRAYS + LINK_ARRAYS order (what the cache writes)."""
         return (super().arrays() | {"edge_ids": self.graph.edge_ids}
-                | {k: getattr(self, k) for k in _EDGE_ARRAYS})
-
-    @property
-    def num_train_edges(self) -> int:
-        return self.train_src.numel()
+                | {k: getattr(self, k) for k in EDGE_ARRAYS})
 
     @property
     def reverse_eids(self) -> torch.Tensor:
@@ -86,39 +69,16 @@ class LinkDataset(Dataset):
     def nbytes(self) -> int:
         """The Dataset's bytes plus the graph's edge ids and the edge and query arrays."""
         return (super().nbytes() + 8 * self.graph.num_edges
-                + sum(8 * getattr(self, k).numel() for k in _EDGE_ARRAYS))
+                + sum(8 * getattr(self, k).numel() for k in EDGE_ARRAYS))
 
     def summary(self) -> dict[str, Any]:
         """Dataset.summary plus the edge counts and negatives per query."""
-        return super().summary() | {
-            "num_train_edges": self.num_train_edges, "num_val_edges": self.val_src.numel(),
-            "num_test_edges": self.test_src.numel(), "num_negatives": self.val_neg.shape[1]}
+        return super().summary() | self.edge_counts()
 
     def __repr__(self) -> str:
         return (f"LinkDataset(name={self.name!r}, num_nodes={self.num_nodes}, "
                 f"num_edges={self.graph.num_edges}, num_features={self.num_features}, "
-                f"train/val/test edges={self.num_train_edges}/{self.val_src.numel()}/"
-                f"{self.test_src.numel()}, negatives={self.val_neg.shape[1]}, "
-                f"params={self.params})")
-
-
-def check_edge_arrays(dataset: Any) -> None:
-    """ValueError naming the first of `dataset`'s training edges and val/test queries
-    (`{split}_src`, `{split}_dst`, `{split}_neg`) that is not int64 of matching shapes."""
-    for split in ("train", "val", "test"):
-        src, dst = getattr(dataset, f"{split}_src"), getattr(dataset, f"{split}_dst")
-        for key, t in ((f"{split}_src", src), (f"{split}_dst", dst)):
-            if t.dtype != torch.int64 or t.dim() != 1:
-                raise ValueError(f"{key} must be a 1-D int64 tensor, got {t.dtype} "
-                                 f"{tuple(t.shape)}")
-        if src.shape != dst.shape:
-            raise ValueError(f"{split}_src and {split}_dst differ in length: "
-                             f"{src.numel()} vs {dst.numel()}")
-        if split != "train":
-            neg = getattr(dataset, f"{split}_neg")
-            if neg.dtype != torch.int64 or neg.dim() != 2 or neg.shape[0] != src.numel():
-                raise ValueError(f"{split}_neg must be int64 [{src.numel()}, K], got "
-                                 f"{neg.dtype} {tuple(neg.shape)}")
+                f"{self.edge_counts_text()}, params={self.params})")
 
 
 def link_graph(src: torch.Tensor, dst: torch.Tensor, num_nodes: int) -> CSCGraph:

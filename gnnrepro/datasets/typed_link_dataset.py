@@ -22,7 +22,7 @@ import torch
 
 from gnnrepro.checks import check_int
 from gnnrepro.datasets.edge_split import fixed_negatives, hold_out_edges
-from gnnrepro.datasets.link_dataset import check_edge_arrays
+from gnnrepro.datasets.edge_queries import EdgeQueries
 from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.graph import CSCGraph
 from gnnrepro.typed_graph import Relation, TypedGraph
@@ -36,26 +36,17 @@ _SPLIT_STREAM = 7  # the split's generator: default_rng([seed, _SPLIT_STREAM])
 
 
 @dataclass(repr=False, kw_only=True)
-class TypedLinkDataset(TypedDataset):
-    """A TypedDataset plus `relation`'s training edges (int64 [E_t] `train_src` of its source
-    type -> `train_dst` of its destination type: edge i of the relation, and of `reverse`
-    where the graph has one) and its val/test queries (`*_src`, `*_dst`, `*_neg` [Q, K]), held
-    out of the graph with their reverse twins."""
+class TypedLinkDataset(TypedDataset, EdgeQueries):
+    """A TypedDataset plus `relation`'s EdgeQueries (`train_src` of its source type ->
+    `train_dst` of its destination type: edge i of the relation, and of `reverse` where the
+    graph has one), held out of the graph with their reverse twins."""
 
     relation: Relation
     reverse: Relation | None
-    train_src: torch.Tensor
-    train_dst: torch.Tensor
-    val_src: torch.Tensor
-    val_dst: torch.Tensor
-    val_neg: torch.Tensor
-    test_src: torch.Tensor
-    test_dst: torch.Tensor
-    test_neg: torch.Tensor
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_edge_arrays(self)
+        self.check_edge_queries()
         rels = {"relation": self.relation}
         if self.reverse is not None:
             rels["reverse"] = self.reverse
@@ -70,10 +61,6 @@ class TypedLinkDataset(TypedDataset):
                                  f"edges, got {self.graph.relations[rel].num_edges}")
 
     @property
-    def num_train_edges(self) -> int:
-        return self.train_src.numel()
-
-    @property
     def reverse_eids(self) -> dict[Relation, torch.Tensor] | None:
         """{reverse relation: int64 [E_t]}, the id of each training edge's twin there (what a
         LinkSampler's exclude='reverse_id' takes); None without a reverse relation."""
@@ -85,15 +72,11 @@ class TypedLinkDataset(TypedDataset):
         """TypedDataset.summary plus the relation, its reverse and the edge counts."""
         return super().summary() | {
             "relation": list(self.relation),
-            "reverse": None if self.reverse is None else list(self.reverse),
-            "num_train_edges": self.num_train_edges, "num_val_edges": self.val_src.numel(),
-            "num_test_edges": self.test_src.numel(), "num_negatives": self.val_neg.shape[1]}
+            "reverse": None if self.reverse is None else list(self.reverse)} | self.edge_counts()
 
     def __repr__(self) -> str:
         return (f"TypedLinkDataset({self.name!r}, relation={self.relation}, "
-                f"reverse={self.reverse}, train/val/test edges={self.num_train_edges}/"
-                f"{self.val_src.numel()}/{self.test_src.numel()}, "
-                f"negatives={self.val_neg.shape[1]})")
+                f"reverse={self.reverse}, {self.edge_counts_text()})")
 
 
 def hold_out_relation(dataset: TypedDataset, relation: str | Relation,
