@@ -71,10 +71,8 @@ def _sampling_rows(params: Params, store: Store, fanouts: list[int],
     """The rows of every typed sampler at `fanouts` (DGL's not run where `missing` says why),
     and the run's parameters."""
     samplers = ["fused"] if missing else list(typed_sampling.SAMPLERS)
-    kwargs = {"dataset": params.hetero_dataset, "scale": params.hetero_scale,
-              "root": params.root, "fanouts": list(fanouts), "batch_size": params.batch_size,
-              "batches": params.sampling_batches, "threads": params.threads,
-              "repeats": params.sampling_repeats, "samplers": samplers, "seed": params.seed}
+    kwargs = {**params.sampling_kwargs(), "dataset": params.hetero_dataset,
+              "scale": params.hetero_scale, "fanouts": list(fanouts), "samplers": samplers}
     result = store.memo("typed-sampling", kwargs, lambda: typed_sampling.measure(**kwargs),
                         params.force)
     fused_ms = result["samplers"]["fused"]["ms_per_batch"]

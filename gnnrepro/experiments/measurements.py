@@ -72,11 +72,8 @@ def sampling_run(params: Params, store: Store, dataset: str,
                  samplers: Sequence[str] = sampling_bench.SAMPLERS, **extra: Any) -> dict:
     """gnnrepro.bench.sampling_speed.measure of `samplers` (default: all) on `dataset` with
     `params`' settings and `extra` arguments; stored by its arguments."""
-    kwargs = {"dataset": dataset, "scale": params.scale, "root": params.root,
-              "fanouts": list(params.fanouts), "batch_size": params.batch_size,
-              "batches": params.sampling_batches, "threads": params.threads,
-              "repeats": params.sampling_repeats, "samplers": list(samplers),
-              "seed": params.seed, "peers": list(params.peers), **extra}
+    kwargs = {**params.sampling_kwargs(), "dataset": dataset, "samplers": list(samplers),
+              "peers": list(params.peers), **extra}
     return store.memo("sampling", kwargs, lambda: sampling_bench.measure(**kwargs),
                       params.force)
 

@@ -352,6 +352,14 @@ class Params:
         """The named parameters as a JSON-ready dict: what identifies an experiment's result."""
         return {name: copy.deepcopy(getattr(self, name)) for name in names}
 
+    def sampling_kwargs(self) -> dict[str, Any]:
+        """The arguments the sampling benchmarks' `measure` share (gnnrepro.bench): also
+        their results' store key."""
+        return {"dataset": self.dataset, "scale": self.scale, "root": self.root,
+                "fanouts": list(self.fanouts), "batch_size": self.batch_size,
+                "batches": self.sampling_batches, "threads": self.threads,
+                "repeats": self.sampling_repeats, "seed": self.seed}
+
     def describe(self) -> str:
         """One line per parameter, for the notebook's log."""
         return "\n".join(f"{name:>18} = {getattr(self, name)!r}" for name in self.names())

@@ -29,10 +29,7 @@ def temporal_sampling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        kwargs = {"dataset": params.dataset, "scale": params.scale, "root": params.root,
-                  "fanouts": list(params.fanouts), "batch_size": params.batch_size,
-                  "batches": params.sampling_batches, "threads": params.threads,
-                  "repeats": params.sampling_repeats, "seed": params.seed}
+        kwargs = params.sampling_kwargs()
         result = store.memo("temporal-sampling", kwargs, lambda: bench.measure(**kwargs),
                             params.force)
         samplers = result["samplers"]
