@@ -2,6 +2,8 @@
 dataset, one torch thread. Helper functions that tests import live in tests/helpers.py."""
 from __future__ import annotations
 
+import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,3 +48,22 @@ def bench_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Record (and refuse) every attempt to resolve or connect: the test fails on any."""
+    attempts: list[str] = []
+
+    def refuse(*args: object, **_kwargs: object) -> None:
+        attempts.append(repr(args[:2]))
+        raise OSError("network access in a test")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    yield attempts
+    ogb_version = sys.modules.get("ogb.version")
+    if ogb_version is not None and hasattr(ogb_version, "thread"):
+        ogb_version.thread.join()  # ogb's PyPI check, if anything started it
+    assert attempts == []

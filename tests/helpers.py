@@ -61,3 +61,10 @@ def load_script(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def write_csv_gz(path: Path, data: object, header: bool = False) -> None:
+    """`data` (an array or DataFrame) as a gzipped CSV at `path`, as OGB's raw files are."""
+    import pandas as pd
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(data).to_csv(path, header=header, index=False, compression="gzip")

@@ -3,15 +3,13 @@ and i + E_t are each other's reverse), the OGB-style hold-out and negatives, det
 cache, argument checks, a learnable signal, and ogbl-citation2 read offline through ogb."""
 from __future__ import annotations
 
-import socket
-import sys
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
+
+from helpers import write_csv_gz
 
 from gnnrepro.datasets import (KNOWN_DATASETS, LINK_DATASETS, SCALED_DATASETS, LinkDataset, load,
                                ogbl_loader)
@@ -217,30 +215,6 @@ def test_features_and_structure_predict_links(sim: LinkDataset) -> None:
 
 # --- ogbl-citation2 from a local OGB root -----------------------------------------------------
 
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Any connection attempt fails the test."""
-    attempts: list[str] = []
-
-    def refuse(*args: object, **_kwargs: object) -> None:
-        attempts.append(repr(args[:2]))
-        raise OSError("network access in a test")
-
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    yield attempts
-    ogb_version = sys.modules.get("ogb.version")
-    if ogb_version is not None and hasattr(ogb_version, "thread"):
-        ogb_version.thread.join()  # ogb's PyPI check, if anything started it
-    assert attempts == []
-
-
-def _write_csv(path: Path, data: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(data).to_csv(path, header=False, index=False, compression="gzip")
-
-
 def _write_ogbl_citation2(root: Path, as_tensors: bool = False,
                           release: bool = True) -> dict[str, np.ndarray]:
     """A tiny ogbl-citation2 in OGB's on-disk layout (what citation-v2.zip unpacks to, as ogb
@@ -253,11 +227,11 @@ def _write_ogbl_citation2(root: Path, as_tensors: bool = False,
     dst = rng.integers(0, src)  # a citation: to an older (lower) id
     features = ((rng.integers(-800, 800, (n, f)) + 0.5) / 8).astype(np.float32)  # CSV-exact
     raw = directory / "raw"
-    _write_csv(raw / "edge.csv.gz", np.stack([src, dst], 1))
-    _write_csv(raw / "num-node-list.csv.gz", np.array([[n]]))
-    _write_csv(raw / "num-edge-list.csv.gz", np.array([[e]]))
-    _write_csv(raw / "node-feat.csv.gz", features)
-    _write_csv(raw / "node_year.csv.gz", rng.integers(1990, 2020, (n, 1)))
+    write_csv_gz(raw / "edge.csv.gz", np.stack([src, dst], 1))
+    write_csv_gz(raw / "num-node-list.csv.gz", np.array([[n]]))
+    write_csv_gz(raw / "num-edge-list.csv.gz", np.array([[e]]))
+    write_csv_gz(raw / "node-feat.csv.gz", features)
+    write_csv_gz(raw / "node_year.csv.gz", rng.integers(1990, 2020, (n, 1)))
     expected = {"features": features, "train_src": src, "train_dst": dst}
     split = {"train": {"source_node": src, "target_node": dst}}
     for key, part in (("val", "valid"), ("test", "test")):

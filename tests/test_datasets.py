@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import json
 import pickle
-import socket
-import sys
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
+
+from helpers import write_csv_gz
 
 from gnnrepro.datasets import Dataset, cache, load, ogb_loader, products_sim
 from gnnrepro.datasets.dataset import symmetric_csc
@@ -274,30 +272,6 @@ def test_symmetric_csc_adds_reverse_edges_and_dedupes() -> None:
 
 # --- OGB ------------------------------------------------------------------------------------
 
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Record (and refuse) every attempt to resolve or connect."""
-    attempts: list[str] = []
-
-    def refuse(*args: object, **_kwargs: object) -> None:
-        attempts.append(repr(args[:2]))
-        raise OSError("network access in a test")
-
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    yield attempts
-    ogb_version = sys.modules.get("ogb.version")
-    if ogb_version is not None and hasattr(ogb_version, "thread"):
-        ogb_version.thread.join()  # ogb's PyPI check, if anything started it
-    assert attempts == []
-
-
-def _write_csv(path: Path, data: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(data).to_csv(path, header=False, index=False, compression="gzip")
-
-
 def _write_ogb_raw(root: Path, name: str, release: bool = True) -> dict[str, np.ndarray]:
     """A tiny `name` in OGB's raw on-disk layout; returns what a loader must reproduce."""
     rng = np.random.default_rng(7)
@@ -326,14 +300,14 @@ def _write_ogb_raw(root: Path, name: str, release: bool = True) -> dict[str, np.
                             num_nodes_list=np.array([n]), num_edges_list=np.array([src.size]))
         np.savez_compressed(raw / "node-label.npz", node_label=labels[:, None])
     else:
-        _write_csv(raw / "edge.csv.gz", np.stack([src, dst], axis=1))
-        _write_csv(raw / "num-node-list.csv.gz", np.array([[n]]))
-        _write_csv(raw / "num-edge-list.csv.gz", np.array([[src.size]]))
-        _write_csv(raw / "node-feat.csv.gz", features)
-        _write_csv(raw / "node-label.csv.gz", labels.astype(np.int64)[:, None])
-        _write_csv(raw / "node_year.csv.gz", rng.integers(2000, 2020, (n, 1)))
+        write_csv_gz(raw / "edge.csv.gz", np.stack([src, dst], axis=1))
+        write_csv_gz(raw / "num-node-list.csv.gz", np.array([[n]]))
+        write_csv_gz(raw / "num-edge-list.csv.gz", np.array([[src.size]]))
+        write_csv_gz(raw / "node-feat.csv.gz", features)
+        write_csv_gz(raw / "node-label.csv.gz", labels.astype(np.int64)[:, None])
+        write_csv_gz(raw / "node_year.csv.gz", rng.integers(2000, 2020, (n, 1)))
     for key, idx in split.items():
-        _write_csv(directory / "split" / layout.split / f"{key}.csv.gz", idx[:, None])
+        write_csv_gz(directory / "split" / layout.split / f"{key}.csv.gz", idx[:, None])
     if release:
         (directory / f"RELEASE_v{layout.version}.txt").write_text("")
     pairs = np.unique(np.concatenate([np.stack([dst, src], 1), np.stack([src, dst], 1)]), axis=0)

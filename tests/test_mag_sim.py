@@ -3,15 +3,15 @@ and ogbn-mag read offline from OGB's raw layout."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+
+from helpers import write_csv_gz
 
 from gnnrepro.datasets import (KNOWN_DATASETS, SCALED_DATASETS, TYPED_DATASETS, TypedDataset,
                                load, load_scaled, mag_sim, ogb_loader, ogb_mag, typed_cache)
@@ -283,27 +283,6 @@ def test_both_are_registered_as_typed_datasets() -> None:
 
 # --- ogbn-mag from a local OGB root -------------------------------------------------------
 
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Any connection attempt fails the test."""
-    attempts: list[str] = []
-
-    def refuse(*args: object, **_kwargs: object) -> None:
-        attempts.append(repr(args[:2]))
-        raise OSError("network access in a test")
-
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    yield attempts
-    assert attempts == []
-
-
-def _write_csv(path: Path, data: np.ndarray | pd.DataFrame, header: bool = False) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(data).to_csv(path, header=header, index=False, compression="gzip")
-
-
 def _write_ogbn_mag(root: Path) -> dict:
     """A tiny ogbn-mag in OGB's raw layout (every file its mag.zip has); returns what was
     written: num_nodes, edges per relation, features, labels, years, splits."""
@@ -311,33 +290,33 @@ def _write_ogbn_mag(root: Path) -> dict:
     num_nodes = {"author": 40, "field_of_study": 9, "institution": 5, "paper": 30}
     directory, edges = root / "ogbn_mag", {}
     raw = directory / "raw"
-    _write_csv(raw / "num-node-dict.csv.gz", pd.DataFrame({t: [n] for t, n in num_nodes.items()}),
+    write_csv_gz(raw / "num-node-dict.csv.gz", pd.DataFrame({t: [n] for t, n in num_nodes.items()}),
                header=True)
-    _write_csv(raw / "triplet-type-list.csv.gz", np.array(sorted(RELATIONS)))
-    _write_csv(raw / "nodetype-has-label.csv.gz",
+    write_csv_gz(raw / "triplet-type-list.csv.gz", np.array(sorted(RELATIONS)))
+    write_csv_gz(raw / "nodetype-has-label.csv.gz",
                pd.DataFrame({t: [t == "paper"] for t in num_nodes}), header=True)
     for i, rel in enumerate(sorted(RELATIONS)):
         e = 25 + 10 * i
         src, dst = rng.integers(0, num_nodes[rel[0]], e), rng.integers(0, num_nodes[rel[2]], e)
         edges[rel] = np.stack([src, dst], 1)  # repeats and loops kept, as OGB's lists have them
         sub = raw / "relations" / "___".join(rel)
-        _write_csv(sub / "edge.csv.gz", edges[rel])
-        _write_csv(sub / "num-edge-list.csv.gz", np.array([[e]]))
-        _write_csv(sub / "edge_reltype.csv.gz", np.full((e, 1), i))
+        write_csv_gz(sub / "edge.csv.gz", edges[rel])
+        write_csv_gz(sub / "num-edge-list.csv.gz", np.array([[e]]))
+        write_csv_gz(sub / "edge_reltype.csv.gz", np.full((e, 1), i))
     n = num_nodes["paper"]
     features = ((rng.integers(-800, 800, (n, 128)) + 0.5) / 8).astype(np.float32)
     years = rng.integers(2010, 2020, n)
     labels = rng.integers(0, 349, n)
-    _write_csv(raw / "node-feat" / "paper" / "node-feat.csv.gz", features)
-    _write_csv(raw / "node-feat" / "paper" / "node_year.csv.gz", years[:, None])
-    _write_csv(raw / "node-label" / "paper" / "node-label.csv.gz", labels[:, None])
+    write_csv_gz(raw / "node-feat" / "paper" / "node-feat.csv.gz", features)
+    write_csv_gz(raw / "node-feat" / "paper" / "node_year.csv.gz", years[:, None])
+    write_csv_gz(raw / "node-label" / "paper" / "node-label.csv.gz", labels[:, None])
     splits = {"train": np.flatnonzero(years < 2018), "valid": np.flatnonzero(years == 2018),
               "test": np.flatnonzero(years == 2019)}
     split = directory / "split" / "time"
-    _write_csv(split / "nodetype-has-split.csv.gz",
+    write_csv_gz(split / "nodetype-has-split.csv.gz",
                pd.DataFrame({t: [t == "paper"] for t in num_nodes}), header=True)
     for key, idx in splits.items():
-        _write_csv(split / "paper" / f"{key}.csv.gz", idx[:, None])
+        write_csv_gz(split / "paper" / f"{key}.csv.gz", idx[:, None])
     (directory / "RELEASE_v2.txt").write_text("")
     return {"num_nodes": num_nodes, "edges": edges, "features": features, "labels": labels,
             "splits": splits}
