@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from gnnrepro.config import TrainConfig
-from gnnrepro.drop_in_link import (EdgePredictionSampler, LinkNeighborLoader,
+from gnnrepro.drop_in_link import (PEER_WORKER_ARGS, EdgePredictionSampler, LinkNeighborLoader,
                                    as_edge_prediction_sampler, dgl_sampling,
                                    edge_prediction_loader)
 from gnnrepro.interop import from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
@@ -34,16 +34,13 @@ from gnnrepro.training.pipelines import make_loader
 __all__ = ["DataLoader", "LinkNeighborLoader", "NeighborLoader", "as_edge_prediction_sampler"]
 
 
-#: The peers' loader arguments a drop-in takes for what ours does anyway: their worker
-#: processes (ours chooses its own workers from the machine unless workers=... is given).
-_PEER_WORKER_ARGS = ("num_workers", "persistent_workers")
 
 
 def _config(fanouts: Sequence[int], device: Any, batch_size: int, settings: dict) -> TrainConfig:
     """The loader's settings; a peer's argument that is no setting of ours is named (a
     TypeError), with what our loader does instead where that is the question."""
     known = {f.name for f in dataclasses.fields(TrainConfig)}
-    for name in _PEER_WORKER_ARGS:
+    for name in PEER_WORKER_ARGS:
         settings.pop(name, None)
     unknown = sorted(set(settings) - known)
     if unknown:
@@ -71,6 +68,9 @@ def DataLoader(g: Any, train_idx: Any, sampler: Any, *, device: Any = "cpu",  # 
     With `sampler` from gnnrepro.drop_in_link.as_edge_prediction_sampler, `train_idx` are edge
     ids and it yields DGL's edge-prediction batches (gnnrepro.drop_in_link)."""
     if isinstance(sampler, EdgePredictionSampler):  # DGL's as_edge_prediction_sampler's
+        if use_uva:
+            raise ValueError("use_uva=True: the edge-prediction drop-in samples on the CPU "
+                             "(link prediction does not drive a GPU sampler yet)")
         return edge_prediction_loader(g, train_idx, sampler, device=device,
                                       batch_size=batch_size, shuffle=shuffle,
                                       drop_last=drop_last, feat=feat, **settings)

@@ -7,7 +7,8 @@ train_eids, sampler, ...)` yields DGL's `(input_nodes, pair_graph, neg_pair_grap
 batch's seed nodes (blocks[-1]'s destinations) with the positives' ids in
 `pair_graph.edata[dgl.EID]`; negatives k per positive with the positive's source; `exclude`
 None, "self" or "reverse_id" (with `reverse_eids`), as DGL's. The NeighborSampler's `prob` or
-`mask` (an edata field) and `replace` sample as DGL's (weighted sampling excludes nothing).
+`mask` (an edata field) and `replace` sample as DGL's (`exclude` with `prob` or `mask`: a
+ValueError, as exclusion needs uniform sampling).
 
 PyG: `LinkNeighborLoader(data, num_neighbors, edge_label_index=..., edge_label=...,
 neg_sampling=dict(mode="binary" | "triplet", amount=k), batch_size=...)` yields PyG's batches:
@@ -31,6 +32,7 @@ import torch
 
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
+from gnnrepro.config.machine import resolve_workers
 from gnnrepro.interop.convert import dgl_csc, dgl_edge_weights, pyg_edge_weights, pyg_graph
 from gnnrepro.interop.dgl_view import to_dgl
 from gnnrepro.interop.pyg_view import to_pyg
@@ -140,16 +142,33 @@ def edge_prediction_loader(g: Any, train_eids: Any, sampler: EdgePredictionSampl
     are our Loader's (workers, worker_kind, prefetch, ...)."""
     data, edges = _dgl_graph_data(g, feat)
     sampling = sampler.sampling
+    seed = settings.pop("seed", 0)
     link = LinkSampler(FusedSampler(data.graph, sampling.fanouts, replace=sampling.replace,
                                     weights=sampling.weights(g)), edges,
                        sampler.num_negatives, sampler.negatives, sampler.exclude,
-                       sampler.reverse_eids, seed=settings.pop("seed", 0))
-    ids = torch.as_tensor(train_eids).to(torch.int64)
-    loader = Loader(data, link, device, batch_size, shuffle=shuffle, drop_last=drop_last,
-                    plan=BatchPlan(ids, batch_size, shuffle=shuffle, drop_last=drop_last),
-                    labels=data.labels, **settings)
+                       sampler.reverse_eids, seed=seed)
+    loader = _edge_loader(data, link, torch.as_tensor(train_eids).to(torch.int64), device,
+                          batch_size, shuffle, drop_last, seed, settings)
     with_negatives = sampler.num_negatives > 0
     return OwningBatchView(loader, lambda batch: _to_dgl_pairs(batch, with_negatives))
+
+
+#: The peers' loader arguments a drop-in takes for what ours does anyway: their worker
+#: processes (ours chooses its own workers from the machine unless workers=... is given).
+PEER_WORKER_ARGS = ("num_workers", "persistent_workers")
+
+
+def _edge_loader(data: Dataset, link: LinkSampler, ids: torch.Tensor | int, device: Any,
+                 batch_size: int, shuffle: bool, drop_last: bool, seed: int,
+                 settings: dict[str, Any]) -> Loader:
+    """Our Loader over the edge batches of `ids` (edge ids, or a count: 0..n-1), as the node
+    drop-ins build theirs: the peers' worker arguments dropped, workers chosen from the
+    machine unless `settings` gives them, the shuffle seeded by `seed`."""
+    for name in PEER_WORKER_ARGS:
+        settings.pop(name, None)
+    settings.setdefault("workers", resolve_workers(None, str(device)))
+    plan = BatchPlan(ids, batch_size, seed=seed, shuffle=shuffle, drop_last=drop_last)
+    return Loader(data, link, device, batch_size, plan=plan, labels=data.labels, **settings)
 
 
 def _to_dgl_pairs(batch: EdgeBatch, with_negatives: bool) -> tuple:
@@ -178,8 +197,6 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
     """PyG's LinkNeighborLoader on our loader (module docstring). `num_neighbors` counts from
     the seeds, as PyG's; `neg_sampling_ratio=r` is PyG's older spelling of binary negatives;
     `replace` and `weight_attr` as NeighborLoader's (gnnrepro.drop_in)."""
-    for name in ("num_workers", "persistent_workers"):
-        settings.pop(name, None)
     if neg_sampling is None and neg_sampling_ratio is not None:
         neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
     mode, amount = "none", 0
@@ -199,15 +216,13 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
     label_index = data.edge_index if edge_label_index is None else edge_label_index
     label_index = torch.as_tensor(label_index).to(torch.int64)
     labels = (None if edge_label is None else torch.as_tensor(edge_label))
+    seed = settings.pop("seed", 0)
     link = LinkSampler(FusedSampler(dataset.graph, list(reversed(list(num_neighbors))),
                                     replace=replace, weights=weights),
-                       (label_index[0], label_index[1]), amount, exclude=None,
-                       seed=settings.pop("seed", 0),
+                       (label_index[0], label_index[1]), amount, exclude=None, seed=seed,
                        negative_sources="uniform" if mode == "binary" else "positive")
-    ids = torch.arange(label_index.shape[1])
-    loader = Loader(dataset, link, device, batch_size, shuffle=shuffle, drop_last=drop_last,
-                    plan=BatchPlan(ids, batch_size, shuffle=shuffle, drop_last=drop_last),
-                    labels=dataset.labels, **settings)
+    loader = _edge_loader(dataset, link, label_index.shape[1], device, batch_size, shuffle,
+                          drop_last, seed, settings)
     return OwningBatchView(loader, lambda batch: _to_pyg_link(batch, mode, labels))
 
 

@@ -26,7 +26,8 @@ def test_dgls_edge_prediction_batches():
     sampler = as_edge_prediction_sampler(
         dgl.dataloading.NeighborSampler([4, 4]), exclude="reverse_id", reverse_eids=reverse,
         negative_sampler=dgl.dataloading.negative_sampler.Uniform(2))
-    loader = DataLoader(g, torch.arange(e), sampler, batch_size=100, shuffle=True)
+    loader = DataLoader(g, torch.arange(e), sampler, batch_size=100, shuffle=True,
+                        num_workers=4)  # DGL's argument: taken, our loader chooses its own
     seen = []
     all_src, all_dst = g.edges(order="eid")
     for input_nodes, pair, neg, blocks in loader:
@@ -93,3 +94,19 @@ def test_the_link_loaders_close_their_workers():
     assert loader.loader._closed
     with pytest.raises(RuntimeError):
         next(iter(loader))
+
+
+def test_the_link_drop_ins_take_the_peers_worker_arguments_and_seed_their_shuffle():
+    """num_workers (the peer's) is taken and left to our loader; `seed` seeds the order."""
+    data_mod = pytest.importorskip("torch_geometric.data")
+    src, dst = edges(seed=3)
+    data = data_mod.Data(x=torch.randn(150, 5), edge_index=torch.stack([src, dst]), num_nodes=150)
+
+    def first_ids(seed: int) -> list[int]:
+        with LinkNeighborLoader(data, [2], batch_size=16, shuffle=True, num_workers=4,
+                                persistent_workers=True, seed=seed) as loader:
+            return next(iter(loader)).input_id.tolist()
+
+    assert first_ids(1) == first_ids(1)
+    assert first_ids(1) != first_ids(2)
+

@@ -331,15 +331,25 @@ def test_without_a_dataset_the_plan_labels_and_store_are_required(dataset, sampl
         Loader("products-sim", sampler, "cpu", BATCH)
 
 
-@pytest.mark.parametrize("ids", [torch.arange(50), torch.arange(50, dtype=torch.int32),
+@pytest.mark.parametrize("ids", [50, torch.arange(50, dtype=torch.int32),
                                  torch.arange(50) + 7, torch.randperm(50)])
 def test_an_epoch_visits_the_ids_in_its_seeded_order(ids):
-    """Ids that are their own positions skip the gather; every kind gives ids[order]."""
+    """A count n stands for the ids 0..n-1 (their order is the epoch's, no gather); ids given
+    are visited as ids[order]."""
     from gnnrepro.pipeline import BatchPlan
     from gnnrepro.pipeline.plan import epoch_order
     plan = BatchPlan(ids, 8, seed=3)
+    full = torch.arange(ids) if isinstance(ids, int) else ids
+    assert len(plan) == 7
     for epoch in (0, 1):
         got = plan.epoch_ids(epoch)
-        want = ids[epoch_order(ids.numel(), 3, epoch)]
-        assert got.dtype == ids.dtype and torch.equal(got, want)
+        want = full[epoch_order(full.numel(), 3, epoch)]
+        assert got.dtype == full.dtype and torch.equal(got, want)
     assert not torch.equal(plan.epoch_ids(0), plan.epoch_ids(1))
+
+
+@pytest.mark.parametrize("ids, error", [(-1, ValueError), (2.5, TypeError), (True, TypeError)])
+def test_a_bad_plan_size_is_named(ids, error):
+    from gnnrepro.pipeline import BatchPlan
+    with pytest.raises(error, match="ids"):
+        BatchPlan(ids, 8)

@@ -60,7 +60,8 @@ def _loader(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_n
                        exclude=exclude, reverse_eids=data.reverse_eids, relation=relation,
                        seed=seed)
     return Loader(data, link, "cpu", batch_size, seed=seed,
-                  plan=BatchPlan(train, batch_size, seed=seed), labels=data.labels)
+                  plan=BatchPlan(data.num_train_edges, batch_size, seed=seed),
+                  labels=data.labels)
 
 
 def _run(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_negatives: int,
