@@ -1,9 +1,11 @@
-// Temporal sampling: which neighbours one destination may pick at its seed's time, the
-// per-destination rule that the CPU op and the CUDA kernels share (host and device).
+// Temporal sampling: which neighbours one destination may pick at its seed's time, as
+// per-element steps (host and device) that the CPU op runs, and a CUDA kernel will share (the
+// CUDA op refuses temporal calls today).
 //
 // A timed relation's edges are sorted by time within each destination (non-decreasing `times`
 // over every neighbour list), so the candidates at time T are one contiguous range, found by
-// two binary searches: the edges with time <= T and, given a window w >= 0, time >= T - w.
+// two binary searches (TimeSearch): the first edge after T ends it and, given a window w >= 0,
+// the first edge after T - w - 1 (window_floor) begins it.
 // Uniform picks are then the uniform rules (picks.h) over that range; "last" picks are its
 // `fanout` most recent edges, in time order.
 #pragma once
@@ -21,10 +23,11 @@ struct CandidateRange {
   int64_t begin, end;
 };
 
-// first_after's search as a state that one step advances (std::upper_bound's steps), so that a
-// caller can run many searches in lockstep and overlap their cache misses (the CPU op); every
-// caller takes the same steps, so both devices find the same position even in a list that is
-// not sorted. `first`: the answer so far; `count`: how many positions after it are still open.
+// The search for the first position p in [lo, hi) with times[p] > t (hi if none), as a state
+// {lo, hi - lo} that one step advances (std::upper_bound's steps), so that a caller can run
+// many searches in lockstep and overlap their cache misses (the CPU op). A list that is not
+// sorted gives some position in [lo, hi], never one outside it. `first`: the answer so far;
+// `count`: how many positions after it are still open.
 struct TimeSearch {
   int64_t first, count;
 };
@@ -41,13 +44,6 @@ GNNREPRO_HD bool time_search_step(TimeSearch& s, const int64_t* times, int64_t t
   return s.count > 0;
 }
 
-// First position p in [lo, hi) with times[p] > t (hi if none): times[lo..hi) non-decreasing.
-GNNREPRO_HD int64_t first_after(const int64_t* times, int64_t lo, int64_t hi, int64_t t) {
-  TimeSearch s{lo, hi - lo};
-  while (time_search_step(s, times, t)) {}
-  return s.first;
-}
-
 // The floor of a window: the time after which candidates start, time - window - 1, or whether
 // it falls below the smallest int64 (then every earlier edge is a candidate).
 GNNREPRO_HD bool window_floor(int64_t time, int64_t window, int64_t* floor) {
@@ -55,16 +51,6 @@ GNNREPRO_HD bool window_floor(int64_t time, int64_t window, int64_t* floor) {
   if (time < kMin + window + 1) return false;
   *floor = time - window - 1;
   return true;
-}
-
-// The neighbours in [lo, hi) whose time lies in [time - window, time] (window < 0: no lower
-// bound). A list that is not sorted gives some range inside [lo, hi), never one outside it.
-GNNREPRO_HD CandidateRange temporal_candidates(const int64_t* times, int64_t lo, int64_t hi,
-                                               int64_t time, int64_t window) {
-  const int64_t end = first_after(times, lo, hi, time);
-  int64_t floor = 0;
-  if (window < 0 || !window_floor(time, window, &floor)) return {lo, end};
-  return {first_after(times, lo, end, floor), end};  // the first position after the floor
 }
 
 // The range the destination samples from under `strategy`: every candidate (uniform), or its

@@ -606,8 +606,7 @@ class SampleCall {
   // most one new source per edge, counted per seed (a key's seed index is its destination's).
   void reset_disjoint_map(int64_t entries) {
     const int64_t* d = dst_.data_ptr<int64_t>();
-    int64_t seeds = 0;
-    for (int64_t i = 0; i < num_dst_; ++i) seeds = std::max(seeds, (d[i] >> shift_) + 1);
+    const auto seeds = static_cast<int64_t>(seed_time_.size());  // one time per seed
     std::vector<int64_t> keys(seeds, 0);
     for (int64_t i = 0; i < num_dst_; ++i) ++keys[d[i] >> shift_];
     for (const Rel& rel : rels_) {

@@ -84,7 +84,7 @@ def _run(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_nega
     val = evaluate_link(encoder, predictor, data, "val", eval_sampler, eval_method)
     test = evaluate_link(encoder, predictor, data, "test", eval_sampler, eval_method)
     step_s = sorted(trained.step_s[1:] or trained.step_s)  # the first step starts the loader
-    return {"steps": trained.steps, "train_s": train_s,
+    return {"steps": trained.steps, "train_s": train_s, "first_step_s": trained.step_s[0],
             "s_per_step": step_s[len(step_s) // 2], "final_loss": trained.losses[-1],
             "val": val, "test": test}
 

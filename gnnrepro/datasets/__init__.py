@@ -24,7 +24,7 @@ from gnnrepro.datasets.mag_sim import load_mag_sim
 from gnnrepro.datasets.ogb_loader import OGB_DATASETS, load_ogb
 from gnnrepro.datasets.ogb_mag import NAME as OGBN_MAG
 from gnnrepro.datasets.ogb_mag import load_ogbn_mag
-from gnnrepro.datasets.ogbl_loader import OGBL_DATASETS, UNSUPPORTED_OGBL, load_ogbl
+from gnnrepro.datasets.ogbl_loader import OGBL_DATASETS, load_ogbl, refuse_unsupported
 from gnnrepro.datasets.papers_sim import NAME as PAPERS_SIM
 from gnnrepro.datasets.papers_sim import load_papers_sim
 from gnnrepro.datasets.products_sim import NAME as PRODUCTS_SIM
@@ -77,9 +77,7 @@ def load(name: str, root: str | Path | None = None,
     a TypedDataset; citation-sim and ogbl-citation2 (LINK_DATASETS) a LinkDataset, without node
     labels. The other ogbl-* raise NotImplementedError saying why (ogbl_loader.UNSUPPORTED_OGBL).
     """
-    if name in UNSUPPORTED_OGBL:
-        raise NotImplementedError(f"{name} does not load as a LinkDataset yet: "
-                                  f"{UNSUPPORTED_OGBL[name]}")
+    refuse_unsupported(name)
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(KNOWN_DATASETS)}")
     loader = _LOADERS[name]

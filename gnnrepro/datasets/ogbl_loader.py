@@ -42,13 +42,18 @@ UNSUPPORTED_OGBL: dict[str, str] = {
 }
 
 
+def refuse_unsupported(name: str) -> None:
+    """NotImplementedError saying why, for the OGB link datasets that do not load yet."""
+    if name in UNSUPPORTED_OGBL:
+        raise NotImplementedError(f"{name} does not load as a LinkDataset yet: "
+                                  f"{UNSUPPORTED_OGBL[name]}")
+
+
 def load_ogbl(name: str, root: str | Path | None = None) -> LinkDataset:
     """OGB link dataset `name` from OGB root `root` (default `$GNNREPRO_OGB_ROOT` or
     `~/data/ogb`), converted and cached on the first call; FileNotFoundError naming what is
     missing, NotImplementedError for the UNSUPPORTED_OGBL."""
-    if name in UNSUPPORTED_OGBL:
-        raise NotImplementedError(f"{name} does not load as a LinkDataset yet: "
-                                  f"{UNSUPPORTED_OGBL[name]}")
+    refuse_unsupported(name)
     if name not in OGBL_DATASETS:
         raise ValueError(f"unknown OGB link dataset {name!r}; known: {', '.join(OGBL_DATASETS)}")
     source = Path(default_root() if root is None else root).expanduser().resolve()

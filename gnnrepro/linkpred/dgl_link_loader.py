@@ -25,17 +25,9 @@ from gnnrepro.graph import CSCGraph
 from gnnrepro.linkpred.edge_batch import EdgeBatch
 from gnnrepro.linkpred.link_sampler import EXCLUDE_MODES
 from gnnrepro.sampling.args import check_fanouts
+from gnnrepro.sampling.exclusion import EdgePositions
 
 __all__ = ["DGLLinkLoader"]
-
-
-def _dgl_edge_ids(graph: CSCGraph, ids: torch.Tensor) -> torch.Tensor:
-    """Edge ids of `graph` (its `edge_ids`, or CSC positions) as DGL's: CSC positions."""
-    if graph.edge_ids is None:
-        return ids
-    position = torch.empty_like(graph.edge_ids)
-    position[graph.edge_ids] = torch.arange(graph.num_edges)
-    return position[ids]
 
 
 class _MappedSampler:
@@ -74,12 +66,16 @@ class DGLLinkLoader:
         g = g.formats(["csc", "coo"])
         g.ndata["feat"] = features
         self._g = g
+        # DGL's edge ids are CSC positions: ours map to them once (None: ours are positions).
+        position = EdgePositions(graph).build()
         reverse = None
         if reverse_eids is not None:  # DGL's space: reverse[pos(e)] = pos(reverse_eids[e])
-            positions = _dgl_edge_ids(graph, torch.arange(graph.num_edges))
-            reverse = torch.empty(graph.num_edges, dtype=torch.int64)
-            reverse[positions] = _dgl_edge_ids(graph, reverse_eids[torch.arange(graph.num_edges)])
-            reverse = reverse.to(idtype)
+            if position is None:
+                reverse = reverse_eids.to(idtype)
+            else:
+                reverse = torch.empty(graph.num_edges, dtype=torch.int64)
+                reverse[position] = position[reverse_eids]
+                reverse = reverse.to(idtype)
         self._graph_edge_ids = graph.edge_ids
         neighbors = _MappedSampler(
             dgl.dataloading.NeighborSampler(list(self.fanouts), prefetch_node_feats=["feat"]),
@@ -87,7 +83,8 @@ class DGLLinkLoader:
         sampler = dgl.dataloading.as_edge_prediction_sampler(
             neighbors, exclude=exclude, reverse_eids=reverse,
             negative_sampler=dgl.dataloading.negative_sampler.Uniform(self.num_negatives))
-        eids = _dgl_edge_ids(graph, train_edge_ids.to(torch.int64)).to(idtype)
+        eids = train_edge_ids.to(torch.int64)
+        eids = (eids if position is None else position[eids]).to(idtype)
         dgl.seed(seed)
         self._loader = dgl.dataloading.DataLoader(g, eids, sampler, batch_size=self.batch_size,
                                                   shuffle=shuffle, drop_last=False)
