@@ -2,7 +2,8 @@
 //
 // One schema per op; CPU and CUDA kernels register against it (TORCH_LIBRARY_IMPL) in their own
 // files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
-#include <torch/extension.h>
+#include <torch/library.h>
+#include <torch/python.h>
 
 #include "bench/random_reads.h"
 #include "common/local_threads.h"

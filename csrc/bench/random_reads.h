@@ -5,7 +5,9 @@
 // compares the sampler with it.
 #pragma once
 
-#include <torch/extension.h>
+// pybind11 with torch's tensor casters; torch/extension.h would add all of libtorch's C++ API
+// (twice the compile time).
+#include <torch/python.h>
 
 namespace gnnrepro {
 

@@ -11,7 +11,9 @@
 // row stored for another node whatever the tensors were changed to. All methods take the lock.
 #pragma once
 
-#include <torch/extension.h>
+// pybind11 with torch's tensor casters; torch/extension.h would add all of libtorch's C++ API
+// (twice the compile time).
+#include <torch/python.h>
 
 #include <cstdint>
 #include <cstring>

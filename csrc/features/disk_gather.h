@@ -15,7 +15,9 @@
 // time per object (a lock).
 #pragma once
 
-#include <torch/extension.h>
+// pybind11 with torch's tensor casters; torch/extension.h would add all of libtorch's C++ API
+// (twice the compile time).
+#include <torch/python.h>
 
 #include <deque>
 #include <memory>

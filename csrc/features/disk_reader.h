@@ -14,7 +14,9 @@
 // or short read fails the job with a message naming the file, the byte range and the rows.
 #pragma once
 
-#include <torch/extension.h>
+// pybind11 with torch's tensor casters; torch/extension.h would add all of libtorch's C++ API
+// (twice the compile time).
+#include <torch/python.h>
 
 #include <atomic>
 #include <condition_variable>

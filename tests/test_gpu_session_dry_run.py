@@ -1,0 +1,80 @@
+"""The GPU session's `--dry-run` (benchmarks/gpu_session.py) where there is no GPU: it runs every
+step and writes every file; `--steps` runs only the named steps and what they need. Apart from
+test_gpu_session.py: no step here is bound in seconds, so this file runs beside the others (the
+Makefile's SERIAL_TESTS)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = {"session.json", "session.log", "placements.json", "copy-overlap.json",
+         "end-to-end.json", "h2d.json"}
+
+
+def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
+    run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out",
+                          str(out), "--commit", "abc1234", "--wheels", str(tmp_path / "none"),
+                          "--pyg-wheels", str(tmp_path / "none")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    pyg_ran = importlib.util.find_spec("torch_sparse") is not None  # else no wheel to install
+    assert {p.name for p in out.iterdir()} == FILES | ({"own-model-pyg.json"} if pyg_ran else
+                                                       set())  # at most 8 come back
+    report = json.loads((out / "session.json").read_text())
+    assert report["dry_run"] and report["commit"] == "abc1234" and report["scale"] == 0.002
+    steps = report["steps"]
+    names = list(steps)
+    assert names[:7] == ["dataset", "build", "tests-gpu", "memcheck", "racecheck", "placements",
+                         "copy-overlap"]
+    assert names[-3:] == ["h2d", "mlperf-rgat", "own-model-pyg"] and len(names) >= 13
+    assert all(name.startswith("end-to-end-") for name in names[7:-3])
+    mlperf = report["mlperf_rgat"]  # the preset ran, on igbh-sim, with its own settings
+    assert mlperf["params"]["model"] == "rgat-mlperf" and mlperf["params"]["batch_size"] == 1024
+    assert mlperf["params"]["fanouts"] == [5, 10, 15] and mlperf["dataset"]["name"] == "igbh-sim"
+    assert report["figures"]["mlperf_rgat"]["steps"] == 1
+    if not pyg_ran:
+        assert steps["own-model-pyg"]["status"].startswith("skipped: torch_sparse is not "
+                                                            "installed")
+    assert all(step["ok"] for step in steps.values()), steps
+    assert steps["memcheck"]["status"] == "skipped: no CUDA device"
+    assert steps["build"]["errors_reach_python"] is True
+    assert report["figures"]["tests_gpu"]["passed"] > 0
+    placements = json.loads((out / "placements.json").read_text())
+    assert set(placements["samplers"]) == {"fused-cpu", "unfused-cpu"}
+    # The headline figures are read as a stored GPU session's: none on the CPU, the ladder's
+    # epochs against its baseline.
+    assert report["figures"]["sampling"][0]["machine"] == "GPU: not measured"
+    rungs = {row["pipeline"]: row for row in report["figures"]["end_to_end"]}
+    base = report["figures"]["end_to_end"][0]["baseline"]  # DGL's pipeline where DGL imports
+    assert base in ("dgl", "reference") and rungs[base]["speedup"] == 1.0
+    assert rungs["fused+pinned"]["speedup"] > 0
+    ladder = json.loads((out / "end-to-end.json").read_text())
+    assert {"reference", "fused", "fused+pinned"} <= set(ladder["pipelines"])
+    assert sorted(ladder["params"]["pipelines"]) == sorted(ladder["rungs"])
+    log = (out / "session.log").read_text()
+    assert "== placements" in log and "passed" in log
+
+
+def test_steps_runs_only_the_named_steps_with_what_they_need(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
+    command = [sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out", str(out),
+               "--pyg-wheels", str(tmp_path / "none")]
+    wrong = subprocess.run(command + ["--steps", "pyg,sanitiser"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert wrong.returncode == 2 and "--steps: ['sanitiser'] not among" in wrong.stderr
+    assert not out.exists()
+    run = subprocess.run(command + ["--steps", "pyg"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads((out / "session.json").read_text())
+    assert report["steps_asked"] == ["pyg"]
+    assert list(report["steps"]) == ["dataset", "build", "own-model-pyg"]
+    assert report["steps"]["dataset"]["ok"] and report["steps"]["build"]["ok"]
