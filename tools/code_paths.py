@@ -101,6 +101,16 @@ def _named_modules(tree: ast.AST) -> set[str]:
     return named
 
 
+@functools.lru_cache(maxsize=4096)
+def _modules_reached(rel: str, text: bytes) -> tuple[frozenset[str], frozenset[str]]:
+    """(the gnnrepro modules file `rel`, holding `text`, imports; those it names:
+    _named_modules), parsed once per content, though many results' paths cross the same
+    files."""
+    module = rel[:-3].replace("/", ".").removesuffix(".__init__")
+    tree = ast.parse(text, filename=rel)
+    return frozenset(imports_of(Path(rel), module, tree)), frozenset(_named_modules(tree))
+
+
 def code_path(entries: Iterable[str], peers: Iterable[str], read: Reader,
               files: list[str]) -> list[str]:
     """The files `entries` (repository paths of .py files) reach, as the module docstring says;
@@ -124,10 +134,8 @@ def code_path(entries: Iterable[str], peers: Iterable[str], read: Reader,
         text = read(rel)
         if text is None:
             raise ValueError(f"{rel} is not in the code read")
-        module = rel[:-3].replace("/", ".").removesuffix(".__init__")
-        tree = ast.parse(text, filename=rel)
-        named = {m for m in _named_modules(tree) if m not in skipped}
-        for name in imports_of(Path(rel), module, tree) | named:
+        imported, named = _modules_reached(rel, text)
+        for name in imported | (named - skipped):
             parts = name.split(".")
             for depth in range(1, len(parts) + 1):  # each package's __init__ runs first
                 found = _module_file(".".join(parts[:depth]), present)

@@ -227,7 +227,9 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "MiniBatch subclasses through the workers and let the Loader size staging for "
              "edge batches and disjoint samplers (node batches size as before); after its "
              "link-prediction runs it moved DGL's link loader into linkpred/ and factored the "
-             "benchmarks' --batches/--repeats/--samplers options (the same code, moved)")
+             "benchmarks' --batches/--repeats/--samplers options (the same code, moved). "
+             "Session 16 changed how the extension compiles (-g1 in place of Python's -g, "
+             "torch/python.h in place of torch/extension.h: the same code, compiled faster)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
