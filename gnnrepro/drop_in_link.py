@@ -144,7 +144,7 @@ def edge_prediction_loader(g: Any, train_eids: Any, sampler: EdgePredictionSampl
     sampling = sampler.sampling
     seed = settings.pop("seed", 0)
     link = LinkSampler(FusedSampler(data.graph, sampling.fanouts, replace=sampling.replace,
-                                    weights=sampling.weights(g)), edges,
+                                    weights=sampling.weights(g), edge_ids=True), edges,
                        sampler.num_negatives, sampler.negatives, sampler.exclude,
                        sampler.reverse_eids, seed=seed)
     loader = _edge_loader(data, link, torch.as_tensor(train_eids).to(torch.int64), device,

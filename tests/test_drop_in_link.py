@@ -39,6 +39,12 @@ def test_dgls_edge_prediction_batches():
         assert torch.equal(nu, u.repeat_interleave(2))
         assert torch.equal(blocks[-1].dstdata[dgl.NID], nid)
         assert torch.equal(blocks[0].srcdata["feat"], g.ndata["feat"][input_nodes])
+        for block in blocks:  # DGL's EID: each sampled edge's id in g, none of the excluded
+            bu, bv = block.edges()
+            sampled = block.edata[dgl.EID]
+            assert torch.equal(block.srcdata[dgl.NID][bu], all_src[sampled])
+            assert torch.equal(block.dstdata[dgl.NID][bv], all_dst[sampled])
+            assert not torch.isin(sampled, torch.cat([eids, reverse[eids]])).any()
         seen += eids.tolist()
     assert sorted(seen) == list(range(e))
     broken = reverse.clone()

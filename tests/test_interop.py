@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from helpers import require_dgl
+from gnnrepro.baselines.dgl_import import dgl_available, import_dgl
 from gnnrepro.interop import model_logits, pyg_adj_t, pyg_edge_index, to_dgl, to_pyg
 from gnnrepro.models import GraphSAGE
 from gnnrepro.pipeline.loader import Loader
@@ -45,6 +46,29 @@ def test_pyg_view_is_neighbor_loaders_subgraph(dataset, batch) -> None:
         want = torch.clamp(g.in_degrees()[nodes], max=fanout)
         assert torch.equal(targets[reached[hop]:reached[hop + 1]], want)
     assert int(targets[reached[-1]:].sum()) == 0
+
+
+def test_the_views_carry_the_edge_ids_the_sampler_gives(dataset, batch) -> None:
+    """PyG's e_id (in edge_index's order) and DGL's EID name each sampled edge's position in
+    the graph; without edge ids from the sampler neither is there."""
+    g = dataset.graph
+    with Loader(dataset, FusedSampler(g, FANOUTS, seed=3, edge_ids=True), "cpu", 64) as loader:
+        with_ids = next(iter(loader))
+    view = to_pyg(with_ids)
+    src, dst = view.n_id[view.edge_index]
+    assert view.e_id.shape == (view.edge_index.shape[1],)
+    assert torch.equal(g.indices[view.e_id].to(torch.int64), src)
+    assert torch.equal(torch.searchsorted(g.indptr, view.e_id, right=True) - 1, dst)
+    assert getattr(to_pyg(batch), "e_id", None) is None
+    if dgl_available():
+        dgl = import_dgl()
+        for block in to_dgl(with_ids)[2]:
+            u, v = block.edges()
+            eid = block.edata[dgl.EID]
+            assert torch.equal(g.indices[eid].to(torch.int64), block.srcdata[dgl.NID][u])
+            assert torch.equal(torch.searchsorted(g.indptr, eid, right=True) - 1,
+                               block.dstdata[dgl.NID][v])
+        assert dgl.EID not in to_dgl(batch)[2][0].edata
 
 
 def test_pyg_edge_index_of_seeds_without_neighbours() -> None:

@@ -1,10 +1,11 @@
 """A MiniBatch as DGL's DataLoader hands one over: (input_nodes, output_nodes, blocks).
 
 The blocks are DGL blocks over the same CSC arrays (no copy of the structure), with the node
-ids DGL puts in `srcdata[dgl.NID]` / `dstdata[dgl.NID]`, the input features in
-`blocks[0].srcdata["feat"]` and the labels in `blocks[-1].dstdata["label"]`, where DGL's
-node-classification example reads them; `dgl.nn` layers (SAGEConv, GATConv, GraphConv) run on
-them unchanged.
+ids DGL puts in `srcdata[dgl.NID]` / `dstdata[dgl.NID]`, the edge ids in `edata[dgl.EID]`
+where the sampler gives them (FusedSampler(edge_ids=True), as the edge-prediction drop-in's
+does), the input features in `blocks[0].srcdata["feat"]` and the labels in
+`blocks[-1].dstdata["label"]`, where DGL's node-classification example reads them; `dgl.nn`
+layers (SAGEConv, GATConv, GraphConv) run on them unchanged.
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def to_dgl(mb: MiniBatch) -> tuple[torch.Tensor, torch.Tensor, list[Any]]:
         if isinstance(block, Block):  # ours get the ids; DGL's own (its loader's) carry them
             dgl_block.srcdata[dgl.NID] = block.src_nodes
             dgl_block.dstdata[dgl.NID] = block.dst_nodes
+            if block.edge_ids is not None:  # the block's edges are in CSC order, as its ids
+                dgl_block.edata[dgl.EID] = block.edge_ids
     if mb.x is not None:
         blocks[0].srcdata["feat"] = mb.x
     if mb.y is not None:

@@ -1,5 +1,6 @@
 """A MiniBatch as PyG's NeighborLoader hands one over: `x`, `edge_index` (or `adj_t`),
-`batch_size`, `n_id`.
+`batch_size`, `n_id`, and `e_id` (the edges' ids, in `edge_index`'s order) where the blocks
+carry their edge ids.
 
 Our blocks number every layer's nodes as a prefix of the input nodes: the seeds, then each
 hop's new nodes in order of first appearance, which is PyG's hop order (`n_id`, so
@@ -33,7 +34,8 @@ import torch
 from gnnrepro.interop.view import BatchView
 from gnnrepro.sampling.block import Block, MiniBatch
 
-__all__ = ["PyGBatch", "pyg_adj_t", "pyg_batches", "pyg_edge_index", "to_pyg", "to_pyg_sparse"]
+__all__ = ["PyGBatch", "pyg_adj_t", "pyg_batches", "pyg_edge_ids", "pyg_edge_index", "to_pyg",
+           "to_pyg_sparse"]
 
 
 @dataclass
@@ -47,6 +49,7 @@ class PyGBatch:
     num_nodes: int
     edge_index: torch.Tensor | None = None
     adj_t: torch.Tensor | None = None
+    e_id: torch.Tensor | None = None
 
 
 def _first_destination_ranges(blocks: list[Block]) -> list[tuple[Block, int, int]]:
@@ -75,6 +78,16 @@ def pyg_edge_index(blocks: list[Block]) -> torch.Tensor:
     if not parts:
         return torch.empty(2, 0, dtype=torch.int64, device=blocks[0].indices.device)
     return torch.cat(parts, dim=1)
+
+
+def pyg_edge_ids(blocks: list[Block]) -> torch.Tensor | None:
+    """The graph's ids of pyg_edge_index's edges, in its column order (PyG's `e_id`); None
+    unless every block carries its edge ids (FusedSampler(edge_ids=True))."""
+    if not blocks or any(block.edge_ids is None for block in blocks):
+        return None
+    parts = [block.edge_ids[int(block.indptr[lo]):int(block.indptr[hi])]
+             for block, lo, hi in _first_destination_ranges(blocks)]
+    return torch.cat(parts) if parts else blocks[0].edge_ids[:0]
 
 
 def pyg_adj_t(blocks: list[Block], num_nodes: int,
@@ -110,7 +123,7 @@ def pyg_adj_t(blocks: list[Block], num_nodes: int,
 
 def to_pyg(mb: MiniBatch, sparse: bool = False) -> Any:
     """`mb` as NeighborLoader's batch: a torch_geometric Data (x, edge_index, y, batch_size,
-    n_id) where torch_geometric is installed, else a PyGBatch with the same attributes. y holds
+    n_id; e_id where the blocks carry edge ids) where torch_geometric is installed, else a PyGBatch with the same attributes. y holds
     the seeds' labels (y[:batch_size], as PyG code reads them). `sparse=True` gives `adj_t`
     (pyg_adj_t) in place of `edge_index`, as NeighborLoader does for a graph given as adj_t."""
     if not isinstance(mb, MiniBatch):
@@ -122,6 +135,9 @@ def to_pyg(mb: MiniBatch, sparse: bool = False) -> Any:
     graph = ({"adj_t": pyg_adj_t(mb.blocks, num_nodes,
                                  mb.x.dtype if mb.x is not None else torch.float32)}
              if sparse else {"edge_index": pyg_edge_index(mb.blocks)})
+    e_id = None if sparse else pyg_edge_ids(mb.blocks)
+    if e_id is not None:  # NeighborLoader's e_id, where the blocks carry their edges' ids
+        graph["e_id"] = e_id
     fields = {"x": mb.x, "y": mb.y, "batch_size": mb.seeds.numel(), "n_id": mb.input_nodes,
               "num_nodes": num_nodes, **graph}
     if find_spec("torch_geometric") is None:
