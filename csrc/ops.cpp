@@ -75,8 +75,9 @@ TORCH_LIBRARY(gnnrepro, m) {
   // layer end with, per type, each source's seed index (seeds numbered across the types in
   // order); its node_map is not used (left all -1). excluded_edges: empty, or per relation None
   // or its sorted, distinct CSC positions that this call must not sample, on the relation's
-  // indices' device (uniform relations of calls that are not temporal): a destination samples
-  // among its other neighbours (common/exclusion.h).
+  // indices' device (calls that are not temporal): a destination samples among its other
+  // neighbours (common/exclusion.h; a weighted one as if their weights were zero:
+  // common/weighted_picks.h).
   m.def(
       "sample_fused_typed(Tensor[] indptrs, Tensor[] indices, int[] src_types, int[] dst_types, "
       "int[] num_nodes, Tensor[] seeds, int[] fanouts, bool replace, int seed, int batch_id, "

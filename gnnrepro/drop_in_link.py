@@ -7,8 +7,8 @@ train_eids, sampler, ...)` yields DGL's `(input_nodes, pair_graph, neg_pair_grap
 batch's seed nodes (blocks[-1]'s destinations) with the positives' ids in
 `pair_graph.edata[dgl.EID]`; negatives k per positive with the positive's source; `exclude`
 None, "self" or "reverse_id" (with `reverse_eids`), as DGL's. The NeighborSampler's `prob` or
-`mask` (an edata field) and `replace` sample as DGL's (`exclude` with `prob` or `mask`: a
-ValueError, as exclusion needs uniform sampling).
+`mask` (an edata field) and `replace` sample as DGL's, `exclude` too (a batch's excluded edges
+are weights zero for its blocks); the blocks carry DGL's `edata[dgl.EID]`.
 
 PyG: `LinkNeighborLoader(data, num_neighbors, edge_label_index=..., edge_label=...,
 neg_sampling=dict(mode="binary" | "triplet", amount=k), batch_size=...)` yields PyG's batches:

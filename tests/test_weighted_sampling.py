@@ -311,3 +311,100 @@ def test_the_loader_batches_a_weighted_sampler(dataset, worker_kind):
             assert bool((w[got.edge_ids] > 0).all())
         if batch_id == 2:
             break
+
+
+# Exclusion (link prediction's exclude) on a weighted relation: excluded edges are weights zero
+# for the call (common/weighted_picks.h).
+
+def excluded_offsets(offsets: list[int], d: int) -> torch.Tensor:
+    """The edge ids of offsets `offsets` of every copies_graph destination (d edges each)."""
+    return (torch.arange(COPIES)[:, None] * d + torch.tensor(offsets)).reshape(-1)
+
+
+@pytest.mark.parametrize("w,excluded", [(PATTERNS[0], [2]), (PATTERNS[1], [0, 4]),
+                                        (PATTERNS[2], [2])])
+@pytest.mark.parametrize("fanout", [1, 2, 3])
+def test_excluded_edges_are_weights_zero(w, excluded, fanout):
+    g, weights = copies_graph(w)
+    exclude = excluded_offsets(excluded, len(w))
+    zeroed = w.clone()
+    zeroed[excluded] = 0
+    sampler = FusedSampler(g, [fanout], weights=weights, edge_ids=True, seed=3)
+    counts = torch.zeros(len(w), dtype=torch.float64)
+    for batch in range(3):
+        block = sampler.sample(torch.arange(COPIES), batch, exclude=exclude).blocks[0]
+        assert bool((block.in_degrees() == min(fanout, int((zeroed > 0).sum()))).all())
+        picks = block.edge_ids.view(COPIES, -1)
+        assert bool((picks.sort(dim=1).values.diff(dim=1) > 0).all()), "picked twice"
+        counts += torch.bincount(block.edge_ids % len(w), minlength=len(w)).double()
+    freq, exact = counts / (3 * COPIES), inclusion_probabilities(zeroed, fanout)
+    sigma = (exact * (1 - exact) / (3 * COPIES)).sqrt()
+    assert bool(((freq - exact).abs() <= 6 * sigma + 1e-9).all()), (freq, exact)
+    assert float(freq[excluded].sum()) == 0.0
+
+
+def test_excluded_edges_with_replacement_are_never_drawn():
+    w = torch.tensor([1.0, 0, 3, 6, 2])
+    g, weights = copies_graph(w)
+    sampler = FusedSampler(g, [4], weights=weights, replace=True, edge_ids=True)
+    exclude = torch.cat([excluded_offsets([3], len(w))[: COPIES // 2],  # half keep offset 3
+                         excluded_offsets([2, 3, 4], len(w))[3 * (COPIES - 5):]])  # 5 keep 0
+    block = sampler.sample(torch.arange(COPIES), exclude=exclude).blocks[0]
+    assert not bool(torch.isin(block.edge_ids, exclude).any())
+    assert bool((block.in_degrees() == 4).all())
+    first = block.edge_ids[: 4 * (COPIES // 2)] % len(w)  # offset 3 excluded: w 1, 3, 2
+    freq = torch.bincount(first, minlength=len(w)).double() / first.numel()
+    exact = torch.tensor([1.0, 0, 3, 0, 2], dtype=torch.float64) / 6
+    sigma = (exact * (1 - exact) / first.numel()).sqrt()
+    assert bool(((freq - exact).abs() <= 6 * sigma + 1e-9).all()), (freq, exact)
+    last = block.edge_ids[4 * (COPIES - 5):] % len(w)  # only offset 0 left (offset 1 weighs 0)
+    assert bool((last == 0).all())
+
+
+@pytest.mark.parametrize("fanouts,replace", [([5, 3], False), ([-1, 4], False),
+                                             ([4, 3], True)])
+def test_exclusion_counts_and_threads(fanouts, replace):
+    g, w = random_weighted_graph(2)
+    gen = torch.Generator().manual_seed(9)
+    exclude = torch.randperm(g.num_edges, generator=gen)[: g.num_edges // 3]
+    exclude = torch.cat([exclude, torch.arange(int(g.indptr[2]), int(g.indptr[3]))])  # the hub
+    kept = w.clone()
+    kept[exclude] = 0
+    positive = torch.zeros(g.num_nodes, dtype=torch.long).index_add_(
+        0, torch.repeat_interleave(torch.arange(g.num_nodes), g.in_degrees()), (kept > 0).long())
+    seeds = torch.arange(0, 400, 3)
+    blocks = {}
+    for threads in (1, 2):
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            sampler = FusedSampler(g, fanouts, weights=w, replace=replace, edge_ids=True, seed=4)
+            blocks[threads] = sampler.sample(seeds, 1, exclude=exclude).blocks
+        finally:
+            torch.set_num_threads(before)
+    for a, b in zip(blocks[1], blocks[2]):
+        assert torch.equal(a.edge_ids, b.edge_ids) and torch.equal(a.src_nodes, b.src_nodes)
+    for block, fanout in zip(blocks[1], fanouts):
+        assert not bool(torch.isin(block.edge_ids, exclude).any()), "an excluded edge"
+        assert bool((w[block.edge_ids] > 0).all()), "a zero weight was picked"
+        want = positive[block.dst_nodes]
+        if replace:
+            want = torch.where(want > 0, fanout, 0)
+        elif fanout > 0:
+            want = want.clamp(max=fanout)
+        assert torch.equal(block.in_degrees(), want)
+
+
+def test_destinations_without_excluded_edges_pick_as_without_exclusion():
+    g, w = random_weighted_graph(3)
+    seeds = torch.arange(0, 400, 2)
+    sampler = FusedSampler(g, [6], weights=w, edge_ids=True, seed=2)
+    plain = sampler.sample(seeds).blocks[0]
+    some = seeds[::4]  # exclude every in-edge of a quarter of the seeds' lists' first edges
+    exclude = g.indptr[some][g.in_degrees()[some] > 0]
+    excluding = sampler.sample(seeds, exclude=exclude).blocks[0]
+    touched = torch.isin(seeds, some)
+    for i in torch.nonzero(~touched).flatten().tolist():
+        a = plain.edge_ids[plain.indptr[i]:plain.indptr[i + 1]]
+        b = excluding.edge_ids[excluding.indptr[i]:excluding.indptr[i + 1]]
+        assert torch.equal(a, b), i

@@ -201,9 +201,14 @@ def test_link_drop_ins_sample_weighted(dataset, edges, mask) -> None:
     for *_, blocks in DataLoader(g, torch.arange(300), sampler, batch_size=64):
         for block in blocks:
             assert bool(mask[ids(*block_edges(block))].all())
-    with pytest.raises(ValueError, match="exclude is not supported by a weighted sampler"):
-        DataLoader(g, torch.arange(300), as_edge_prediction_sampler(
-            dgl.dataloading.NeighborSampler([3], mask="m"), exclude="self"))
+    # with exclusion as DGL's: a batch's own edges are weights zero for its blocks
+    excluding = as_edge_prediction_sampler(dgl.dataloading.NeighborSampler([3, 3], mask="m"),
+                                           exclude="self", negative_sampler=1)
+    for _, pair, _, blocks in DataLoader(g, torch.arange(300), excluding, batch_size=64):
+        for block in blocks:
+            sampled = block.edata[dgl.EID]
+            assert bool(mask[sampled].all()) and sampled.numel() > 0
+            assert not bool(torch.isin(sampled, pair.edata[dgl.EID]).any())
 
 
 def config(pipeline: str = "fused+pinned", **changes: Any) -> TrainConfig:

@@ -19,6 +19,13 @@
 // resolved exactly over its unpicked weights (a pass over its list). Either way a pick is
 // proportional to the unpicked weights. With replacement each pick is one table draw.
 //
+// Excluded edges (a link-prediction batch's own edges: common/exclusion.h) are never picked, as
+// if their weights were zero for the call: the counts are over the positive weights not
+// excluded (available_positive), a table draw on an excluded offset is redrawn as one on a
+// picked offset is, exact picks and take-all destinations pass over them, and with
+// replacement a destination with excluded edges draws up to kAliasAttempts times per pick, then
+// exactly over the weights not excluded. A destination without excluded edges picks as before.
+//
 // Bit-identical on both devices: every floating-point step is one correctly rounded IEEE
 // operation (add_rn, sub_rn, mul_rn, div_rn: no fused multiply-add on the device, and the host
 // build compiles with -ffp-contract=off), in the same order on both. Whatever the table and the
@@ -28,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "exclusion.h"
 #include "hd.h"
 #include "rng.h"
 
@@ -265,63 +273,107 @@ struct PickOut {
   }
 };
 
-// The destination's positive weights, in order, as its `count` picks; if its weights hold fewer
-// than `count` (a count that overstates them), the first other offsets fill the rest.
-template <typename IdT>
-GNNREPRO_HD void weighted_take_all(const float* w, int64_t degree, int64_t count,
-                                   const PickOut<IdT>& po) {
-  int64_t n = 0;
-  for (int64_t j = 0; j < degree && n < count; ++j) {
-    if (w[j] > 0.0f) po.set(n++, j);
-  }
-  for (int64_t j = 0; n < count; ++j) {
-    if (!(w[j] > 0.0f)) po.set(n++, j);
-  }
-}
-
-// Scratch that speeds the picks up where a caller has it (the CPU op): `marks`, room for the
-// destination's degree flags (which offsets are picked), all zero on entry and on exit. On the
-// device it is null and membership is a pass over the picks: the same answers either way.
-struct ExactScratch {
+// What one destination's picks consult besides its weights and table. `marks`: scratch that
+// speeds them up where a caller has it (the CPU op), room for the destination's degree flags
+// (which offsets are picked), all zero on entry and on exit; on the device it is null and
+// membership is a pass over the picks: the same answers either way. `excluded`: the
+// destination's excluded positions (sorted, within its list; num_excluded of them, none: null
+// and 0), which are never picked.
+struct PickContext {
   uint8_t* marks;
+  const int64_t* excluded = nullptr;
+  int64_t num_excluded = 0;
 };
 
-GNNREPRO_HD bool is_picked(const ExactScratch& scratch, const int64_t* out, int64_t n,
-                           int64_t start, int64_t offset) {
-  return scratch.marks ? scratch.marks[offset] != 0 : already_picked(out, n, start + offset);
+// The context of destination [start, start + degree) with relation-wide sorted excluded
+// positions excluded[0, num_excluded) (null and 0: none).
+GNNREPRO_HD PickContext pick_context(uint8_t* marks, const int64_t* excluded,
+                                     int64_t num_excluded, int64_t start, int64_t degree) {
+  if (num_excluded == 0) return {marks};
+  const int64_t first = first_not_below(excluded, num_excluded, start);
+  const int64_t end = first_not_below(excluded, num_excluded, start + degree);
+  return {marks, excluded + first, end - first};
 }
 
-// The unpicked weight: a sum over the unpicked offsets, in order.
-GNNREPRO_HD double unpicked_weight(const float* w, const ExactScratch& scratch, int64_t start,
+GNNREPRO_HD bool is_excluded(const PickContext& ctx, int64_t position) {
+  if (ctx.num_excluded == 0) return false;
+  const int64_t i = first_not_below(ctx.excluded, ctx.num_excluded, position);
+  return i < ctx.num_excluded && ctx.excluded[i] == position;
+}
+
+// Whether offset `offset` cannot be picked: it is among the picks out[0, n) or excluded.
+GNNREPRO_HD bool unavailable(const PickContext& ctx, const int64_t* out, int64_t n,
+                             int64_t start, int64_t offset) {
+  const bool picked = ctx.marks ? ctx.marks[offset] != 0 : already_picked(out, n, start + offset);
+  return picked || is_excluded(ctx, start + offset);
+}
+
+// The positive weights destination [lo, hi) may pick from (`w` from the relation's first
+// edge): `nonzero`, its positive count clamped to [0, degree], less its excluded edges of
+// positive weight, and never more than its edges not excluded (a count that overstates them).
+GNNREPRO_HD int64_t available_positive(const float* w, int64_t lo, int64_t hi, int64_t nonzero,
+                                       const int64_t* excluded, int64_t num_excluded) {
+  const int64_t degree = hi - lo;
+  int64_t positive = nonzero < 0 ? 0 : (nonzero > degree ? degree : nonzero);
+  if (num_excluded == 0) return positive;
+  int64_t here = 0;
+  for (int64_t j = first_not_below(excluded, num_excluded, lo);
+       j < num_excluded && excluded[j] < hi; ++j, ++here) {
+    positive -= w[excluded[j]] > 0.0f;
+  }
+  positive = positive < 0 ? 0 : positive;
+  return positive < degree - here ? positive : degree - here;
+}
+
+// The destination's positive weights not excluded, in order, as its `count` picks; if they are
+// fewer than `count` (a count that overstates them), the first other offsets not excluded fill
+// the rest (count <= degree less the excluded edges, as available_positive bounds it).
+template <typename IdT>
+GNNREPRO_HD void weighted_take_all(const float* w, int64_t degree, int64_t count,
+                                   const PickOut<IdT>& po, const PickContext& ctx) {
+  int64_t n = 0;
+  for (int64_t j = 0; j < degree && n < count; ++j) {
+    if (w[j] > 0.0f && !is_excluded(ctx, po.start + j)) po.set(n++, j);
+  }
+  for (int64_t j = 0; j < degree && n < count; ++j) {
+    if (!(w[j] > 0.0f) && !is_excluded(ctx, po.start + j)) po.set(n++, j);
+  }
+}
+
+// The unpicked weight: a sum over the available offsets (not among out[0, n), not excluded),
+// in order.
+GNNREPRO_HD double unpicked_weight(const float* w, const PickContext& ctx, int64_t start,
                                    int64_t degree, const int64_t* out, int64_t n) {
   double rest = 0.0;
   for (int64_t j = 0; j < degree; ++j) {
-    if (w[j] > 0.0f && !is_picked(scratch, out, n, start, j)) {
+    if (w[j] > 0.0f && !unavailable(ctx, out, n, start, j)) {
       rest = add_rn(rest, static_cast<double>(w[j]));
     }
   }
   return rest;
 }
 
-// Pick n resolved exactly: x uniform over the unpicked weight `rest`, then the first unpicked
-// offset whose running sum exceeds x (one pass over the list).
-GNNREPRO_HD int64_t exact_pick(const float* w, const ExactScratch& scratch, int64_t start,
-                               int64_t degree, const int64_t* out, int64_t n, double rest,
-                               uint64_t key) {
-  const double x = mul_rn(unit_draw(draw(key, static_cast<uint64_t>(n))), rest);
+// A pick resolved exactly, with draw `index`: x uniform over the available weight `rest`, then
+// the first available offset (not among out[0, n), not excluded) whose running sum exceeds x
+// (one pass over the list).
+GNNREPRO_HD int64_t exact_pick(const float* w, const PickContext& ctx, int64_t start,
+                               int64_t degree, const int64_t* out, int64_t n, int64_t index,
+                               double rest, uint64_t key) {
+  const double x = mul_rn(unit_draw(draw(key, static_cast<uint64_t>(index))), rest);
   double sum = 0.0;
   int64_t last = -1;
   for (int64_t j = 0; j < degree; ++j) {
-    if (w[j] > 0.0f && !is_picked(scratch, out, n, start, j)) {
+    if (w[j] > 0.0f && !unavailable(ctx, out, n, start, j)) {
       sum = add_rn(sum, static_cast<double>(w[j]));
       if (sum > x) return j;
       last = j;
     }
   }
-  if (last >= 0) return last;  // rounding: the last unpicked positive weight
-  for (int64_t k = 0;; ++k) {  // malformed input (counts past the positive weights)
-    if (!already_picked(out, n, start + k)) return k;
+  if (last >= 0) return last;  // rounding: the last available positive weight
+  for (int64_t k = 0; k < degree; ++k) {  // malformed input (counts past the positive weights)
+    if (!unavailable(ctx, out, n, start, k)) return k;
   }
+  return 0;  // (none available: counts past the destination's list; stays in bounds)
 }
 
 // `count` distinct picks by successive sampling (count <= degree, as weighted_pick_count gives;
@@ -329,7 +381,7 @@ GNNREPRO_HD int64_t exact_pick(const float* w, const ExactScratch& scratch, int6
 template <typename IdT>
 GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t degree,
                                 int64_t count, uint64_t key, const PickOut<IdT>& po,
-                                const ExactScratch& scratch) {
+                                const PickContext& ctx) {
   bool exact = false;
   double rest = 0.0;  // the unpicked weight, once picks are exact
   const uint64_t exact_key = mix64(key ^ 0x5851F42D4C957F2Dull);
@@ -340,10 +392,10 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
       const int64_t t = table_draw<IdT>(table, degree, key,
                                         static_cast<uint64_t>(n) * kAliasAttempts + a,
                                         po.ids ? &id : nullptr);
-      if (!is_picked(scratch, po.out, n, po.start, t)) {
+      if (!unavailable(ctx, po.out, n, po.start, t)) {
         po.out[n] = po.start + t;
         if (po.ids) po.ids[n] = id;
-        if (scratch.marks) scratch.marks[t] = 1;
+        if (ctx.marks) ctx.marks[t] = 1;
         drawn = true;
         break;
       }
@@ -351,34 +403,57 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
     if (drawn) continue;
     if (!exact) {  // from here on, this destination's picks are exact
       exact = true;
-      rest = unpicked_weight(w, scratch, po.start, degree, po.out, n);
+      rest = unpicked_weight(w, ctx, po.start, degree, po.out, n);
     }
-    const int64_t j = exact_pick(w, scratch, po.start, degree, po.out, n, rest, exact_key);
-    if (scratch.marks) scratch.marks[j] = 1;
+    const int64_t j = exact_pick(w, ctx, po.start, degree, po.out, n, n, rest, exact_key);
+    if (ctx.marks) ctx.marks[j] = 1;
     po.set(n, j);
     // The next pick's unpicked weight: subtracted while the pick is at most half of it (the
     // difference then loses no more than an ulp or two), else summed afresh, so that a small
     // weight left beside a huge picked one keeps its share.
     const double picked = static_cast<double>(w[j]);
     rest = picked <= mul_rn(rest, 0.5) ? sub_rn(rest, picked)
-                                       : unpicked_weight(w, scratch, po.start, degree, po.out, n + 1);
+                                       : unpicked_weight(w, ctx, po.start, degree, po.out, n + 1);
   }
-  if (scratch.marks) {
-    for (int64_t i = 0; i < count; ++i) scratch.marks[po.out[i] - po.start] = 0;
+  if (ctx.marks) {
+    for (int64_t i = 0; i < count; ++i) ctx.marks[po.out[i] - po.start] = 0;
   }
 }
 
+// Pick n with replacement of a destination with excluded edges: table draws (draw index
+// n * kAliasAttempts + a) until one is not excluded, after kAliasAttempts of them exactly over
+// the weights not excluded (earlier picks stay available).
+template <typename IdT>
+GNNREPRO_HD void replaced_pick(const float* w, const int64_t* table, int64_t degree, int64_t n,
+                               uint64_t key, const PickOut<IdT>& po, const PickContext& ctx) {
+  for (int a = 0; a < kAliasAttempts; ++a) {
+    int64_t id = 0;
+    const int64_t t = table_draw<IdT>(table, degree, key,
+                                      static_cast<uint64_t>(n) * kAliasAttempts + a,
+                                      po.ids ? &id : nullptr);
+    if (!is_excluded(ctx, po.start + t)) {
+      po.out[n] = po.start + t;
+      if (po.ids) po.ids[n] = id;
+      return;
+    }
+  }
+  const double rest = unpicked_weight(w, ctx, po.start, degree, po.out, 0);
+  po.set(n, exact_pick(w, ctx, po.start, degree, po.out, 0, n, rest,
+                       mix64(key ^ 0x5851F42D4C957F2Dull)));
+}
+
 // Positions (and ids) of one weighted destination's `count` picks: `w` and `table` from its
-// first edge.
-// `degree_code`: weighted_degree_code's.
+// first edge. `degree_code`: weighted_degree_code's (of available_positive's count).
 template <typename IdT>
 GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree_code,
                                     int64_t count, bool replace, uint64_t key,
-                                    const PickOut<IdT>& po, const ExactScratch& scratch) {
+                                    const PickOut<IdT>& po, const PickContext& ctx) {
   const int64_t degree = code_degree(degree_code);
   if (count <= 0) return;
   if (weighted_takes_all(degree_code)) {
-    weighted_take_all(w, degree, count, po);
+    weighted_take_all(w, degree, count, po, ctx);
+  } else if (replace && ctx.num_excluded > 0) {
+    for (int64_t n = 0; n < count; ++n) replaced_pick(w, table, degree, n, key, po, ctx);
   } else if (replace) {  // independent table draws
     for (int64_t n = 0; n < count; ++n) {
       int64_t id = 0;
@@ -387,7 +462,7 @@ GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_
       if (po.ids) po.ids[n] = id;
     }
   } else {
-    weighted_picks(w, table, degree, count, key, po, scratch);
+    weighted_picks(w, table, degree, count, key, po, ctx);
   }
 }
 

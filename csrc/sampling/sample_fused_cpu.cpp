@@ -462,6 +462,7 @@ class SampleCall {
     int64_t *starts = start_ + rel.seg, *degrees = degree_ + rel.seg, *counts = rel.bp + 1;
     const int64_t layer_fanout = rel.fanout;
     const int64_t* nonzero = rel.nonzero;
+    const float* weights = rel.weights;
     const int64_t* excluded = rel.excluded;
     const int64_t num_excluded = rel.num_excluded;
     const int64_t node_mask = node_mask_;
@@ -474,8 +475,10 @@ class SampleCall {
       const auto [lo, hi] = list_range(ip, v, rel_edges, item.rel);
       starts[i] = lo;
       if (nonzero) {  // a weighted relation: its degree code (weighted_picks.h)
-        degrees[i] = weighted_degree_code(hi - lo, nonzero[v], layer_fanout, replace_);
-        counts[i] = weighted_pick_count(hi - lo, nonzero[v], layer_fanout, replace_);
+        const int64_t positive =
+            available_positive(weights, lo, hi, nonzero[v], excluded, num_excluded);
+        degrees[i] = weighted_degree_code(hi - lo, positive, layer_fanout, replace_);
+        counts[i] = weighted_pick_count(hi - lo, positive, layer_fanout, replace_);
       } else if (excluded) {  // sampled among the neighbours not excluded
         degrees[i] = hi - lo - excluded_in(excluded, num_excluded, lo, hi);
         counts[i] = pick_count(degrees[i], layer_fanout, replace_);
@@ -711,8 +714,10 @@ class SampleCall {
           static_cast<int64_t>(marks.size()) < degrees[i]) {
         marks.resize(degrees[i], 0);  // only successive sampling marks its picks
       }
+      const PickContext ctx = pick_context(attempts ? marks.data() : nullptr, rel.excluded,
+                                           rel.num_excluded, start, code_degree(degrees[i]));
       weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count, replace_,
-                              key, po, {marks.data()});
+                              key, po, ctx);
     }
   }
 

@@ -9,8 +9,9 @@
 // no cudaMalloc in steady state, never shared between streams).
 //
 // Per layer, outward from the seeds (all kernels on the current stream):
-//   count     destination i: start/degree from indptr (the degree less its excluded edges),
-//             pick count -> scan -> block indptr (bp)
+//   count     destination i: start/degree from indptr (the degree less its excluded edges; a
+//             weighted one's positive weights less its excluded ones), pick count -> scan ->
+//             block indptr (bp)
 //   positions the picked positions into `indices`: one thread per edge for destinations that
 //             take their whole list or sample with replacement (work split by edges, so a hub's
 //             list spreads over the grid), a tile of G lanes per destination for Floyd; above G
@@ -166,6 +167,7 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
                              int64_t num_edges, const int64_t* __restrict__ dst, int64_t upper,
                              int64_t n_base, const int32_t* __restrict__ n_extra, int64_t fanout,
                              bool replace, const int64_t* __restrict__ nonzero,
+                             const float* __restrict__ weights,
                              const int64_t* __restrict__ excluded, int64_t num_excluded,
                              int64_t dst_offset, ull rel_tag,
                              int64_t* __restrict__ start, int64_t* __restrict__ degree,
@@ -180,8 +182,10 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
       if (0 <= a && a <= b && b <= num_edges) {
         lo = a;
         if (nonzero) {  // a weighted relation records its degree code (weighted_picks.h)
-          c = weighted_pick_count(b - a, nonzero[v], fanout, replace);
-          deg = weighted_degree_code(b - a, nonzero[v], fanout, replace);
+          const int64_t positive =
+              available_positive(weights, a, b, nonzero[v], excluded, num_excluded);
+          c = weighted_pick_count(b - a, positive, fanout, replace);
+          deg = weighted_degree_code(b - a, positive, fanout, replace);
         } else {
           deg = b - a - excluded_in(excluded, num_excluded, a, b);
           c = pick_count(deg, fanout, replace);
@@ -237,7 +241,8 @@ __global__ void edge_positions_kernel(const int64_t* __restrict__ dst, int64_t n
 }
 
 // Positions of a weighted relation's picks: one thread per destination, running the CPU op's
-// routine (weighted_picks.h) over the destination's weights and alias table.
+// routine (weighted_picks.h) over the destination's weights and alias table, its excluded
+// edges never picked.
 template <typename IdT>
 __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64_t n,
                                           const int64_t* __restrict__ bp,
@@ -246,6 +251,8 @@ __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64
                                           const float* __restrict__ weights,
                                           const int64_t* __restrict__ table, bool replace,
                                           uint64_t stream,
+                                          const int64_t* __restrict__ excluded,
+                                          int64_t num_excluded,
                                           int64_t* __restrict__ pos) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -254,8 +261,10 @@ __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64
     const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
     const int64_t s = start[i];  // degree[i]: the count kernel's degree code
     const PickOut<IdT> po{nullptr, s, pos + out, nullptr};  // ids: lookup_kernel reads indices
+    const PickContext ctx =  // no marks: exact picks scan the picks
+        pick_context(nullptr, excluded, num_excluded, s, code_degree(degree[i]));
     weighted_positions<IdT>(weights + s, table + s * kTableWords<IdT>, degree[i], count, replace,
-                            key, po, {nullptr});  // exact picks scan the picks
+                            key, po, ctx);
   }
 }
 
@@ -473,13 +482,14 @@ struct CountArrays {
 
 void launch_count(const int64_t* indptr, int64_t num_nodes, int64_t num_edges, const int64_t* dst,
                   int64_t upper, int64_t n_base, const int32_t* n_extra, int64_t fanout,
-                  bool replace, const int64_t* nonzero, const ExcludedPtrs& ex,
+                  bool replace, const WeightPtrs& wp, const ExcludedPtrs& ex,
                   int64_t dst_offset, ull rel_tag, const CountArrays& ca, ull* status,
                   const at::TensorOptions& bytes_opts, cudaStream_t stream) {
   if (upper > 0) {
     count_kernel<<<cuda_blocks(upper), kCudaThreads, 0, stream>>>(
-        indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, nonzero,
-        ex.positions, ex.count, dst_offset, rel_tag, ca.start, ca.degree, ca.count, status);
+        indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, wp.nonzero,
+        wp.weights, ex.positions, ex.count, dst_offset, rel_tag, ca.start, ca.degree, ca.count,
+        status);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   exclusive_offsets<int64_t>(ca.count, ca.bp, upper, bytes_opts, stream);
@@ -493,7 +503,8 @@ void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int6
                       cudaStream_t stream) {
   if (wp.weights) {
     weighted_positions_kernel<IdT><<<cuda_blocks(n), kCudaThreads, 0, stream>>>(
-        dst, n, ca.bp, ca.start, ca.degree, wp.weights, wp.table, replace, stream_key, pos);
+        dst, n, ca.bp, ca.start, ca.degree, wp.weights, wp.table, replace, stream_key,
+        ex.positions, ex.count, pos);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
@@ -725,7 +736,7 @@ class CudaSampleCall {
                       const int32_t* n_extra, const CountArrays& ca) {
     const RelationSpec& rel = spec_.rels[r];
     launch_count(ip_[r], rel.indptr.numel() - 1, rel.indices.numel(), dst, upper, n_base, n_extra,
-                 spec_.fanout(layer, r), replace_, wp_[r].nonzero, ex_[r],
+                 spec_.fanout(layer, r), replace_, wp_[r], ex_[r],
                  spec_.offsets[rel.dst_type], static_cast<ull>(r) << kRelShift, ca, status_,
                  bytes_opts_, stream_);
     total_kernel<int64_t><<<1, 1, 0, stream_>>>(status_ + kStatusSlots + r, ca.bp + upper);

@@ -183,9 +183,8 @@ inline void add_exclusions(TypedSpec& spec, const OptionalTensors& excluded) {
     const std::optional<at::Tensor> ex = excluded.get(r);
     if (!ex.has_value()) continue;
     RelationSpec& rel = spec.rels[r];
-    TORCH_CHECK(!rel.weighted() && !spec.temporal(),
-                "excluded_edges of relation ", r, ": exclusion takes uniform relations of calls "
-                "that are not temporal");
+    TORCH_CHECK(!spec.temporal(), "excluded_edges of relation ", r,
+                ": exclusion takes calls that are not temporal");
     TORCH_CHECK(ex->dim() == 1 && ex->scalar_type() == at::kLong && ex->is_contiguous(),
                 "excluded_edges of relation ", r, " must be contiguous 1-D int64");
     TORCH_CHECK(ex->device() == rel.indices.device(),

@@ -207,8 +207,6 @@ class FusedSampler:
         """Build now what `sample(..., exclude=...)` needs (per relation its edge id ->
         position map, 8 bytes an edge where the graph keeps edge ids), rather than in the first
         excluding call: a link-prediction loader's first batch then costs what the others do."""
-        if self.weights is not None:
-            raise ValueError("exclude is not supported by a weighted sampler")
         if self.temporal is not None:
             raise ValueError("exclude is not supported by a temporal or disjoint sampler")
         if self._edge_positions is None:

@@ -51,17 +51,26 @@ def _assert_same_blocks(want, got, excluded: torch.Tensor) -> None:
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
 @pytest.mark.parametrize("fanouts,replace", [([5, 3], False), ([40, 10], False),
                                              ([-1, 4], False), ([6, 2], True)])
+@pytest.mark.parametrize("weighted", [False, True])
 def test_excluded_blocks_are_the_cpu_ops(device: str, index_dtype: torch.dtype, fanouts,
-                                         replace: bool) -> None:
+                                         replace: bool, weighted: bool) -> None:
+    """Uniform, and weighted (a third of the weights zero: excluded edges count as zero
+    weights, common/weighted_picks.h)."""
     g = _graph(index_dtype)
     exclude = _excluded_ids(g)
     seeds = torch.cat([torch.tensor([0, 1, 2]), torch.arange(3, N, 5)])
-    want = FusedSampler(g, fanouts, replace=replace, edge_ids=True, seed=7)
-    got = FusedSampler(g.to(device), fanouts, replace=replace, edge_ids=True, seed=7)
+    gen = torch.Generator().manual_seed(8)
+    w = (torch.rand(E, generator=gen) * (torch.rand(E, generator=gen) < 0.67)
+         if weighted else None)
+    want = FusedSampler(g, fanouts, replace=replace, edge_ids=True, seed=7, weights=w)
+    got = FusedSampler(g.to(device), fanouts, replace=replace, edge_ids=True, seed=7,
+                       weights=None if w is None else w.to(device))
     for batch in range(3):
         a = want.sample(seeds, batch, exclude=exclude)
         b = got.sample(seeds.to(device), batch, exclude=exclude.to(device))
         _assert_same_blocks(a, b, exclude)
+        if w is not None:
+            assert all(bool((w[x.edge_ids] > 0).all()) for x in a.blocks)
     first = a.blocks[-1]  # the seeds' block: node 1 keeps nothing, node 2 at most two
     assert int(first.indptr[2] - first.indptr[1]) == 0
     assert int(first.indptr[3] - first.indptr[2]) <= 2
@@ -176,14 +185,6 @@ def test_bad_excluded_arguments_are_named(device: str) -> None:
         ops.sample_fused_typed(*_op_args(g, device, [torch.arange(0, 20, 2, device=device)[::2]]))
     with pytest.raises(RuntimeError, match="must be empty or hold one entry per relation"):
         ops.sample_fused_typed(*_op_args(g, device, [None, None]))
-    w = torch.rand(E)
-    table, nonzero = ops.weight_table(g.indptr.to(device), g.indices.to(device), w.to(device))
-    node_map = torch.full((N,), -1, dtype=torch.int32, device=device)
-    with pytest.raises(RuntimeError, match="exclusion takes uniform relations"):
-        ops.sample_fused_typed([g.indptr.to(device)], [g.indices.to(device)], [0], [0], [N],
-                               [torch.tensor([1], device=device)], [3], False, 0, 0, False,
-                               [w.to(device)], [table], [nonzero], [], [], -1, 0,
-                               [torch.tensor([1], device=device)], node_map)
     sampler = FusedSampler(g.to(device), [3])
     seeds = torch.tensor([1], device=device)
     with pytest.raises(ValueError, match=rf"exclude must be edge ids in \[0, {E}\)"):
