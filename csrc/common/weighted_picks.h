@@ -295,17 +295,25 @@ GNNREPRO_HD PickContext pick_context(uint8_t* marks, const int64_t* excluded,
   return {marks, excluded + first, end - first};
 }
 
+// Whether `position` is one of the destination's excluded edges. The routines below take
+// `Excluding` false where the destination has none (weighted_positions decides), so that a
+// call without exclusion runs no check in its loops.
+template <bool Excluding>
 GNNREPRO_HD bool is_excluded(const PickContext& ctx, int64_t position) {
-  if (ctx.num_excluded == 0) return false;
-  const int64_t i = first_not_below(ctx.excluded, ctx.num_excluded, position);
-  return i < ctx.num_excluded && ctx.excluded[i] == position;
+  if constexpr (Excluding) {
+    const int64_t i = first_not_below(ctx.excluded, ctx.num_excluded, position);
+    return i < ctx.num_excluded && ctx.excluded[i] == position;
+  } else {
+    return false;
+  }
 }
 
 // Whether offset `offset` cannot be picked: it is among the picks out[0, n) or excluded.
+template <bool Excluding>
 GNNREPRO_HD bool unavailable(const PickContext& ctx, const int64_t* out, int64_t n,
                              int64_t start, int64_t offset) {
   const bool picked = ctx.marks ? ctx.marks[offset] != 0 : already_picked(out, n, start + offset);
-  return picked || is_excluded(ctx, start + offset);
+  return picked || is_excluded<Excluding>(ctx, start + offset);
 }
 
 // The positive weights destination [lo, hi) may pick from (`w` from the relation's first
@@ -328,25 +336,26 @@ GNNREPRO_HD int64_t available_positive(const float* w, int64_t lo, int64_t hi, i
 // The destination's positive weights not excluded, in order, as its `count` picks; if they are
 // fewer than `count` (a count that overstates them), the first other offsets not excluded fill
 // the rest (count <= degree less the excluded edges, as available_positive bounds it).
-template <typename IdT>
+template <typename IdT, bool Excluding>
 GNNREPRO_HD void weighted_take_all(const float* w, int64_t degree, int64_t count,
                                    const PickOut<IdT>& po, const PickContext& ctx) {
   int64_t n = 0;
   for (int64_t j = 0; j < degree && n < count; ++j) {
-    if (w[j] > 0.0f && !is_excluded(ctx, po.start + j)) po.set(n++, j);
+    if (w[j] > 0.0f && !is_excluded<Excluding>(ctx, po.start + j)) po.set(n++, j);
   }
   for (int64_t j = 0; j < degree && n < count; ++j) {
-    if (!(w[j] > 0.0f) && !is_excluded(ctx, po.start + j)) po.set(n++, j);
+    if (!(w[j] > 0.0f) && !is_excluded<Excluding>(ctx, po.start + j)) po.set(n++, j);
   }
 }
 
 // The unpicked weight: a sum over the available offsets (not among out[0, n), not excluded),
 // in order.
+template <bool Excluding>
 GNNREPRO_HD double unpicked_weight(const float* w, const PickContext& ctx, int64_t start,
                                    int64_t degree, const int64_t* out, int64_t n) {
   double rest = 0.0;
   for (int64_t j = 0; j < degree; ++j) {
-    if (w[j] > 0.0f && !unavailable(ctx, out, n, start, j)) {
+    if (w[j] > 0.0f && !unavailable<Excluding>(ctx, out, n, start, j)) {
       rest = add_rn(rest, static_cast<double>(w[j]));
     }
   }
@@ -356,6 +365,7 @@ GNNREPRO_HD double unpicked_weight(const float* w, const PickContext& ctx, int64
 // A pick resolved exactly, with draw `index`: x uniform over the available weight `rest`, then
 // the first available offset (not among out[0, n), not excluded) whose running sum exceeds x
 // (one pass over the list).
+template <bool Excluding>
 GNNREPRO_HD int64_t exact_pick(const float* w, const PickContext& ctx, int64_t start,
                                int64_t degree, const int64_t* out, int64_t n, int64_t index,
                                double rest, uint64_t key) {
@@ -363,7 +373,7 @@ GNNREPRO_HD int64_t exact_pick(const float* w, const PickContext& ctx, int64_t s
   double sum = 0.0;
   int64_t last = -1;
   for (int64_t j = 0; j < degree; ++j) {
-    if (w[j] > 0.0f && !unavailable(ctx, out, n, start, j)) {
+    if (w[j] > 0.0f && !unavailable<Excluding>(ctx, out, n, start, j)) {
       sum = add_rn(sum, static_cast<double>(w[j]));
       if (sum > x) return j;
       last = j;
@@ -371,14 +381,14 @@ GNNREPRO_HD int64_t exact_pick(const float* w, const PickContext& ctx, int64_t s
   }
   if (last >= 0) return last;  // rounding: the last available positive weight
   for (int64_t k = 0; k < degree; ++k) {  // malformed input (counts past the positive weights)
-    if (!unavailable(ctx, out, n, start, k)) return k;
+    if (!unavailable<Excluding>(ctx, out, n, start, k)) return k;
   }
   return 0;  // (none available: counts past the destination's list; stays in bounds)
 }
 
 // `count` distinct picks by successive sampling (count <= degree, as weighted_pick_count gives;
 // the scheme's distribution needs count <= the positive weights).
-template <typename IdT>
+template <typename IdT, bool Excluding>
 GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t degree,
                                 int64_t count, uint64_t key, const PickOut<IdT>& po,
                                 const PickContext& ctx) {
@@ -392,7 +402,7 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
       const int64_t t = table_draw<IdT>(table, degree, key,
                                         static_cast<uint64_t>(n) * kAliasAttempts + a,
                                         po.ids ? &id : nullptr);
-      if (!unavailable(ctx, po.out, n, po.start, t)) {
+      if (!unavailable<Excluding>(ctx, po.out, n, po.start, t)) {
         po.out[n] = po.start + t;
         if (po.ids) po.ids[n] = id;
         if (ctx.marks) ctx.marks[t] = 1;
@@ -403,9 +413,10 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
     if (drawn) continue;
     if (!exact) {  // from here on, this destination's picks are exact
       exact = true;
-      rest = unpicked_weight(w, ctx, po.start, degree, po.out, n);
+      rest = unpicked_weight<Excluding>(w, ctx, po.start, degree, po.out, n);
     }
-    const int64_t j = exact_pick(w, ctx, po.start, degree, po.out, n, n, rest, exact_key);
+    const int64_t j = exact_pick<Excluding>(w, ctx, po.start, degree, po.out, n, n, rest,
+                                            exact_key);
     if (ctx.marks) ctx.marks[j] = 1;
     po.set(n, j);
     // The next pick's unpicked weight: subtracted while the pick is at most half of it (the
@@ -413,7 +424,8 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
     // weight left beside a huge picked one keeps its share.
     const double picked = static_cast<double>(w[j]);
     rest = picked <= mul_rn(rest, 0.5) ? sub_rn(rest, picked)
-                                       : unpicked_weight(w, ctx, po.start, degree, po.out, n + 1);
+                                       : unpicked_weight<Excluding>(w, ctx, po.start, degree,
+                                                                    po.out, n + 1);
   }
   if (ctx.marks) {
     for (int64_t i = 0; i < count; ++i) ctx.marks[po.out[i] - po.start] = 0;
@@ -431,28 +443,28 @@ GNNREPRO_HD void replaced_pick(const float* w, const int64_t* table, int64_t deg
     const int64_t t = table_draw<IdT>(table, degree, key,
                                       static_cast<uint64_t>(n) * kAliasAttempts + a,
                                       po.ids ? &id : nullptr);
-    if (!is_excluded(ctx, po.start + t)) {
+    if (!is_excluded<true>(ctx, po.start + t)) {
       po.out[n] = po.start + t;
       if (po.ids) po.ids[n] = id;
       return;
     }
   }
-  const double rest = unpicked_weight(w, ctx, po.start, degree, po.out, 0);
-  po.set(n, exact_pick(w, ctx, po.start, degree, po.out, 0, n, rest,
-                       mix64(key ^ 0x5851F42D4C957F2Dull)));
+  const double rest = unpicked_weight<true>(w, ctx, po.start, degree, po.out, 0);
+  po.set(n, exact_pick<true>(w, ctx, po.start, degree, po.out, 0, n, rest,
+                             mix64(key ^ 0x5851F42D4C957F2Dull)));
 }
 
 // Positions (and ids) of one weighted destination's `count` picks: `w` and `table` from its
 // first edge. `degree_code`: weighted_degree_code's (of available_positive's count).
-template <typename IdT>
-GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree_code,
-                                    int64_t count, bool replace, uint64_t key,
-                                    const PickOut<IdT>& po, const PickContext& ctx) {
+template <typename IdT, bool Excluding>
+GNNREPRO_HD void weighted_positions_with(const float* w, const int64_t* table,
+                                         int64_t degree_code, int64_t count, bool replace,
+                                         uint64_t key, const PickOut<IdT>& po,
+                                         const PickContext& ctx) {
   const int64_t degree = code_degree(degree_code);
-  if (count <= 0) return;
   if (weighted_takes_all(degree_code)) {
-    weighted_take_all(w, degree, count, po, ctx);
-  } else if (replace && ctx.num_excluded > 0) {
+    weighted_take_all<IdT, Excluding>(w, degree, count, po, ctx);
+  } else if (replace && Excluding) {
     for (int64_t n = 0; n < count; ++n) replaced_pick(w, table, degree, n, key, po, ctx);
   } else if (replace) {  // independent table draws
     for (int64_t n = 0; n < count; ++n) {
@@ -462,7 +474,19 @@ GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_
       if (po.ids) po.ids[n] = id;
     }
   } else {
-    weighted_picks(w, table, degree, count, key, po, ctx);
+    weighted_picks<IdT, Excluding>(w, table, degree, count, key, po, ctx);
+  }
+}
+
+template <typename IdT>
+GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree_code,
+                                    int64_t count, bool replace, uint64_t key,
+                                    const PickOut<IdT>& po, const PickContext& ctx) {
+  if (count <= 0) return;
+  if (ctx.num_excluded > 0) {
+    weighted_positions_with<IdT, true>(w, table, degree_code, count, replace, key, po, ctx);
+  } else {
+    weighted_positions_with<IdT, false>(w, table, degree_code, count, replace, key, po, ctx);
   }
 }
 
