@@ -8,6 +8,8 @@ from collections import Counter
 import pytest
 import torch
 
+from helpers import require_dgl
+from gnnrepro.baselines.dgl_import import dgl_available
 from gnnrepro.datasets import TypedDataset, TypedLinkDataset, hold_out_relation
 from gnnrepro.linkpred import LinkPredictor, LinkSampler, evaluate_link, train_link
 from gnnrepro.linkpred.train import node_embeddings
@@ -170,6 +172,33 @@ def test_a_batch_never_samples_its_edges_or_their_reverse_twins(writes: TypedLin
         assert not twins & got[REV_WRITES]
 
 
+@pytest.mark.parametrize("relation", ["writes", "cites"])
+def test_dgls_typed_edge_prediction_batches(base: TypedDataset, relation: str) -> None:
+    """DGL's heterogeneous pipeline (the benchmark's baseline) hands the same kind of batch:
+    the positives are the batch's training edges as rows of each endpoint type's seeds, k
+    negatives of the destination type each, and neither its edges nor their twins sampled
+    (DGL's exclude="reverse_types" on ids the held-out relations keep)."""
+    require_dgl()
+    from gnnrepro.linkpred.dgl_typed_link_loader import DGLTypedLinkLoader
+    data = hold_out_relation(base, relation, num_queries=20, num_negatives=10)
+    src_type, _, dst_type = data.relation
+    loader = DGLTypedLinkLoader(data, [4, 3], 100, num_negatives=3, seed=2)
+    seen = []
+    for batch in loader:
+        s, d = batch.pos
+        assert torch.equal(batch.seeds[src_type][s], data.train_src[batch.edge_ids])
+        assert torch.equal(batch.seeds[dst_type][d], data.train_dst[batch.edge_ids])
+        assert batch.neg_dst.shape == (s.numel(), 3) and batch.relation == data.relation
+        assert int(batch.neg_dst.max()) < batch.seeds[dst_type].numel()
+        for t, x in batch.x.items():
+            assert torch.equal(x, data.features[t][batch.input_nodes[t]])
+        for block in batch.blocks:
+            for rel in (data.relation, data.reverse):
+                assert not bool(torch.isin(block.blocks[rel].edge_ids, batch.edge_ids).any())
+        seen.append(batch.edge_ids)
+    assert torch.equal(torch.cat(seen).sort().values, torch.arange(data.num_train_edges))
+
+
 def test_uniform_negative_sources_are_of_the_source_type(writes: TypedLinkDataset) -> None:
     """PyG's binary mode on a typed relation: negative sources are authors, destinations
     papers, each indexing its own type's seeds, drawn as the homogeneous ones are."""
@@ -262,14 +291,16 @@ def test_bad_input_is_named(writes: TypedLinkDataset, base: TypedDataset) -> Non
 
 def test_bench_link_prediction_runs_a_typed_relation(bench_env: None) -> None:
     from gnnrepro.bench import link_prediction
+    pipelines = ["fused", "dgl"] if dgl_available() else ["fused"]
     result = link_prediction.measure(dataset="mag-sim", scale=0.005, relation="cites",
                                      fanouts=[3, 2], batch_size=64, steps=3, seeds=[0],
-                                     hidden=16, eval_method="sampled", threads=1)
-    run = result["runs"]["fused"]["0"]
-    assert list(result["runs"]) == ["fused"] and run["steps"] == 3
-    assert result["params"]["relation"] == list(CITES) and 0 < run["val"]["mrr"] <= 1
-    with pytest.raises(ValueError, match="pipelines: DGL's heterogeneous"):
-        link_prediction.measure(dataset="mag-sim", scale=0.005, relation="cites",
-                                pipelines=["dgl"])
+                                     hidden=16, eval_method="sampled", threads=1,
+                                     pipelines=pipelines)
+    assert list(result["runs"]) == pipelines
+    for run in (result["runs"][p]["0"] for p in pipelines):
+        assert run["steps"] == 3 and 0 < run["val"]["mrr"] <= 1
+    assert result["params"]["relation"] == list(CITES)
+    if "dgl" in pipelines:
+        assert result["ratios"]["speedup_vs_dgl"] > 0
     with pytest.raises(ValueError, match="relation names the predicted relation"):
         link_prediction.measure(dataset="mag-sim", scale=0.005)

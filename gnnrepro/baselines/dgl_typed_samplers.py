@@ -21,12 +21,20 @@ __all__ = ["DGLTypedFusedSampler", "DGLTypedUnfusedSampler", "dgl_heterograph",
 _INT32_LIMIT = 2**31
 
 
-def dgl_heterograph(dgl, graph: TypedGraph):
+def dgl_heterograph(dgl, graph: TypedGraph, edge_ids: bool = False):
     """`graph` as a CSC-only DGL heterograph (int32 ids when every type and relation fits);
-    returns (g, idtype). Edge ids are CSC positions (no edge-id arrays)."""
+    returns (g, idtype). Edge ids are CSC positions (no edge-id arrays). With `edge_ids` they
+    are the relations' own where they keep them (CSCGraph.edge_ids), and the graph is built
+    from edge lists in id order, as a DGL user builds one, with CSC and COO (DGL 2.1's
+    edge_subgraph, under its edge-prediction sampler, pairs a CSC built with an edge-id array
+    with the wrong edge data)."""
     fits32 = (max(graph.num_nodes.values()) < _INT32_LIMIT
               and max(graph.num_edges.values()) < _INT32_LIMIT)
     idtype = torch.int32 if fits32 else torch.int64
+    if edge_ids:
+        data = {rel: _edges_by_id(csc, idtype) for rel, csc in graph.relations.items()}
+        g = dgl.heterograph(data, num_nodes_dict=dict(graph.num_nodes), idtype=idtype)
+        return g.formats(["csc", "coo"]), idtype
     data = {rel: ("csc", (csc.indptr.to(idtype), csc.indices.to(idtype),
                           torch.empty(0, dtype=idtype)))
             for rel, csc in graph.relations.items()}
@@ -34,15 +42,31 @@ def dgl_heterograph(dgl, graph: TypedGraph):
     return g.formats("csc"), idtype
 
 
-def from_dgl_typed_block(dgl_block, nid: str, relations: list) -> TypedBlock:
+def _edges_by_id(csc, idtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sources, destinations) of `csc`'s edges in edge id order (CSC order without ids)."""
+    dst = torch.repeat_interleave(torch.arange(csc.num_nodes), csc.in_degrees(),
+                                  output_size=csc.num_edges)
+    src = csc.indices.long()
+    if csc.edge_ids is not None:
+        order = torch.empty_like(csc.edge_ids)
+        order[csc.edge_ids] = torch.arange(csc.num_edges)
+        src, dst = src[order], dst[order]
+    return src.to(idtype), dst.to(idtype)
+
+
+def from_dgl_typed_block(dgl_block, nid: str, relations: list,
+                         eid: str | None = None) -> TypedBlock:
     """One DGL heterogeneous block as our TypedBlock over `relations` (the graph's order);
-    DGL's per-relation CSC already holds local source ids, destinations first per type."""
+    DGL's per-relation CSC already holds local source ids, destinations first per type. With
+    `eid` (dgl.EID) each relation's Block carries the graph's ids of its edges, in CSC order."""
     src = {t: dgl_block.srcnodes[t].data[nid].long() for t in dgl_block.srctypes}
     num_dst = {t: dgl_block.num_dst_nodes(t) for t in dgl_block.dsttypes}
     blocks = {}
     for rel in relations:
-        indptr, indices, _ = dgl_block.adj_tensors("csc", etype=rel)
-        blocks[rel] = relation_block(indptr.long(), indices.long(), None, rel, src, num_dst)
+        indptr, indices, local = dgl_block.adj_tensors("csc", etype=rel)
+        ids = (dgl_block.edges[rel].data[eid][local.long()].long() if eid is not None
+               else None)
+        blocks[rel] = relation_block(indptr.long(), indices.long(), ids, rel, src, num_dst)
     return TypedBlock(blocks, src, num_dst)
 
 

@@ -14,8 +14,9 @@ included), the ratio DGL / ours per seed, and each pipeline's MRR per seed.
 On a typed dataset (`--dataset mag-sim --relation cites`) the task is one relation: its edges
 are held out as citation-sim's are, with their reverse twins
 (gnnrepro.datasets.typed_link_dataset), the encoder is R-GCN (learnt embeddings for the
-featureless types) and each batch excludes its edges and their twins in the reverse relation.
-Ours only: DGL's heterogeneous edge-prediction loader is not wired as a baseline.
+featureless types) and each batch excludes its edges and their twins in the reverse relation;
+DGL's side is its heterogeneous edge-prediction loader (exclude="reverse_types":
+gnnrepro.linkpred.dgl_typed_link_loader).
 """
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def _loader(pipeline: str, data: Any, fanouts: list[int], batch_size: int, num_n
     """The pipeline's edge batches over the forward training edges (or the relation's),
     reverses excluded."""
     train = torch.arange(data.num_train_edges)
+    if pipeline == "dgl" and isinstance(data, TypedLinkDataset):
+        from gnnrepro.linkpred.dgl_typed_link_loader import DGLTypedLinkLoader  # DGL if measured
+        return DGLTypedLinkLoader(data, fanouts, batch_size, num_negatives, seed=seed)
     if pipeline == "dgl":
         from gnnrepro.linkpred.dgl_link_loader import DGLLinkLoader  # imports DGL when measured
         return DGLLinkLoader(data.graph, data.features, train, fanouts, batch_size,
@@ -95,18 +99,15 @@ def measure(dataset: str = "citation-sim", scale: float = 0.05, root: str | None
             seeds: Sequence[int] = (0, 1, 2), pipelines: Sequence[str] | None = None,
             eval_method: str = "layerwise", threads: int | None = None,
             relation: str | None = None) -> dict:
-    """Train and evaluate each pipeline per seed (default: both; ours alone on a typed
-    dataset, where `relation` names the predicted relation); see the module docstring."""
+    """Train and evaluate each pipeline per seed (default: both; on a typed dataset
+    `relation` names the predicted relation); see the module docstring."""
     typed = dataset in TYPED_DATASETS
     if typed != (relation is not None):
         raise ValueError(f"relation names the predicted relation of a typed dataset "
                          f"({', '.join(TYPED_DATASETS)}), and only there; got dataset "
                          f"{dataset!r} and relation {relation!r}")
     if pipelines is None:
-        pipelines = ("fused",) if typed else PIPELINES
-    if typed and "dgl" in pipelines:
-        raise ValueError("pipelines: DGL's heterogeneous edge-prediction loader is not a "
-                         "baseline here; a typed dataset runs pipelines=['fused']")
+        pipelines = PIPELINES
     threads = resolve_threads(threads)
     torch.set_num_threads(threads)
     data = load_scaled(dataset, root, scale)

@@ -27,10 +27,10 @@ from gnnrepro.linkpred.link_sampler import EXCLUDE_MODES
 from gnnrepro.sampling.args import check_fanouts
 from gnnrepro.sampling.exclusion import EdgePositions
 
-__all__ = ["DGLLinkLoader"]
+__all__ = ["DGLLinkLoader", "ExcludedCopies", "MappedSampler"]
 
 
-class _MappedSampler:
+class MappedSampler:
     """DGL's NeighborSampler with its fused-path relabel maps installed in the graph's id type
     before every call (dgl_samplers.install_fused_mapping: DGL 2.1 corrupts them on int32
     graphs from the second batch on otherwise); everything else is the NeighborSampler's."""
@@ -44,6 +44,30 @@ class _MappedSampler:
 
     def __getattr__(self, name: str):
         return getattr(self._sampler, name)
+
+
+class ExcludedCopies:
+    """DGL's `exclude` as the callable it also takes: a batch's edge ids and, given `reverse`
+    (a map in DGL's id space), their reverses; on a heterograph (seed edges by relation) a
+    relation's ids and the same ids in `reverse_relations[relation]` (DGL's "reverse_types").
+    Always copies: DGL 2.1's sample_neighbors sorts the excluded ids in place, and those its own
+    "self" and "reverse_types" modes hand it are the pair graph's edge-id tensor, whose order
+    that breaks (the positives' ids then no longer those of the pair graph's edges)."""
+
+    def __init__(self, reverse: torch.Tensor | None = None,
+                 reverse_relations: dict | None = None):
+        self.reverse, self.reverse_relations = reverse, reverse_relations or {}
+
+    def __call__(self, seed_edges):
+        if isinstance(seed_edges, dict):
+            out = {rel: ids.clone() for rel, ids in seed_edges.items()}
+            for rel, ids in seed_edges.items():
+                if self.reverse_relations.get(rel) is not None:
+                    out[self.reverse_relations[rel]] = ids.clone()
+            return out
+        if self.reverse is None:
+            return seed_edges.clone()
+        return torch.cat([seed_edges, self.reverse[seed_edges.long()]])
 
 
 class DGLLinkLoader:
@@ -77,11 +101,11 @@ class DGLLinkLoader:
                 reverse[position] = position[reverse_eids]
                 reverse = reverse.to(idtype)
         self._graph_edge_ids = graph.edge_ids
-        neighbors = _MappedSampler(
+        neighbors = MappedSampler(
             dgl.dataloading.NeighborSampler(list(self.fanouts), prefetch_node_feats=["feat"]),
             g, idtype)
         sampler = dgl.dataloading.as_edge_prediction_sampler(
-            neighbors, exclude=exclude, reverse_eids=reverse,
+            neighbors, exclude=None if exclude is None else ExcludedCopies(reverse),
             negative_sampler=dgl.dataloading.negative_sampler.Uniform(self.num_negatives))
         eids = train_edge_ids.to(torch.int64)
         eids = (eids if position is None else position[eids]).to(idtype)
