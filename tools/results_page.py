@@ -167,6 +167,11 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
         "`bench link-prediction --dataset citation-sim --scale 0.05 --fanouts 15,10 "
         "--batch-size 1024 --hidden 64 --lr 0.01 --steps 300 --seeds 3 --threads 2`",
         "README, headline table; [link prediction](link_prediction.md)", LINK_PREDICTION),
+    "link-prediction-cpu-mag.json": (
+        "`bench link-prediction --dataset mag-sim --scale 0.25 --relation cites --fanouts 15,10 "
+        "--batch-size 1024 --hidden 64 --lr 0.01 --steps 100 --seeds 3 --threads 2 "
+        "--eval-method sampled`",
+        "README, headline table; [link prediction](link_prediction.md)", LINK_PREDICTION),
     "link-prediction-cpu-citation-full.json": (
         "`bench link-prediction --dataset citation-sim --scale 1.0 --fanouts 15,10 "
         "--batch-size 1024 --hidden 64 --lr 0.01 --steps 20 --seeds 1 --threads 2`",

@@ -27,7 +27,7 @@ from gnnrepro.linkpred.link_sampler import EXCLUDE_MODES
 from gnnrepro.sampling.args import check_fanouts
 from gnnrepro.sampling.exclusion import EdgePositions
 
-__all__ = ["DGLLinkLoader", "ExcludedCopies", "MappedSampler"]
+__all__ = ["DGLEpochs", "DGLLinkLoader", "ExcludedCopies", "MappedSampler"]
 
 
 class MappedSampler:
@@ -70,7 +70,24 @@ class ExcludedCopies:
         return torch.cat([seed_edges, self.reverse[seed_edges.long()]])
 
 
-class DGLLinkLoader:
+class DGLEpochs:
+    """What DGL's edge-prediction loaders share: `len()` of their DataLoader `_loader`, and each
+    epoch's batches shuffled by (seed, epoch), with DGL on this thread's torch threads."""
+
+    _loader: object
+    _epoch: int
+    seed: int
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def _epoch_batches(self) -> Iterator:
+        epoch, self._epoch = self._epoch, self._epoch + 1
+        set_dgl_threads(torch.get_num_threads())
+        return seeded_epoch(self._loader, self.seed, epoch)
+
+
+class DGLLinkLoader(DGLEpochs):
     """Edge batches of `train_edge_ids` (ids of `features`' graph) from DGL's pipeline; see the
     module docstring. Iterate it once per epoch; `len()` is its batches per epoch."""
 
@@ -114,13 +131,8 @@ class DGLLinkLoader:
                                                   shuffle=shuffle, drop_last=False)
         self._epoch = 0
 
-    def __len__(self) -> int:
-        return len(self._loader)
-
     def __iter__(self) -> Iterator[EdgeBatch]:
-        epoch, self._epoch = self._epoch, self._epoch + 1
-        set_dgl_threads(torch.get_num_threads())
-        batches = seeded_epoch(self._loader, self.seed, epoch)
+        batches = self._epoch_batches()
         nid, eid = self._dgl.NID, self._dgl.EID
         for b, (input_nodes, pair, neg_pair, blocks) in enumerate(batches):
             u, v = pair.edges()

@@ -17,19 +17,18 @@ from collections.abc import Iterator
 
 import torch
 
-from gnnrepro.baselines.dgl_import import import_dgl, set_dgl_threads
-from gnnrepro.baselines.dgl_loader import seeded_epoch
+from gnnrepro.baselines.dgl_import import import_dgl
 from gnnrepro.baselines.dgl_typed_samplers import dgl_heterograph, from_dgl_typed_block
 from gnnrepro.checks import check_int
 from gnnrepro.datasets import TypedLinkDataset
-from gnnrepro.linkpred.dgl_link_loader import ExcludedCopies, MappedSampler
+from gnnrepro.linkpred.dgl_link_loader import DGLEpochs, ExcludedCopies, MappedSampler
 from gnnrepro.linkpred.edge_batch import EdgeBatch
 from gnnrepro.sampling.args import check_fanouts
 
 __all__ = ["DGLTypedLinkLoader"]
 
 
-class DGLTypedLinkLoader:
+class DGLTypedLinkLoader(DGLEpochs):
     """Edge batches of the relation's training edges from DGL's heterogeneous pipeline; see
     the module docstring. Iterate it once per epoch; `len()` is its batches per epoch."""
 
@@ -62,15 +61,9 @@ class DGLTypedLinkLoader:
             batch_size=self.batch_size, shuffle=shuffle, drop_last=False)
         self._epoch = 0
 
-    def __len__(self) -> int:
-        return len(self._loader)
-
     def __iter__(self) -> Iterator[EdgeBatch]:
-        epoch, self._epoch = self._epoch, self._epoch + 1
-        set_dgl_threads(torch.get_num_threads())
         nid, eid, rel = self._dgl.NID, self._dgl.EID, self.relation
-        for b, (_, pair, neg_pair, blocks) in enumerate(seeded_epoch(self._loader, self.seed,
-                                                                     epoch)):
+        for b, (_, pair, neg_pair, blocks) in enumerate(self._epoch_batches()):
             u, v = pair.edges(etype=rel)
             _, neg_v = neg_pair.edges(etype=rel)
             ours = [from_dgl_typed_block(blk, nid, self._relations, eid) for blk in blocks]
