@@ -237,7 +237,8 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "torch/python.h in place of torch/extension.h: the same code, compiled faster) and "
              "let weighted relations take excluded edges (a uniform relation runs the same "
              "code; a weighted one without exclusion draws the same blocks, and an A/B against "
-             "the op before it showed no slowdown)")
+             "the op before it showed no slowdown); after the typed link-prediction run it "
+             "corrected a docstring of the DGL heterograph builder (no code changed)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")

@@ -25,9 +25,8 @@ def dgl_heterograph(dgl, graph: TypedGraph, edge_ids: bool = False):
     """`graph` as a CSC-only DGL heterograph (int32 ids when every type and relation fits);
     returns (g, idtype). Edge ids are CSC positions (no edge-id arrays). With `edge_ids` they
     are the relations' own where they keep them (CSCGraph.edge_ids), and the graph is built
-    from edge lists in id order, as a DGL user builds one, with CSC and COO (DGL 2.1's
-    edge_subgraph, under its edge-prediction sampler, pairs a CSC built with an edge-id array
-    with the wrong edge data)."""
+    from edge lists in id order, as a DGL user builds one, with CSC (sampling) and COO (DGL's
+    edge-prediction sampler looks its seed edges up in it)."""
     fits32 = (max(graph.num_nodes.values()) < _INT32_LIMIT
               and max(graph.num_edges.values()) < _INT32_LIMIT)
     idtype = torch.int32 if fits32 else torch.int64
