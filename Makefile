@@ -72,7 +72,7 @@ SERIAL_TESTS := $(addprefix tests/test_,$(addsuffix .py,supervisor gpu_session b
 
 test:
 	$(MAKE) --no-print-directory -j3 setup check-cuda-if-nvcc
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 \
 	  $(addprefix --ignore=,$(SERIAL_TESTS)) tests
 	$(PY) -m pytest -q --durations=10 $(SERIAL_TESTS)
 

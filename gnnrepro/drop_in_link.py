@@ -17,7 +17,10 @@ neg_sampling=dict(mode="binary" | "triplet", amount=k), batch_size=...)` yields 
 1 and 0; no negatives: the given labels or ones) or `src_index`, `dst_pos_index`,
 `dst_neg_index` (triplet: k destinations per positive's source), with `input_id` the batch's
 label positions. Like PyG's, it excludes nothing (it relies on a disjoint split of the edges);
-`replace` and `weight_attr` (data's per-edge weights in edge_index order) are PyG's.
+`replace` and `weight_attr` (data's per-edge weights in edge_index order) are PyG's. So are
+`time_attr` (data's per-edge integer times) with `edge_label_time` (each label edge's time) and
+`temporal_strategy`: each endpoint and negative is then a seed of its own sampled at its label
+edge's time, and a batch also carries `batch` (each node's seed), `e_id` and `edge_label_time`.
 
 Both run on our fused sampler (LinkSampler) and pinned, multi-worker Loader.
 """
@@ -33,7 +36,8 @@ import torch
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
 from gnnrepro.config.machine import resolve_workers
-from gnnrepro.interop.convert import dgl_csc, dgl_edge_weights, pyg_edge_weights, pyg_graph
+from gnnrepro.interop.convert import (dgl_csc, dgl_edge_weights, pyg_edge_times,
+                                      pyg_edge_weights, pyg_graph)
 from gnnrepro.interop.dgl_view import to_dgl
 from gnnrepro.interop.pyg_view import to_pyg
 from gnnrepro.interop.view import OwningBatchView
@@ -192,11 +196,14 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
                        edge_label_index: Any = None, edge_label: Any = None,
                        neg_sampling: dict | None = None, neg_sampling_ratio: float | None = None,
                        replace: bool = False, weight_attr: str | None = None,
+                       time_attr: str | None = None, edge_label_time: Any = None,
+                       temporal_strategy: str = "uniform",
                        batch_size: int = 1024, shuffle: bool = False, drop_last: bool = False,
                        device: Any = "cpu", **settings: Any) -> OwningBatchView:
     """PyG's LinkNeighborLoader on our loader (module docstring). `num_neighbors` counts from
     the seeds, as PyG's; `neg_sampling_ratio=r` is PyG's older spelling of binary negatives;
-    `replace` and `weight_attr` as NeighborLoader's (gnnrepro.drop_in)."""
+    `replace` and `weight_attr` as NeighborLoader's (gnnrepro.drop_in); `time_attr` and
+    `edge_label_time` go together, as in PyG."""
     if neg_sampling is None and neg_sampling_ratio is not None:
         neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
     mode, amount = "none", 0
@@ -209,28 +216,44 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
             raise ValueError(f"neg_sampling amount must be a whole number >= 1 here, got "
                              f"{amount}")
         amount = int(amount)
-    dataset = _unlabelled(pyg_graph(data, edge_ids=weight_attr is not None),
+    if (time_attr is None) != (edge_label_time is None):
+        raise ValueError("time_attr and edge_label_time go together (as in PyG): time_attr "
+                         "names data's edge times, edge_label_time gives each label edge's")
+    timed = time_attr is not None
+    dataset = _unlabelled(pyg_graph(data, edge_ids=weight_attr is not None or timed),
                           getattr(data, "x", None), "data.x")
     weights = (None if weight_attr is None
                else pyg_edge_weights(data, weight_attr, dataset.graph.num_edges))
+    times = None if not timed else pyg_edge_times(data, time_attr, dataset.graph.num_edges)
     label_index = data.edge_index if edge_label_index is None else edge_label_index
     label_index = torch.as_tensor(label_index).to(torch.int64)
     labels = (None if edge_label is None else torch.as_tensor(edge_label))
     seed = settings.pop("seed", 0)
+    temporal = {} if not timed else {"times": times, "temporal_strategy": temporal_strategy,
+                                     "edge_ids": True}
     link = LinkSampler(FusedSampler(dataset.graph, list(reversed(list(num_neighbors))),
-                                    replace=replace, weights=weights),
+                                    replace=replace, weights=weights, **temporal),
                        (label_index[0], label_index[1]), amount, exclude=None, seed=seed,
-                       negative_sources="uniform" if mode == "binary" else "positive")
+                       negative_sources="uniform" if mode == "binary" else "positive",
+                       edge_time=edge_label_time)
     loader = _edge_loader(dataset, link, label_index.shape[1], device, batch_size, shuffle,
                           drop_last, seed, settings)
-    return OwningBatchView(loader, lambda batch: _to_pyg_link(batch, mode, labels))
+    return OwningBatchView(loader, lambda batch: _to_pyg_link(batch, mode, labels,
+                                                              link.edge_time))
 
 
-def _to_pyg_link(batch: EdgeBatch, mode: str, labels: torch.Tensor | None) -> Any:
-    """An EdgeBatch as LinkNeighborLoader's batch in `mode` ("none", "binary", "triplet")."""
+def _to_pyg_link(batch: EdgeBatch, mode: str, labels: torch.Tensor | None,
+                 label_time: torch.Tensor | None) -> Any:
+    """An EdgeBatch as LinkNeighborLoader's batch in `mode` ("none", "binary", "triplet");
+    with `label_time` (the label edges' times) its edge_label_time, negatives at their
+    positive's."""
     out = to_pyg(batch)
     del out.y, out.batch_size  # node-level fields of NeighborLoader's batches
     out.input_id = batch.edge_ids
+    if label_time is not None:
+        t = label_time[batch.edge_ids]
+        out.edge_label_time = (torch.cat([t, t.repeat_interleave(batch.neg_dst.shape[1])])
+                               if mode == "binary" else t)
     pos_label = (torch.ones(batch.edge_ids.numel()) if labels is None
                  else labels[batch.edge_ids])
     if mode == "triplet":

@@ -89,6 +89,45 @@ def test_pygs_link_neighbor_loader_batches(mode):
         LinkNeighborLoader(data, [3], neg_sampling={"mode": "hard"})
 
 
+@pytest.mark.parametrize("mode", ["binary", "triplet"])
+def test_pygs_temporal_link_neighbor_loader_batches(mode):
+    """time_attr with edge_label_time (PyG's temporal LinkNeighborLoader): each endpoint and
+    negative a seed of its own (`batch`), no sampled edge later than its seed's label time."""
+    data_mod = pytest.importorskip("torch_geometric.data")
+    src, dst = edges(seed=2)
+    gen = torch.Generator().manual_seed(3)
+    edge_time = torch.randint(0, 100, (src.numel(),), generator=gen)
+    data = data_mod.Data(x=torch.randn(150, 5), edge_index=torch.stack([src, dst]),
+                         num_nodes=150, edge_time=edge_time)
+    label_index = torch.stack([src[:200], dst[:200]])
+    label_time = torch.randint(0, 100, (200,), generator=gen)
+    loader = LinkNeighborLoader(data, [4, 4], edge_label_index=label_index,
+                                edge_label_time=label_time, time_attr="edge_time",
+                                neg_sampling={"mode": mode, "amount": 2}, batch_size=50)
+    seen = 0
+    for batch in loader:
+        t = label_time[batch.input_id]
+        b, with_negatives = t.numel(), torch.cat([t, t.repeat_interleave(2)])
+        # seeds: the sources (binary: and the negatives' sources), then the destinations
+        # and negatives, each at its label edge's time
+        seed_time = torch.cat([with_negatives if mode == "binary" else t, with_negatives])
+        assert int(batch.batch.max()) + 1 == seed_time.numel()
+        target_seed = batch.batch[batch.edge_index[1]]
+        assert torch.equal(batch.batch[batch.edge_index[0]], target_seed)  # disjoint
+        assert bool((edge_time[batch.e_id] <= seed_time[target_seed]).all())
+        index = (batch.edge_label_index if mode == "binary"
+                 else torch.stack([batch.src_index, batch.dst_pos_index]))
+        assert torch.equal(batch.n_id[index[:, :b]], label_index[:, batch.input_id])
+        assert batch.edge_label_time.numel() == (3 * b if mode == "binary" else b)
+        seen += b
+    assert seen == 200
+    with pytest.raises(ValueError, match="time_attr and edge_label_time go together"):
+        LinkNeighborLoader(data, [3], edge_label_index=label_index, time_attr="edge_time")
+    with pytest.raises(ValueError, match="data has no attribute 'when'"):
+        LinkNeighborLoader(data, [3], edge_label_index=label_index, time_attr="when",
+                           edge_label_time=label_time)
+
+
 def test_the_link_loaders_close_their_workers():
     """As the node drop-ins: `with` (or close()) stops the loader, which then refuses an epoch."""
     data_mod = pytest.importorskip("torch_geometric.data")

@@ -97,10 +97,6 @@ def test_bad_exclusions_are_named():
         sampler.sample(torch.tensor([1]), exclude=torch.tensor([1.0]))
     with pytest.raises(TypeError, match="must be a tensor of edge ids"):
         sampler.sample(torch.tensor([1]), exclude={"cites": torch.tensor([1])})
-    times = torch.zeros(g.num_edges, dtype=torch.long)
-    with pytest.raises(ValueError, match="temporal or disjoint"):
-        FusedSampler(g, [2], times=times).sample(torch.tensor([1]), seed_time=torch.tensor([0]),
-                                                 exclude=torch.tensor([1]))
     node_map = torch.full((g.num_nodes,), -1, dtype=torch.int32)
 
     def call(excluded):

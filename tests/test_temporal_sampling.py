@@ -26,10 +26,11 @@ def random_timed_graph(n: int = 200, e: int = 3000, seed: int = 0,
 
 
 def reference_blocks(graph: CSCGraph, csc_times: torch.Tensor, seeds: list[int],
-                     seed_times: list[int], layers: int, window: int = -1) -> list[tuple]:
+                     seed_times: list[int], layers: int, window: int = -1,
+                     excluded: frozenset[int] = frozenset()) -> list[tuple]:
     """Fanout -1 temporal sampling, disjoint per seed, written plainly: per layer (input
     first) indptr, indices, src_nodes, seed_index and edge positions, sources numbered by
-    first occurrence (destinations, then picks in CSC order)."""
+    first occurrence (destinations, then picks in CSC order); `excluded` positions never."""
     ip, ix, t = graph.indptr.tolist(), graph.indices.tolist(), csc_times.tolist()
     dst = list(enumerate(seeds))  # (seed index, node)
     out = []
@@ -38,6 +39,8 @@ def reference_blocks(graph: CSCGraph, csc_times: torch.Tensor, seeds: list[int],
         src, indptr, indices, positions = list(dst), [0], [], []
         for b, v in dst:
             for p in range(ip[v], ip[v + 1]):
+                if p in excluded:
+                    continue
                 if t[p] <= seed_times[b] and (window < 0 or t[p] >= seed_times[b] - window):
                     key = (b, ix[p])
                     if key not in ids:
@@ -165,6 +168,56 @@ def test_last_takes_the_most_recent_and_window_bounds_the_past():
     windowed = FusedSampler(g, [-1], times=times, time_window=2, edge_ids=True)
     eids = windowed.sample(torch.tensor([0]), seed_time=torch.tensor([7])).blocks[0].edge_ids
     assert sorted(times[eids].tolist()) == [5, 6, 7]
+
+
+@pytest.mark.parametrize("window", [-1, 30])
+def test_excluded_edges_are_no_candidates_at_any_hop(window):
+    """A batch's excluded edges (link prediction's own edges, FusedSampler.sample's `exclude`)
+    leave every seed's subgraph at every hop; the other candidates stay as the reference's."""
+    g, times = random_timed_graph(seed=5)
+    sampler = FusedSampler(g, [-1, -1, -1], times=times, edge_ids=True,
+                           time_window=None if window < 0 else window)
+    sg = sampler.temporal.graph
+    exclude = torch.arange(0, g.num_edges, 3)  # caller's edge ids
+    positions = frozenset(torch.nonzero(torch.isin(sg.edge_ids, exclude)).flatten().tolist())
+    seeds, seed_times = [5, 5, 17, 0, 199], [50, 10, 99, 0, 70]
+    mb = sampler.sample(torch.tensor(seeds), seed_time=torch.tensor(seed_times),
+                        exclude=exclude)
+    ref = reference_blocks(sg, times[sg.edge_ids], seeds, seed_times, 3, window, positions)
+    for block, (indptr, indices, src, seed_index, at) in zip(mb.blocks, ref):
+        assert block.indptr.tolist() == indptr and block.indices.tolist() == indices
+        assert block.src_nodes.tolist() == src and block.seed_index.tolist() == seed_index
+        assert block.edge_ids.tolist() == sg.edge_ids[at].tolist()
+        assert not bool(torch.isin(block.edge_ids, exclude).any())
+
+
+def test_excluded_edges_under_uniform_and_last_picks():
+    """One destination with edges at times 0..19, seed time 9, edges at times 7 and 2
+    excluded: uniform picks (fanout 3) take each of the 8 others with probability 3/8; 'last'
+    takes the most recent that are left, in time order."""
+    g = CSCGraph.from_edges(torch.arange(1, 21), torch.zeros(20, dtype=torch.long), 21,
+                            keep_edge_ids=True)
+    times = torch.arange(20).flip(0)  # edge id e at time 19 - e
+    exclude = torch.tensor([19 - 7, 19 - 2])
+    uniform = FusedSampler(g, [3], times=times, edge_ids=True)
+    counts = torch.zeros(20)
+    trials = 4000
+    for b in range(trials):
+        counts[uniform.sample(torch.tensor([0]), batch_id=b, seed_time=torch.tensor([9]),
+                              exclude=exclude).blocks[0].edge_ids] += 1
+    kept = (times <= 9) & ~torch.isin(torch.arange(20), exclude)
+    assert counts[~kept].sum() == 0
+    assert float((counts[kept] / trials - 3 / 8).abs().max()) < 0.04  # ~5 standard deviations
+    for fanout, want in ((3, [6, 8, 9]), (7, [1, 3, 4, 5, 6, 8, 9]),
+                         (9, [0, 1, 3, 4, 5, 6, 8, 9])):
+        last = FusedSampler(g, [fanout], times=times, temporal_strategy="last", edge_ids=True)
+        eids = last.sample(torch.tensor([0]), seed_time=torch.tensor([9]),
+                           exclude=exclude).blocks[0].edge_ids
+        assert times[eids].tolist() == want
+    everything = torch.arange(20)  # every candidate excluded: no pick, no error
+    block = last.sample(torch.tensor([0]), seed_time=torch.tensor([9]),
+                        exclude=everything).blocks[0]
+    assert block.num_edges == 0 and block.src_nodes.tolist() == [0]
 
 
 def test_node_time_gives_the_seeds_times_and_the_loader_uses_it():

@@ -7,10 +7,12 @@
 // two binary searches (TimeSearch): the first edge after T ends it and, given a window w >= 0,
 // the first edge after T - w - 1 (window_floor) begins it.
 // Uniform picks are then the uniform rules (picks.h) over that range; "last" picks are its
-// `fanout` most recent edges, in time order.
+// `fanout` most recent edges, in time order. Excluded edges (exclusion.h) are no candidates:
+// the picks are made among the range's other positions.
 #pragma once
 #include <cstdint>
 
+#include "exclusion.h"
 #include "hd.h"
 
 namespace gnnrepro {
@@ -58,6 +60,33 @@ GNNREPRO_HD bool window_floor(int64_t time, int64_t window, int64_t* floor) {
 GNNREPRO_HD CandidateRange strategy_range(CandidateRange c, int64_t fanout, int64_t strategy) {
   if (strategy != kTemporalLast || fanout < 0 || c.end - c.begin <= fanout) return c;
   return {c.end - fanout, c.end};
+}
+
+// A destination's sampled range and how many positions in it are kept (not excluded).
+struct KeptRange {
+  CandidateRange range;
+  int64_t kept;
+};
+
+// strategy_range over the candidates that the sorted excluded positions (exclusion.h; n of
+// them, none if n is 0) leave: every candidate (uniform), or the shortest range ending at
+// c.end that holds min(fanout, kept candidates) kept ones (last). Each step widens the range
+// by the excluded positions it took in, so the steps are bounded by the excluded ones in c.
+GNNREPRO_HD KeptRange kept_strategy_range(CandidateRange c, int64_t fanout, int64_t strategy,
+                                          const int64_t* excluded, int64_t n) {
+  if (n == 0) {
+    const CandidateRange r = strategy_range(c, fanout, strategy);
+    return {r, r.end - r.begin};
+  }
+  const int64_t kept = c.end - c.begin - excluded_in(excluded, n, c.begin, c.end);
+  if (strategy != kTemporalLast || fanout < 0 || kept <= fanout) return {c, kept};
+  int64_t begin = c.end - fanout;
+  for (int64_t more = excluded_in(excluded, n, begin, c.end); more > 0;) {
+    const int64_t wider = begin - more;  // >= c.begin: the range holds fewer than `kept`
+    more = excluded_in(excluded, n, wider, begin);
+    begin = wider;
+  }
+  return {{begin, c.end}, fanout};
 }
 
 }  // namespace gnnrepro

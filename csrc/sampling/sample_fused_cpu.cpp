@@ -534,10 +534,11 @@ class SampleCall {
       }
       if (window >= 0) lockstep(s, n, floor);  // the beginnings: the first after the floor
       for (int k = 0; k < n; ++k) {
-        const CandidateRange c = strategy_range({s[k].first, end[k]}, layer_fanout, strategy);
-        starts[g + k] = c.begin;
-        degrees[g + k] = c.end - c.begin;
-        counts[g + k] = pick_count(c.end - c.begin, layer_fanout, replace_);
+        const KeptRange c = kept_strategy_range({s[k].first, end[k]}, layer_fanout, strategy,
+                                                rel.excluded, rel.num_excluded);
+        starts[g + k] = c.range.begin;
+        degrees[g + k] = c.kept;  // pick_chunk moves its offsets past the excluded positions
+        counts[g + k] = pick_count(c.kept, layer_fanout, replace_);
       }
     }
   }

@@ -172,8 +172,8 @@ inline void add_times(TypedSpec& spec, const TemporalArgs& temporal, at::TensorL
 // sorted, distinct CSC positions, on its indices' device (pinned for a host graph the GPU reads
 // over UVA). Entries on the host are checked here, those in GPU memory by the CUDA op's first
 // kernel (raised at its first sync): a position out of order or range is a clear error
-// (sample_errors.h, kBadExcluded), never a read. Uniform relations of calls that are not
-// temporal only.
+// (sample_errors.h, kBadExcluded), never a read. A timed relation's positions are those of its
+// time-sorted lists.
 inline void add_exclusions(TypedSpec& spec, const OptionalTensors& excluded) {
   const auto num_rels = static_cast<int64_t>(spec.rels.size());
   if (excluded.empty()) return;
@@ -183,8 +183,6 @@ inline void add_exclusions(TypedSpec& spec, const OptionalTensors& excluded) {
     const std::optional<at::Tensor> ex = excluded.get(r);
     if (!ex.has_value()) continue;
     RelationSpec& rel = spec.rels[r];
-    TORCH_CHECK(!spec.temporal(), "excluded_edges of relation ", r,
-                ": exclusion takes calls that are not temporal");
     TORCH_CHECK(ex->dim() == 1 && ex->scalar_type() == at::kLong && ex->is_contiguous(),
                 "excluded_edges of relation ", r, " must be contiguous 1-D int64");
     TORCH_CHECK(ex->device() == rel.indices.device(),

@@ -20,6 +20,7 @@ import torch
 
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
+from gnnrepro.sampling.temporal import check_time_tensor
 from gnnrepro.sampling.weights import check_weights
 
 __all__ = ["dgl_csc", "dgl_edge_weights", "from_dgl", "from_pyg", "pyg_edge_weights",
@@ -149,6 +150,19 @@ def pyg_edge_weights(data: Any, weight_attr: str, num_edges: int) -> torch.Tenso
     if weights is None:
         raise ValueError(f"weight_attr={weight_attr!r}: data has no attribute {weight_attr!r}")
     return check_weights(weights, num_edges, f"data.{weight_attr} (weight_attr)")
+
+
+def pyg_edge_times(data: Any, time_attr: str, num_edges: int) -> torch.Tensor:
+    """`data[time_attr]`, PyG's `time_attr` naming edge times (edge i's time is that of
+    `edge_index[:, i]`), checked for `num_edges` integer times; a ValueError/TypeError naming
+    it."""
+    if not isinstance(time_attr, str):
+        raise TypeError(f"time_attr must be the name of an edge attribute of data, got "
+                        f"{type(time_attr).__name__}")
+    times = getattr(data, time_attr, None)
+    if times is None:
+        raise ValueError(f"time_attr={time_attr!r}: data has no attribute {time_attr!r}")
+    return check_time_tensor(times, f"data.{time_attr} (time_attr)", num_edges)
 
 
 def from_pyg(data: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,

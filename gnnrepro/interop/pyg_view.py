@@ -50,6 +50,7 @@ class PyGBatch:
     edge_index: torch.Tensor | None = None
     adj_t: torch.Tensor | None = None
     e_id: torch.Tensor | None = None
+    batch: torch.Tensor | None = None
 
 
 def _first_destination_ranges(blocks: list[Block]) -> list[tuple[Block, int, int]]:
@@ -123,7 +124,8 @@ def pyg_adj_t(blocks: list[Block], num_nodes: int,
 
 def to_pyg(mb: MiniBatch, sparse: bool = False) -> Any:
     """`mb` as NeighborLoader's batch: a torch_geometric Data (x, edge_index, y, batch_size,
-    n_id; e_id where the blocks carry edge ids) where torch_geometric is installed, else a PyGBatch with the same attributes. y holds
+    n_id; e_id where the blocks carry edge ids, `batch` where each seed was sampled on its own)
+    where torch_geometric is installed, else a PyGBatch with the same attributes. y holds
     the seeds' labels (y[:batch_size], as PyG code reads them). `sparse=True` gives `adj_t`
     (pyg_adj_t) in place of `edge_index`, as NeighborLoader does for a graph given as adj_t."""
     if not isinstance(mb, MiniBatch):
@@ -140,6 +142,9 @@ def to_pyg(mb: MiniBatch, sparse: bool = False) -> Any:
         graph["e_id"] = e_id
     fields = {"x": mb.x, "y": mb.y, "batch_size": mb.seeds.numel(), "n_id": mb.input_nodes,
               "num_nodes": num_nodes, **graph}
+    seed_index = getattr(mb.blocks[0], "seed_index", None) if mb.blocks else None
+    if seed_index is not None:  # each seed on its own: PyG's disjoint `batch`
+        fields["batch"] = seed_index
     if find_spec("torch_geometric") is None:
         return PyGBatch(**fields)
     from torch_geometric.data import Data

@@ -1,8 +1,8 @@
 """EdgeBatch: a link-prediction mini-batch, a MiniBatch whose seeds are the nodes of its edges.
 
 The blocks are sampled from the unique endpoints of the batch's positive edges and of their
-negatives (the seeds, sorted), so the model's output rows are the seeds' and the edges index
-them: `pos` [2, B] the local (source, destination) rows of the positives, `neg_dst` [B, k]
+negatives (the seeds, sorted; on a temporal sampler each endpoint a seed of its own, at its
+edge's time), so the model's output rows are the seeds' and the edges index them: `pos` [2, B] the local (source, destination) rows of the positives, `neg_dst` [B, k]
 each positive's negative destinations, whose sources are the positive's unless `neg_src`
 [B, k] gives them (PyG's binary negatives draw both endpoints). On a typed graph, with
 `relation` (src type, name, dst type), sources index the source type's seeds and

@@ -10,6 +10,11 @@ DGL's `exclude` does: "self" the positives, "reverse_id" also their reverses giv
 LinkNeighborLoader, which relies on a disjoint split instead). On a typed graph the reverses
 are edges of the reverse relation (mag's `cited_by` for `cites`, DGL's `reverse_etypes`):
 `reverse_eids={reverse relation: ids}`, edge e's reverse being edge ids[e] there.
+
+On a temporal sampler (FusedSampler(times=...), PyG's LinkNeighborLoader with `time_attr`)
+each endpoint and negative is a seed of its own, sampled at its edge's time: `edge_time` (PyG's
+`edge_label_time`, one per entry of `edges`), by default the sampler's times of those edges.
+A positive's own edge is then a candidate at its time: exclude="self" keeps it out.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from gnnrepro.checks import check_id_tensor, check_int
 from gnnrepro.linkpred.edge_batch import EdgeBatch
 from gnnrepro.linkpred.negatives import NEGATIVE_MODES, EdgeSet, draw_negatives
 from gnnrepro.sampling.args import check_seed
+from gnnrepro.sampling.temporal import check_time_tensor
 from gnnrepro.typed_graph import Relation, TypedGraph
 
 __all__ = ["EXCLUDE_MODES", "NEGATIVE_SOURCES", "LinkSampler", "check_reverse_eids"]
@@ -62,14 +68,16 @@ class LinkSampler:
     """Edge mini-batches with negatives over `sampler` (a FusedSampler on the graph whose edges
     these are); see the module docstring. `edges` = (src, dst), int64, one entry per edge id of
     the graph (or of `relation`). On a typed graph `relation` is the predicted relation and
-    `reverse_eids` a dict {reverse relation: ids}."""
+    `reverse_eids` a dict {reverse relation: ids}. `edge_time`: a temporal sampler's seed
+    times per edge (module docstring)."""
 
     thread_use = "copy"  # a worker thread samples with its own copy, as FusedSampler's
 
     def __init__(self, sampler: Any, edges: tuple[torch.Tensor, torch.Tensor],
                  num_negatives: int = 1, negatives: str = "uniform", exclude: str | None = None,
                  reverse_eids: torch.Tensor | Mapping[object, torch.Tensor] | None = None,
-                 relation: object = None, seed: int = 0, negative_sources: str = "positive"):
+                 relation: object = None, seed: int = 0, negative_sources: str = "positive",
+                 edge_time: torch.Tensor | None = None):
         self.sampler = sampler
         self.graph = sampler.graph
         self.typed = isinstance(self.graph, TypedGraph)
@@ -107,6 +115,10 @@ class LinkSampler:
             sampler.prepare_exclusion()  # its edge id maps now, not in the first batch
         self.reverse_relation, self.reverse_eids = self._reverse_map(reverse_eids)
         self.seed = check_seed(seed)
+        #: the sampler's temporal arguments (None: not temporal or disjoint), as the Loader
+        #: reads a sampler's: each seed on its own bounds a batch's rows per seed
+        self.temporal = getattr(sampler, "temporal", None)
+        self.edge_time = self._edge_times(edge_time)
         self.fanouts = sampler.fanouts
         self.device = sampler.device
         self.target = getattr(sampler, "target", None)
@@ -145,7 +157,10 @@ class LinkSampler:
                                      batch_id, stream=1)
         sources = [src] + ([] if neg_src is None else [neg_src.reshape(-1)])
         targets = [dst, neg.reshape(-1)]
-        if self.typed and self.relation[0] != self.relation[2]:
+        seed_time = None
+        if self.temporal is not None:  # every endpoint and negative a seed of its own
+            seeds, src_rows, dst_rows, seed_time = self._row_seeds(sources, targets, ids)
+        elif self.typed and self.relation[0] != self.relation[2]:
             src_type, _, dst_type = self.relation
             (src_seeds, src_rows), (dst_seeds, dst_rows) = (_rows(sources), _rows(targets))
             seeds = {src_type: src_seeds, dst_type: dst_seeds}
@@ -157,10 +172,53 @@ class LinkSampler:
         b = ids.numel()
         pos = torch.stack([src_rows[:b], dst_rows[:b]])
         neg_src_rows = None if neg_src is None else src_rows[b:].reshape(b, -1)
-        mb = self.sampler.sample(seeds, batch_id, exclude=self._excluded(ids))
+        mb = self.sampler.sample(seeds, batch_id, seed_time=seed_time,
+                                 exclude=self._excluded(ids))
         return EdgeBatch(mb.seeds, mb.input_nodes, mb.blocks, batch_id=batch_id, pos=pos,
                          neg_dst=dst_rows[b:].reshape(b, -1), edge_ids=ids,
                          neg_src=neg_src_rows, relation=self.relation)
+
+    def _edge_times(self, edge_time: object) -> torch.Tensor | None:
+        """Per entry of `edges` its seed time on a timed sampler (`edge_time`, else the
+        sampler's times of those edges), None on any other."""
+        temporal = self.temporal
+        if temporal is None or not temporal.timed:
+            if edge_time is not None:
+                raise ValueError("edge_time needs a temporal sampler (FusedSampler(..., "
+                                 "times=...))")
+            return None
+        if edge_time is not None:
+            return check_time_tensor(edge_time, "edge_time", self.src.numel())
+        rel = self.graph.canonical_relations.index(self.relation) if self.typed else 0
+        times = temporal.times_by_edge_id(rel)
+        if times is None or times.numel() != self.src.numel():
+            raise ValueError("edge_time is needed: the sampler has no times of these edges "
+                             "(edges are not the graph's own, one per edge id, of a timed "
+                             "relation)")
+        return times
+
+    def _row_seeds(self, sources: list[torch.Tensor], targets: list[torch.Tensor],
+                   ids: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, Any]:
+        """(seeds, source rows, destination rows, seed times) where each endpoint and negative
+        is a seed of its own, at its positive's time (None: an untimed disjoint sampler)."""
+        src_seeds, dst_seeds = torch.cat(sources), torch.cat(targets)
+        times = None
+        if self.edge_time is not None:  # a part holds each positive's entries in a row
+            t, b = self.edge_time[ids], max(ids.numel(), 1)
+            times = [torch.cat([t.repeat_interleave(p.numel() // b) for p in parts])
+                     for parts in (sources, targets)]
+        src_rows = torch.arange(src_seeds.numel())
+        if self.typed and self.relation[0] != self.relation[2]:
+            seeds = {self.relation[0]: src_seeds, self.relation[2]: dst_seeds}
+            return (seeds, src_rows, torch.arange(dst_seeds.numel()),
+                    None if times is None else dict(zip(seeds, times)))
+        seeds = torch.cat([src_seeds, dst_seeds])
+        dst_rows = torch.arange(dst_seeds.numel()) + src_seeds.numel()
+        times = None if times is None else torch.cat(times)
+        if self.typed:
+            seeds = {self.relation[0]: seeds}
+            times = None if times is None else {self.relation[0]: times}
+        return seeds, src_rows, dst_rows, times
 
     def _reverse_map(self, reverse_eids: object) -> tuple[Relation | None, torch.Tensor | None]:
         """(the relation holding the reverses, or None: the predicted one; the checked map)."""

@@ -176,15 +176,14 @@ class FusedSampler:
         samples each at its `seed_time` (default: its node_time). `exclude`: edge ids (as
         blocks report them, on this sampler's device like the seeds; on a typed graph
         {relation: edge ids}) this batch must not sample, each destination sampling among its
-        other neighbours (DGL's `exclude_edges`; uniform sampling)."""
+        other neighbours (DGL's `exclude_edges`); on a temporal sampler every seed's subgraph
+        leaves them out (a link's own edge is no neighbour at its time)."""
         batch_id = check_seed(batch_id, "batch_id")
+        excluded = self._excluded_args(exclude)
         if self.temporal is not None:
-            if exclude is not None:
-                self.prepare_exclusion()  # raises: not supported here
-            return self._sample_temporal(seeds, batch_id, seed_time)
+            return self._sample_temporal(seeds, batch_id, seed_time, excluded)
         if seed_time is not None:
             raise ValueError("seed_time needs a temporal sampler (FusedSampler(..., times=...))")
-        excluded = self._excluded_args(exclude)
         if self.typed:
             return self._sample_typed(seeds, batch_id, excluded)
         seeds = seed_tensor(seeds, self.device)
@@ -207,10 +206,9 @@ class FusedSampler:
         """Build now what `sample(..., exclude=...)` needs (per relation its edge id ->
         position map, 8 bytes an edge where the graph keeps edge ids), rather than in the first
         excluding call: a link-prediction loader's first batch then costs what the others do."""
-        if self.temporal is not None:
-            raise ValueError("exclude is not supported by a temporal or disjoint sampler")
         if self._edge_positions is None:
-            rels = self.graph.relations if self.typed else {None: self.graph}
+            g = self.graph if self.temporal is None else self.temporal.graph  # its positions
+            rels = g.relations if self.typed else {None: g}
             self._edge_positions = {rel: EdgePositions(csc) for rel, csc in rels.items()}
             for positions in self._edge_positions.values():
                 positions.build()
@@ -247,7 +245,8 @@ class FusedSampler:
         seed_dict = {t: s for t, s in zip(g.node_types, seed_list) if t in seeds}
         return MiniBatch(seed_dict, blocks[0].src_nodes, blocks, batch_id=batch_id)
 
-    def _sample_temporal(self, seeds: object, batch_id: int, seed_time: object) -> MiniBatch:
+    def _sample_temporal(self, seeds: object, batch_id: int, seed_time: object,
+                         excluded: list[torch.Tensor | None]) -> MiniBatch:
         """sample() of a temporal or disjoint sampler: one op call, typed or not, each seed on
         its own."""
         t = self.temporal
@@ -268,7 +267,7 @@ class FusedSampler:
         flat = self._run(sum(num_nodes), lambda node_map: _ops.ops.sample_fused_typed(
             indptrs, indices, src_types, dst_types, num_nodes, seed_list, fanouts, self.replace,
             self.seed, batch_id, self.edge_ids, [], [], [], t.edge_times, times, t.window,
-            t.strategy, [], node_map))
+            t.strategy, excluded, node_map))
         if not self.typed:
             blocks = blocks_from_op(flat, self.edge_ids, g.edge_ids, with_seed_index=True)
             return MiniBatch(seed_list[0], blocks[0].src_nodes, blocks, batch_id=batch_id)

@@ -75,6 +75,20 @@ class TemporalArgs:
                           else check_time_tensor(node_time, "node_time", graph.num_nodes)]
         return cls(sorted_graph, rel_times, node_times, window, TEMPORAL_STRATEGIES[strategy])
 
+    def times_by_edge_id(self, rel: int) -> torch.Tensor | None:
+        """Relation `rel`'s (the graph's order) edge times indexed by the caller's edge ids,
+        None where it is untimed."""
+        if not self.edge_times or self.edge_times[rel] is None:
+            return None
+        csc = (list(self.graph.relations.values())[rel] if isinstance(self.graph, TypedGraph)
+               else self.graph)
+        times = self.edge_times[rel]
+        if csc.edge_ids is None:
+            return times
+        out = torch.empty_like(times)
+        out[csc.edge_ids] = times
+        return out
+
     def seed_times(self, seeds: list[torch.Tensor], seed_time: object) -> list[torch.Tensor]:
         """Per node type its seeds' times: `seed_time` (a tensor for one seeded type, or a dict
         {node type: times}), else each seed's node_time (zeros if untimed: any time will do)."""
