@@ -26,10 +26,11 @@ def in_edges(g: CSCGraph, v: int) -> set[int]:
 
 
 @pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
-def test_all_neighbours_but_the_excluded(index_dtype):
+@pytest.mark.parametrize("count", [900, 7])  # the op's buckets: a position each, or 256
+def test_all_neighbours_but_the_excluded(index_dtype, count):
     g = random_graph(index_dtype=index_dtype)
     gen = torch.Generator().manual_seed(1)
-    exclude = torch.randperm(g.num_edges, generator=gen)[:900]
+    exclude = torch.randperm(g.num_edges, generator=gen)[:count]
     seeds = torch.arange(0, 300, 7)
     sampler = FusedSampler(g, [-1, -1], edge_ids=True)
     mb = sampler.sample(seeds, exclude=exclude)
@@ -60,6 +61,35 @@ def test_the_others_are_sampled_uniformly(replace):
     assert counts[exclude].sum() == 0
     kept = torch.tensor([i for i in range(10) if i not in (0, 4, 9)])
     assert float((counts[kept] / trials - 3 / 7).abs().max()) < 0.04
+
+
+@pytest.mark.parametrize("kind", ["uniform", "weighted", "temporal", "last"])
+def test_excluded_edges_elsewhere_change_nothing(kind):
+    """One layer: excluding edges into nodes that are no seeds leaves the blocks as they were,
+    however many (the CPU op buckets the excluded positions by their count: one position a
+    bucket for thousands, hundreds for a few), while the seeds' own excluded edges stay out."""
+    g = random_graph(n=300, e=4000, seed=3)
+    gen = torch.Generator().manual_seed(4)
+    options = {"weighted": {"weights": torch.rand(g.num_edges, generator=gen)},
+               "temporal": {"times": torch.randint(0, 9, (g.num_edges,), generator=gen)},
+               "last": {"times": torch.randint(0, 9, (g.num_edges,), generator=gen),
+                        "temporal_strategy": "last"}}.get(kind, {})
+    sampler = FusedSampler(g, [4], edge_ids=True, **options)
+    seeds = torch.arange(0, 300, 3)
+    csc = sampler.temporal.graph if sampler.temporal is not None else g
+    into_seed = torch.isin(torch.repeat_interleave(torch.arange(300), csc.in_degrees()), seeds)
+    own = csc.edge_ids[into_seed][::40]  # a few in-edges of the seeds
+    others = csc.edge_ids[~into_seed]
+    times = {"seed_time": torch.full((seeds.numel(),), 5)} if "times" in options else {}
+    blocks = []
+    for extra in (0, 3, 40, 2500):
+        exclude = torch.cat([own, others[torch.randperm(others.numel(), generator=gen)[:extra]]])
+        block = sampler.sample(seeds, batch_id=2, exclude=exclude, **times).blocks[0]
+        assert not bool(torch.isin(block.edge_ids, own).any())
+        blocks.append(block)
+    for block in blocks[1:]:
+        assert torch.equal(block.indptr, blocks[0].indptr)
+        assert torch.equal(block.edge_ids, blocks[0].edge_ids)
 
 
 def test_typed_relations_exclude_their_own_ids_and_threads_do_not_matter():

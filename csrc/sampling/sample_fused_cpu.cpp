@@ -284,8 +284,8 @@ class SampleCall {
       }
       if (rs.times.defined()) rel.times = rs.times.data_ptr<int64_t>();
       if (rs.excluded.defined()) {
-        rel.excluded = rs.excluded.data_ptr<int64_t>();
-        rel.num_excluded = rs.excluded.numel();
+        rel.excluded = bucket_excluded(rs.excluded.data_ptr<int64_t>(), rs.excluded.numel(),
+                                       rel.num_edges, rel.excluded_start);
       }
     }
   }
@@ -308,8 +308,9 @@ class SampleCall {
     const float* weights = nullptr;  // weighted relations only (common/weighted_picks.h)
     const int64_t *table = nullptr, *nonzero = nullptr;
     const int64_t* times = nullptr;  // timed relations of temporal calls only
-    const int64_t* excluded = nullptr;  // excluded edges (common/exclusion.h), if any
-    int64_t num_excluded = 0;
+    // excluded edges, bucketed (common/exclusion.h; count 0: none) in excluded_start
+    ExcludedBuckets excluded;
+    std::vector<int64_t> excluded_start;
     int64_t num_edges = 0, src_offset = 0, num_src_nodes = 0, dst_offset = 0, dst_type = 0,
             src_type = 0;
     // The layer: its fanout, its destinations (global ids: d[0..n)), their scratch (start and
@@ -463,8 +464,7 @@ class SampleCall {
     const int64_t layer_fanout = rel.fanout;
     const int64_t* nonzero = rel.nonzero;
     const float* weights = rel.weights;
-    const int64_t* excluded = rel.excluded;
-    const int64_t num_excluded = rel.num_excluded;
+    const ExcludedBuckets excluded = rel.excluded;
     const int64_t node_mask = node_mask_;
     for (int64_t i = item.begin; i < item.end; ++i) {
       if (i + kPrefetchAhead < item.end) {
@@ -474,13 +474,14 @@ class SampleCall {
       const int64_t v = (dst_ids[i] & node_mask) - dst_offset;
       const auto [lo, hi] = list_range(ip, v, rel_edges, item.rel);
       starts[i] = lo;
+      const ExcludedSpan near = excluded_near(excluded, lo, hi);  // usually none
       if (nonzero) {  // a weighted relation: its degree code (weighted_picks.h)
         const int64_t positive =
-            available_positive(weights, lo, hi, nonzero[v], excluded, num_excluded);
+            available_positive(weights, lo, hi, nonzero[v], near.excluded, near.n);
         degrees[i] = weighted_degree_code(hi - lo, positive, layer_fanout, replace_);
         counts[i] = weighted_pick_count(hi - lo, positive, layer_fanout, replace_);
-      } else if (excluded) {  // sampled among the neighbours not excluded
-        degrees[i] = hi - lo - excluded_in(excluded, num_excluded, lo, hi);
+      } else if (excluded.count) {  // sampled among the neighbours not excluded
+        degrees[i] = hi - lo - excluded_in(near.excluded, near.n, lo, hi);
         counts[i] = pick_count(degrees[i], layer_fanout, replace_);
       } else {
         degrees[i] = hi - lo;
@@ -534,8 +535,9 @@ class SampleCall {
       }
       if (window >= 0) lockstep(s, n, floor);  // the beginnings: the first after the floor
       for (int k = 0; k < n; ++k) {
+        const ExcludedSpan near = excluded_near(rel.excluded, s[k].first, end[k]);
         const KeptRange c = kept_strategy_range({s[k].first, end[k]}, layer_fanout, strategy,
-                                                rel.excluded, rel.num_excluded);
+                                                near.excluded, near.n);
         starts[g + k] = c.range.begin;
         degrees[g + k] = c.kept;  // pick_chunk moves its offsets past the excluded positions
         counts[g + k] = pick_count(c.kept, layer_fanout, replace_);
@@ -669,10 +671,10 @@ class SampleCall {
       const uint64_t key = node_key(stream, static_cast<uint64_t>(dst_ids[i]));
       pick_positions(starts[i], degrees[i], count, layer_fanout, replace_, key,
                      picks + offsets[i], bitmap);
-      if (rel.excluded) {  // offsets among the kept neighbours -> their positions
-        const int64_t first = first_not_below(rel.excluded, rel.num_excluded, starts[i]);
+      if (rel.excluded.count) {  // offsets among the kept neighbours -> their positions
+        const ExcludedSpan after = excluded_from(rel.excluded, starts[i]);
         for (int64_t* p = picks + offsets[i]; p < picks + offsets[i + 1]; ++p) {
-          *p = skip_excluded(*p, rel.excluded, rel.num_excluded, first);
+          *p = skip_excluded(*p, after.excluded, after.n, 0);
         }
       }
     }
@@ -715,8 +717,10 @@ class SampleCall {
           static_cast<int64_t>(marks.size()) < degrees[i]) {
         marks.resize(degrees[i], 0);  // only successive sampling marks its picks
       }
-      const PickContext ctx = pick_context(attempts ? marks.data() : nullptr, rel.excluded,
-                                           rel.num_excluded, start, code_degree(degrees[i]));
+      const int64_t degree = code_degree(degrees[i]);
+      const ExcludedSpan near = excluded_near(rel.excluded, start, start + degree);
+      const PickContext ctx = pick_context(attempts ? marks.data() : nullptr, near.excluded,
+                                           near.n, start, degree);
       weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count, replace_,
                               key, po, ctx);
     }
