@@ -69,7 +69,8 @@ GNNREPRO_HD ExcludedSpan excluded_near(const ExcludedBuckets& b, int64_t lo, int
 GNNREPRO_HD ExcludedSpan excluded_from(const ExcludedBuckets& b, int64_t lo) {
   if (b.count == 0) return {nullptr, 0};
   const int64_t bucket = lo >> b.shift, begin = b.start[bucket];
-  const int64_t first = begin + first_not_below(b.excluded + begin, b.start[bucket + 1] - begin, lo);
+  const int64_t first =
+      begin + first_not_below(b.excluded + begin, b.start[bucket + 1] - begin, lo);
   return {b.excluded + first, b.count - first};
 }
 

@@ -26,15 +26,17 @@ from gnnrepro.experiments.stage_breakdown import stage_breakdown, stage_table
 from gnnrepro.experiments.storage import storage, storage_table
 from gnnrepro.experiments.store import Store, param_hash
 from gnnrepro.experiments.tables import write_table
-from gnnrepro.experiments.link_prediction import link_prediction
+from gnnrepro.experiments.link_prediction import link_prediction, typed_link_prediction
 from gnnrepro.experiments.temporal_sampling import temporal_sampling
 from gnnrepro.experiments.weighted_sampling import weighted_sampling
 
-__all__ = ["link_prediction", "temporal_sampling", "weighted_sampling", "NOT_MEASURED", "Params", "Store", "disk_training", "disk_training_table", "end_to_end",
+__all__ = ["NOT_MEASURED", "disk_training", "disk_training_table", "end_to_end",
            "end_to_end_table", "figure_label", "from_namespace", "gpu_copy", "gpu_end_to_end",
-           "gpu_label", "gpu_sampling", "stored_gpu_sessions", "growth_table", "heterogeneous",
-           "heterogeneous_disk", "heterogeneous_disk_skip_reason", "heterogeneous_label", "heterogeneous_sampling_table", "heterogeneous_table",
-           "param_hash", "partitioned", "partitioned_table", "pipeline_alone",
-           "pipeline_alone_table", "sampling_speedup", "scale_growth", "scaling", "scaling_table",
-           "sensitivity", "sensitivity_table", "speedup_table", "stage_breakdown", "stage_table",
-           "skip_reason", "storage", "storage_table", "timeline_frame", "write_table"]
+           "gpu_label", "gpu_sampling", "growth_table", "heterogeneous", "heterogeneous_disk",
+           "heterogeneous_disk_skip_reason", "heterogeneous_label",
+           "heterogeneous_sampling_table", "heterogeneous_table", "link_prediction", "param_hash",
+           "Params", "partitioned", "partitioned_table", "pipeline_alone", "pipeline_alone_table",
+           "sampling_speedup", "scale_growth", "scaling", "scaling_table", "sensitivity",
+           "sensitivity_table", "skip_reason", "speedup_table", "stage_breakdown", "stage_table",
+           "storage", "storage_table", "Store", "stored_gpu_sessions", "temporal_sampling",
+           "timeline_frame", "typed_link_prediction", "weighted_sampling", "write_table"]

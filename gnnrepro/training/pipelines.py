@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -89,7 +89,8 @@ def make_evaluator(dataset: Dataset, config: TrainConfig, device: torch.device |
 
 def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                 world_size: int = 1, shuffle: bool = True, drop_last: bool = False,
-                weights: object = None, replace: bool = False) -> BatchSource:
+                weights: object = None, replace: bool = False,
+                temporal: Mapping[str, Any] | None = None) -> BatchSource:
     """The batch source of `config.pipeline` on `config.device` (resolved); workers (of
     config.worker_kind; None: resolve_workers), streams and prefetch apply to "fused+pinned"
     only (the serial pipelines have none), placement to the fused pipelines. `rank` and
@@ -97,13 +98,18 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     use_ddp=True split). `shuffle`: visit the ids in an order seeded by (seed, epoch), else in
     the given order; `drop_last`: leave out a last partial batch. `weights` (FusedSampler's:
     per edge id of dataset.graph, a bool mask, or {relation: weights}; tensors, so an argument
-    rather than a setting) and `replace` are how the sampler picks neighbours. Raises
+    rather than a setting) and `replace` are how the sampler picks neighbours; `temporal`
+    FusedSampler's temporal arguments (times, node_time, temporal_strategy, time_window,
+    disjoint), for the fused pipelines on the CPU. Raises
     ValueError naming the setting for a placement this machine cannot run, or the pipeline
     where it cannot sample so."""
     device = torch.device(resolve_device(config.device))
     fanouts = list(config.fanouts)
     ranks = {"rank": rank, "world_size": world_size, "seed": config.seed,
              "shuffle": shuffle, "drop_last": drop_last}
+    if temporal and config.pipeline not in ("fused", "fused+pinned"):
+        raise ValueError(f"pipeline={config.pipeline!r} has no temporal or disjoint sampling: "
+                         "it needs pipeline 'fused' or 'fused+pinned'")
     if config.pipeline in ("dgl", "dgl-native"):
         if weights is not None or replace:
             raise ValueError(f"pipeline={config.pipeline!r} samples uniformly without "
@@ -137,7 +143,7 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
         check_placement(str(device), config.sampler_device, config.feature_source, workers)
         graph, where = _sampler_graph_device(dataset, config.sampler_device, device)
         sampler = FusedSampler(graph, fanouts, replace=replace, seed=config.seed,
-                               device=where, weights=weights)
+                               device=where, weights=weights, **(temporal or {}))
     return Loader(dataset, sampler, device, config.batch_size, workers=workers,
                   worker_kind=config.worker_kind,
                   worker_threads=worker_threads(device, workers,
