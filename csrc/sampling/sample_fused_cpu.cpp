@@ -474,13 +474,14 @@ class SampleCall {
       const int64_t v = (dst_ids[i] & node_mask) - dst_offset;
       const auto [lo, hi] = list_range(ip, v, rel_edges, item.rel);
       starts[i] = lo;
-      const ExcludedSpan near = excluded_near(excluded, lo, hi);  // usually none
       if (nonzero) {  // a weighted relation: its degree code (weighted_picks.h)
+        const ExcludedSpan near = excluded_near(excluded, lo, hi);  // usually none
         const int64_t positive =
             available_positive(weights, lo, hi, nonzero[v], near.excluded, near.n);
         degrees[i] = weighted_degree_code(hi - lo, positive, layer_fanout, replace_);
         counts[i] = weighted_pick_count(hi - lo, positive, layer_fanout, replace_);
       } else if (excluded.count) {  // sampled among the neighbours not excluded
+        const ExcludedSpan near = excluded_near(excluded, lo, hi);
         degrees[i] = hi - lo - excluded_in(near.excluded, near.n, lo, hi);
         counts[i] = pick_count(degrees[i], layer_fanout, replace_);
       } else {
