@@ -98,9 +98,9 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     use_ddp=True split). `shuffle`: visit the ids in an order seeded by (seed, epoch), else in
     the given order; `drop_last`: leave out a last partial batch. `weights` (FusedSampler's:
     per edge id of dataset.graph, a bool mask, or {relation: weights}; tensors, so an argument
-    rather than a setting) and `replace` are how the sampler picks neighbours; `temporal`
-    FusedSampler's temporal arguments (times, node_time, temporal_strategy, time_window,
-    disjoint), for the fused pipelines on the CPU. Raises
+    rather than a setting) and `replace` are how the sampler picks neighbours; `temporal`:
+    FusedSampler's further arguments of temporal or disjoint sampling (times, node_time,
+    temporal_strategy, time_window, disjoint, edge_ids), fused pipelines on the CPU. Raises
     ValueError naming the setting for a placement this machine cannot run, or the pipeline
     where it cannot sample so."""
     device = torch.device(resolve_device(config.device))
