@@ -238,7 +238,13 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "let weighted relations take excluded edges (a uniform relation runs the same "
              "code; a weighted one without exclusion draws the same blocks, and an A/B against "
              "the op before it showed no slowdown); after the typed link-prediction run it "
-             "corrected a docstring of the DGL heterograph builder (no code changed)")
+             "corrected a docstring of the DGL heterograph builder (no code changed). "
+             "Session 17 let temporal calls take excluded edges and bucketed a call's excluded "
+             "positions in the CPU op (a call without exclusion runs the same code but for a "
+             "test of the bucket count where it tested a pointer; calls with exclusion draw "
+             "the same blocks, faster), let LinkSampler seed each endpoint on its own on a "
+             "temporal sampler (other samplers as before), and gave make_loader and PyG's "
+             "drop-ins temporal arguments (unused by these runs)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")

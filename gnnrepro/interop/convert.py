@@ -143,12 +143,7 @@ def pyg_graph(data: Any, *, edge_ids: bool = False) -> CSCGraph:
 def pyg_edge_weights(data: Any, weight_attr: str, num_edges: int) -> torch.Tensor:
     """`data[weight_attr]`, PyG's NeighborLoader `weight_attr` (edge i's weight is that of
     `edge_index[:, i]`), checked for `num_edges` edges; a ValueError/TypeError naming it."""
-    if not isinstance(weight_attr, str):
-        raise TypeError(f"weight_attr must be the name of an edge attribute of data, got "
-                        f"{type(weight_attr).__name__}")
-    weights = getattr(data, weight_attr, None)
-    if weights is None:
-        raise ValueError(f"weight_attr={weight_attr!r}: data has no attribute {weight_attr!r}")
+    weights = _edge_attribute(data, weight_attr, "weight_attr")
     return check_weights(weights, num_edges, f"data.{weight_attr} (weight_attr)")
 
 
@@ -156,13 +151,20 @@ def pyg_edge_times(data: Any, time_attr: str, num_edges: int) -> torch.Tensor:
     """`data[time_attr]`, PyG's `time_attr` naming edge times (edge i's time is that of
     `edge_index[:, i]`), checked for `num_edges` integer times; a ValueError/TypeError naming
     it."""
-    if not isinstance(time_attr, str):
-        raise TypeError(f"time_attr must be the name of an edge attribute of data, got "
-                        f"{type(time_attr).__name__}")
-    times = getattr(data, time_attr, None)
-    if times is None:
-        raise ValueError(f"time_attr={time_attr!r}: data has no attribute {time_attr!r}")
+    times = _edge_attribute(data, time_attr, "time_attr")
     return check_time_tensor(times, f"data.{time_attr} (time_attr)", num_edges)
+
+
+def _edge_attribute(data: Any, attr: object, option: str) -> Any:
+    """The attribute of `data` that option `option` names (TypeError/ValueError naming the
+    option where it names none)."""
+    if not isinstance(attr, str):
+        raise TypeError(f"{option} must be the name of an edge attribute of data, got "
+                        f"{type(attr).__name__}")
+    value = getattr(data, attr, None)
+    if value is None:
+        raise ValueError(f"{option}={attr!r}: data has no attribute {attr!r}")
+    return value
 
 
 def from_pyg(data: Any, train_idx: Any = None, val_idx: Any = None, test_idx: Any = None, *,
