@@ -23,8 +23,8 @@ from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling.temporal import check_time_tensor
 from gnnrepro.sampling.weights import check_weights
 
-__all__ = ["dgl_csc", "dgl_edge_weights", "from_dgl", "from_pyg", "pyg_edge_weights",
-           "pyg_graph", "pyg_graph_is_adj_t"]
+__all__ = ["dgl_csc", "dgl_edge_weights", "from_dgl", "from_pyg", "pyg_edge_times",
+           "pyg_edge_weights", "pyg_graph", "pyg_graph_is_adj_t"]
 
 SPLITS = ("train", "val", "test")
 
