@@ -68,3 +68,19 @@ def write_csv_gz(path: Path, data: object, header: bool = False) -> None:
     import pandas as pd
     path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(data).to_csv(path, header=header, index=False, compression="gzip")
+
+
+def check_edge_batches(loader: object, link: object, features: torch.Tensor,
+                       num_edges: int) -> None:
+    """Every batch `loader` yields is what `link.sample` gives its edges (seeds, rows,
+    negatives) with its input nodes' features, the batches cover `num_edges` edges, and the
+    loader closes."""
+    seen = 0
+    for batch in loader:
+        ref = link.sample(batch.edge_ids, batch.batch_id)
+        assert torch.equal(batch.seeds, ref.seeds) and torch.equal(batch.pos, ref.pos)
+        assert torch.equal(batch.neg_dst, ref.neg_dst)
+        assert torch.equal(batch.x, features[batch.input_nodes])
+        seen += batch.edge_ids.numel()
+    assert seen == num_edges
+    loader.close()

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 import torch
+from helpers import check_edge_batches
 
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
@@ -128,14 +129,7 @@ def test_the_loader_feeds_edge_batches_with_their_rows(workers, kind):
     train = torch.arange(3000)  # the forward edges
     loader = Loader(data, link, "cpu", batch_size=256, workers=workers, worker_kind=kind,
                     plan=BatchPlan(train, 256, seed=0), labels=data.labels)
-    seen = 0
-    for batch in loader:
-        ref = link.sample(batch.edge_ids, batch.batch_id)
-        assert torch.equal(batch.pos, ref.pos) and torch.equal(batch.neg_dst, ref.neg_dst)
-        assert torch.equal(batch.x, features[batch.input_nodes])
-        seen += batch.edge_ids.numel()
-    assert seen == 3000
-    loader.close()
+    check_edge_batches(loader, link, features, 3000)
 
 
 @pytest.mark.skipif(not __import__("gnnrepro.baselines.dgl_import",

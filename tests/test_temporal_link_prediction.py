@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import check_edge_batches
 
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
@@ -114,11 +115,4 @@ def test_the_loader_feeds_temporal_edge_batches():
                        exclude="reverse_id", reverse_eids=reverse)
     loader = Loader(data, link, "cpu", batch_size=256, workers=2, worker_kind="thread",
                     plan=BatchPlan(torch.arange(2000), 256, seed=0), labels=data.labels)
-    seen = 0
-    for batch in loader:
-        ref = link.sample(batch.edge_ids, batch.batch_id)
-        assert torch.equal(batch.seeds, ref.seeds) and torch.equal(batch.pos, ref.pos)
-        assert torch.equal(batch.x, features[batch.input_nodes])
-        seen += batch.edge_ids.numel()
-    assert seen == 2000
-    loader.close()
+    check_edge_batches(loader, link, features, 2000)
