@@ -241,8 +241,9 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "corrected a docstring of the DGL heterograph builder (no code changed). "
              "Session 17 let temporal calls take excluded edges and bucketed a call's excluded "
              "positions in the CPU op (a call without exclusion runs the same code but for a "
-             "test of the bucket count where it tested a pointer; calls with exclusion draw "
-             "the same blocks, faster), let LinkSampler seed each endpoint on its own on a "
+             "test of the bucket count where it tested a pointer: old and new ops side by side "
+             "at products-sim 1.0 drew the same blocks in the same time, within this VM's "
+             "noise; calls with exclusion draw the same blocks, faster), let LinkSampler seed each endpoint on its own on a "
              "temporal sampler (other samplers as before), and gave make_loader and PyG's "
              "drop-ins temporal arguments (unused by these runs)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
