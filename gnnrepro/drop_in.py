@@ -27,7 +27,7 @@ from gnnrepro.drop_in_link import (PEER_WORKER_ARGS, EdgePredictionSampler, Link
                                    as_edge_prediction_sampler, dgl_sampling,
                                    edge_prediction_loader)
 from gnnrepro.interop import from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
-from gnnrepro.interop.convert import pyg_edge_times, pyg_edge_weights, pyg_graph_is_adj_t
+from gnnrepro.interop.convert import pyg_edge_weights, pyg_graph_is_adj_t, pyg_time_attr
 from gnnrepro.interop.view import OwningBatchView
 from gnnrepro.sampling.temporal import check_time_tensor
 from gnnrepro.training.pipelines import make_loader
@@ -103,8 +103,11 @@ def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int =
     (False by default, as PyG's) and `drop_last` as PyG's; `num_workers` is taken and left to
     our loader, which chooses its workers. `time_attr` (data's per-edge integer times) with
     `input_time` (each seed's time), `temporal_strategy` and `disjoint` are PyG's temporal
-    sampling: each seed sampled on its own, no edge later than its time; batches then carry
-    `batch` (each node's seed) and `e_id`."""
+    sampling: each seed sampled on its own, no edge later than its time (`time_attr` naming
+    node times: no neighbour later than it; seeds then default to their own times); input
+    nodes may repeat, each at its own input_time; batches then carry `batch` (each node's
+    seed) and `e_id`. `weight_attr` with `time_attr` picks by weight among the candidates
+    (strategy "uniform"; PyG has no such sampler)."""
     fanouts = list(reversed(list(num_neighbors)))  # ours count from the input layer
     config = _config(fanouts, device, batch_size, settings)
     if input_nodes is None:
@@ -113,39 +116,35 @@ def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int =
                        edge_ids=weight_attr is not None or time_attr is not None)
     weights = (None if weight_attr is None
                else pyg_edge_weights(data, weight_attr, dataset.graph.num_edges))
-    temporal = _pyg_temporal(data, dataset, time_attr, input_time, temporal_strategy,
-                             disjoint)
+    temporal, seed_time = _pyg_temporal(data, dataset, time_attr, input_time,
+                                        temporal_strategy, disjoint)
     sparse = pyg_graph_is_adj_t(data)
     return OwningBatchView(make_loader(dataset, config, shuffle=shuffle, drop_last=drop_last,
-                               weights=weights, replace=replace, temporal=temporal),
+                               weights=weights, replace=replace, temporal=temporal,
+                               seed_time=seed_time),
                    to_pyg_sparse if sparse else to_pyg)
 
 
 def _pyg_temporal(data: Any, dataset: Any, time_attr: str | None, input_time: Any,
-                  temporal_strategy: str, disjoint: bool) -> dict[str, Any] | None:
+                  temporal_strategy: str, disjoint: bool) -> tuple[dict[str, Any] | None,
+                                                                   torch.Tensor | None]:
     """FusedSampler's temporal arguments for PyG's NeighborLoader(time_attr=..., input_time=...,
-    temporal_strategy=..., disjoint=...): edge times in edge_index order and each seed's time
-    (input_time, one per input node, which must then be distinct); None where not temporal."""
+    temporal_strategy=..., disjoint=...), and each input node's time (input nodes may repeat,
+    one time each): (None, None) where not temporal. `time_attr` names edge times (one per
+    edge_index column; input_time then needed) or node times (a neighbour's time must not pass
+    its seed's; a seed's time is input_time or its own node time)."""
     if time_attr is None:
         if input_time is not None:
-            raise ValueError("input_time needs time_attr (data's edge times), as in PyG")
+            raise ValueError("input_time needs time_attr (data's edge or node times), as in PyG")
         if temporal_strategy != "uniform":
-            raise ValueError("temporal_strategy needs time_attr (data's edge times)")
-        return {"disjoint": True} if disjoint else None
-    graph = dataset.graph
-    times = getattr(data, time_attr, None)
-    if isinstance(times, torch.Tensor) and times.numel() == graph.num_nodes != graph.num_edges:
-        raise ValueError(f"time_attr={time_attr!r} holds node times; gnnrepro samples by edge "
-                         "times (one per edge_index column)")
-    times = pyg_edge_times(data, time_attr, graph.num_edges)
+            raise ValueError("temporal_strategy needs time_attr (data's edge or node times)")
+        return ({"disjoint": True} if disjoint else None), None
+    times, node_time = pyg_time_attr(data, time_attr, dataset.graph)
     seeds = dataset.train_idx
-    if input_time is None:
-        raise ValueError("input_time is needed with time_attr: each input node's time (PyG's "
-                         "input_time), at which it is sampled")
-    seed_time = check_time_tensor(input_time, "input_time", seeds.numel())
-    if torch.unique(seeds).numel() != seeds.numel():
-        raise ValueError("input_nodes must be distinct with input_time here (one time a node)")
-    node_time = torch.zeros(graph.num_nodes, dtype=torch.int64)
-    node_time[seeds] = seed_time
-    return {"times": times, "node_time": node_time, "temporal_strategy": temporal_strategy,
-            "edge_ids": True}
+    if input_time is None and node_time is None:
+        raise ValueError("input_time is needed with time_attr naming edge times: each input "
+                         "node's time (PyG's input_time), at which it is sampled")
+    seed_time = (node_time[seeds] if input_time is None
+                 else check_time_tensor(input_time, "input_time", seeds.numel()))
+    return ({"times": times, "temporal_strategy": temporal_strategy, "edge_ids": True},
+            seed_time)

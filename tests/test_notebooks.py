@@ -100,7 +100,8 @@ def check_values(out_dir: Path, name: str) -> None:
         assert data.loc[data["sampler"] != "dgl-unfused", "paper_speedup"].isna().all()
         temporal = stored_data(out_dir, "02_temporal_sampling").set_index("sampler")
         assert set(temporal.index) == {"uniform", "disjoint", "temporal-all", "temporal",
-                                       "temporal-last", "temporal-exclude"}
+                                       "temporal-last", "temporal-exclude",
+                                       "temporal-weighted"}
         assert temporal.at["uniform", "cost_vs_uniform"] == 1 and (temporal["edges"] > 0).all()
         # every edge a candidate: disjoint sampling's picks, so as many edges
         assert temporal.at["temporal-all", "edges"] == temporal.at["disjoint", "edges"]

@@ -310,7 +310,9 @@ def _row_temporal_sampling() -> list[str]:
             f"({ms['disjoint']:.3g} ms: PyG's disjoint=True; the time filter alone costs "
             f"{ratios['temporal-all_cost_vs_disjoint']:.2g}x of it); excluding one in-edge of "
             "each seed (a link batch's positives) costs "
-            f"{ratios['temporal-exclude_cost_vs_temporal']:.3g}x of temporal sampling; no peer "
+            f"{ratios['temporal-exclude_cost_vs_temporal']:.3g}x of temporal sampling, and "
+            "picking by weight among the candidates (half the weights zero) "
+            f"{ratios['temporal-weighted_cost_vs_temporal']:.3g}x; no peer "
             "runs here (PyG's needs pyg-lib, DGL has none)",
             _pair([ms["temporal"], ms["temporal-all"]]) + " ms",
             "our uniform sampling " + f"{ms['uniform']:.3g} ms",

@@ -25,6 +25,10 @@
 // picked offset is, exact picks and take-all destinations pass over them, and with
 // replacement a destination with excluded edges draws up to kAliasAttempts times per pick, then
 // exactly over the weights not excluded. A destination without excluded edges picks as before.
+// A timed destination (a temporal call: temporal_picks.h) picks among its candidates only, a
+// range [begin, end) of its list: offsets outside it are unavailable as excluded ones are, its
+// counts are over the range's positive weights, and a range shorter than half the list draws
+// over its running sums rather than the table (whose draws would mostly fall outside it).
 //
 // Bit-identical on both devices: every floating-point step is one correctly rounded IEEE
 // operation (add_rn, sub_rn, mul_rn, div_rn: no fused multiply-add on the device, and the host
@@ -278,29 +282,50 @@ struct PickOut {
 // (which offsets are picked), all zero on entry and on exit; on the device it is null and
 // membership is a pass over the picks: the same answers either way. `excluded`: the
 // destination's excluded positions (sorted, within its list; num_excluded of them, none: null
-// and 0), which are never picked.
+// and 0), which are never picked. [begin, end): the offsets the picks come from, the whole list
+// but for a timed destination (its candidates at its seed's time: temporal_picks.h); table
+// draws outside it are redrawn as those on excluded offsets are. `sums`: more scratch of the
+// CPU op, room for the candidates' running sums (null on the device: see sum_draw).
 struct PickContext {
   uint8_t* marks;
   const int64_t* excluded = nullptr;
   int64_t num_excluded = 0;
+  int64_t begin = 0, end = 0;
+  double* sums = nullptr;
 };
 
-// The context of destination [start, start + degree) with relation-wide sorted excluded
-// positions excluded[0, num_excluded) (null and 0: none).
+// The context of destination [start, start + degree), its picks from offsets [begin, end)
+// (0 <= begin <= end <= degree), with relation-wide sorted excluded positions
+// excluded[0, num_excluded) (null and 0: none).
 GNNREPRO_HD PickContext pick_context(uint8_t* marks, const int64_t* excluded,
-                                     int64_t num_excluded, int64_t start, int64_t degree) {
-  if (num_excluded == 0) return {marks};
-  const int64_t first = first_not_below(excluded, num_excluded, start);
-  const int64_t end = first_not_below(excluded, num_excluded, start + degree);
-  return {marks, excluded + first, end - first};
+                                     int64_t num_excluded, int64_t start, int64_t begin,
+                                     int64_t end) {
+  if (num_excluded == 0) return {marks, nullptr, 0, begin, end};
+  const int64_t first = first_not_below(excluded, num_excluded, start + begin);
+  const int64_t last = first_not_below(excluded, num_excluded, start + end);
+  return {marks, excluded + first, last - first, begin, end};
 }
 
-// Whether `position` is one of the destination's excluded edges. The routines below take
-// `Excluding` false where the destination has none (weighted_positions decides), so that a
-// call without exclusion runs no check in its loops.
-template <bool Excluding>
-GNNREPRO_HD bool is_excluded(const PickContext& ctx, int64_t position) {
-  if constexpr (Excluding) {
+// pick_context over the whole list [0, degree).
+GNNREPRO_HD PickContext pick_context(uint8_t* marks, const int64_t* excluded,
+                                     int64_t num_excluded, int64_t start, int64_t degree) {
+  return pick_context(marks, excluded, num_excluded, start, 0, degree);
+}
+
+// Whether a destination's picks are restricted (excluded edges, or candidates short of its list
+// of `degree`): the routines below take `Restricted` false where not, so that such a call runs
+// no check in its loops.
+GNNREPRO_HD bool restricted(const PickContext& ctx, int64_t degree) {
+  return ctx.num_excluded > 0 || ctx.begin > 0 || ctx.end < degree;
+}
+
+// Whether offset `offset` (position start + offset) is no candidate: outside [begin, end) or
+// one of the destination's excluded edges.
+template <bool Restricted>
+GNNREPRO_HD bool is_excluded(const PickContext& ctx, int64_t start, int64_t offset) {
+  if constexpr (Restricted) {
+    if (offset < ctx.begin || offset >= ctx.end) return true;
+    const int64_t position = start + offset;
     const int64_t i = first_not_below(ctx.excluded, ctx.num_excluded, position);
     return i < ctx.num_excluded && ctx.excluded[i] == position;
   } else {
@@ -308,12 +333,12 @@ GNNREPRO_HD bool is_excluded(const PickContext& ctx, int64_t position) {
   }
 }
 
-// Whether offset `offset` cannot be picked: it is among the picks out[0, n) or excluded.
-template <bool Excluding>
+// Whether offset `offset` cannot be picked: it is among the picks out[0, n) or no candidate.
+template <bool Restricted>
 GNNREPRO_HD bool unavailable(const PickContext& ctx, const int64_t* out, int64_t n,
                              int64_t start, int64_t offset) {
   const bool picked = ctx.marks ? ctx.marks[offset] != 0 : already_picked(out, n, start + offset);
-  return picked || is_excluded<Excluding>(ctx, start + offset);
+  return picked || is_excluded<Restricted>(ctx, start, offset);
 }
 
 // The positive weights destination [lo, hi) may pick from (`w` from the relation's first
@@ -333,29 +358,48 @@ GNNREPRO_HD int64_t available_positive(const float* w, int64_t lo, int64_t hi, i
   return positive < degree - here ? positive : degree - here;
 }
 
-// The destination's positive weights not excluded, in order, as its `count` picks; if they are
-// fewer than `count` (a count that overstates them), the first other offsets not excluded fill
-// the rest (count <= degree less the excluded edges, as available_positive bounds it).
-template <typename IdT, bool Excluding>
-GNNREPRO_HD void weighted_take_all(const float* w, int64_t degree, int64_t count,
-                                   const PickOut<IdT>& po, const PickContext& ctx) {
+// Positive weights among w[lo, hi).
+GNNREPRO_HD int64_t positive_in(const float* w, int64_t lo, int64_t hi) {
+  int64_t positive = 0;
+  for (int64_t j = lo; j < hi; ++j) positive += w[j] > 0.0f;
+  return positive;
+}
+
+// available_positive over the candidates [begin, end) of a list [lo, hi) (lo <= begin <= end
+// <= hi): a count over them, or over the rest of the list taken from `nonzero` where that is
+// shorter (the same count for a `nonzero` that counts the list).
+GNNREPRO_HD int64_t available_positive_in(const float* w, int64_t lo, int64_t hi, int64_t begin,
+                                          int64_t end, int64_t nonzero, const int64_t* excluded,
+                                          int64_t num_excluded) {
+  const int64_t positive = 2 * (end - begin) < hi - lo
+                               ? positive_in(w, begin, end)
+                               : nonzero - positive_in(w, lo, begin) - positive_in(w, end, hi);
+  return available_positive(w, begin, end, positive, excluded, num_excluded);
+}
+
+// The destination's positive candidates, in order, as its `count` picks; if they are fewer
+// than `count` (a count that overstates them), the first other candidates fill the rest
+// (count <= the candidates, as available_positive bounds it).
+template <typename IdT, bool Restricted>
+GNNREPRO_HD void weighted_take_all(const float* w, int64_t count, const PickOut<IdT>& po,
+                                   const PickContext& ctx) {
   int64_t n = 0;
-  for (int64_t j = 0; j < degree && n < count; ++j) {
-    if (w[j] > 0.0f && !is_excluded<Excluding>(ctx, po.start + j)) po.set(n++, j);
+  for (int64_t j = ctx.begin; j < ctx.end && n < count; ++j) {
+    if (w[j] > 0.0f && !is_excluded<Restricted>(ctx, po.start, j)) po.set(n++, j);
   }
-  for (int64_t j = 0; j < degree && n < count; ++j) {
-    if (!(w[j] > 0.0f) && !is_excluded<Excluding>(ctx, po.start + j)) po.set(n++, j);
+  for (int64_t j = ctx.begin; j < ctx.end && n < count; ++j) {
+    if (!(w[j] > 0.0f) && !is_excluded<Restricted>(ctx, po.start, j)) po.set(n++, j);
   }
 }
 
-// The unpicked weight: a sum over the available offsets (not among out[0, n), not excluded),
-// in order.
-template <bool Excluding>
+// The unpicked weight: a sum over the available offsets (candidates not among out[0, n)), in
+// order.
+template <bool Restricted>
 GNNREPRO_HD double unpicked_weight(const float* w, const PickContext& ctx, int64_t start,
-                                   int64_t degree, const int64_t* out, int64_t n) {
+                                   const int64_t* out, int64_t n) {
   double rest = 0.0;
-  for (int64_t j = 0; j < degree; ++j) {
-    if (w[j] > 0.0f && !unavailable<Excluding>(ctx, out, n, start, j)) {
+  for (int64_t j = ctx.begin; j < ctx.end; ++j) {
+    if (w[j] > 0.0f && !unavailable<Restricted>(ctx, out, n, start, j)) {
       rest = add_rn(rest, static_cast<double>(w[j]));
     }
   }
@@ -363,48 +407,104 @@ GNNREPRO_HD double unpicked_weight(const float* w, const PickContext& ctx, int64
 }
 
 // A pick resolved exactly, with draw `index`: x uniform over the available weight `rest`, then
-// the first available offset (not among out[0, n), not excluded) whose running sum exceeds x
-// (one pass over the list).
-template <bool Excluding>
+// the first available offset (a candidate not among out[0, n)) whose running sum exceeds x (one
+// pass over the candidates).
+template <bool Restricted>
 GNNREPRO_HD int64_t exact_pick(const float* w, const PickContext& ctx, int64_t start,
-                               int64_t degree, const int64_t* out, int64_t n, int64_t index,
-                               double rest, uint64_t key) {
+                               const int64_t* out, int64_t n, int64_t index, double rest,
+                               uint64_t key) {
   const double x = mul_rn(unit_draw(draw(key, static_cast<uint64_t>(index))), rest);
   double sum = 0.0;
   int64_t last = -1;
-  for (int64_t j = 0; j < degree; ++j) {
-    if (w[j] > 0.0f && !unavailable<Excluding>(ctx, out, n, start, j)) {
+  for (int64_t j = ctx.begin; j < ctx.end; ++j) {
+    if (w[j] > 0.0f && !unavailable<Restricted>(ctx, out, n, start, j)) {
       sum = add_rn(sum, static_cast<double>(w[j]));
       if (sum > x) return j;
       last = j;
     }
   }
   if (last >= 0) return last;  // rounding: the last available positive weight
-  for (int64_t k = 0; k < degree; ++k) {  // malformed input (counts past the positive weights)
-    if (!unavailable<Excluding>(ctx, out, n, start, k)) return k;
+  for (int64_t k = ctx.begin; k < ctx.end; ++k) {  // malformed input (counts past the positive
+    if (!unavailable<Restricted>(ctx, out, n, start, k)) return k;  // weights)
   }
-  return 0;  // (none available: counts past the destination's list; stays in bounds)
+  return ctx.begin;  // (none available: counts past the candidates; stays in bounds)
 }
 
-// `count` distinct picks by successive sampling (count <= degree, as weighted_pick_count gives;
-// the scheme's distribution needs count <= the positive weights).
-template <typename IdT, bool Excluding>
+// The candidates' running sums of their available weights (positive, not excluded), in order,
+// into ctx.sums[0, end - begin) where the caller gives that scratch; returns their total (the
+// same sum, in the same order, either way).
+template <bool Restricted>
+GNNREPRO_HD double candidate_sums(const float* w, const PickContext& ctx, int64_t start) {
+  double sum = 0.0;
+  for (int64_t j = ctx.begin; j < ctx.end; ++j) {
+    if (w[j] > 0.0f && !is_excluded<Restricted>(ctx, start, j)) {
+      sum = add_rn(sum, static_cast<double>(w[j]));
+    }
+    if (ctx.sums) ctx.sums[j - ctx.begin] = sum;
+  }
+  return sum;
+}
+
+// One draw proportional to the candidates' weights, picked or not (draw `index`): x uniform
+// over their `total`, then the first candidate whose running sum exceeds x; -1 if none does
+// (rounding). A binary search over ctx.sums where the caller has them, else a pass over the
+// candidates: the same answer.
+template <bool Restricted>
+GNNREPRO_HD int64_t sum_draw(const float* w, const PickContext& ctx, int64_t start, double total,
+                             uint64_t key, uint64_t index) {
+  const double x = mul_rn(unit_draw(draw(key, 2 * index)), total);
+  if (ctx.sums) {
+    int64_t lo = 0, hi = ctx.end - ctx.begin;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (ctx.sums[mid] > x) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    return lo < ctx.end - ctx.begin ? ctx.begin + lo : -1;
+  }
+  double sum = 0.0;
+  for (int64_t j = ctx.begin; j < ctx.end; ++j) {
+    if (w[j] > 0.0f && !is_excluded<Restricted>(ctx, start, j)) {
+      sum = add_rn(sum, static_cast<double>(w[j]));
+      if (sum > x) return j;
+    }
+  }
+  return -1;
+}
+
+// `count` distinct picks by successive sampling (count <= the candidates, as
+// weighted_pick_count gives; the scheme's distribution needs count <= the positive weights).
+// A draw is a table draw, or, where the candidates are short of half the list (a timed
+// destination early in its list, whose table draws would mostly fall outside them), a draw
+// over the candidates' running sums (sum_draw). Either way a draw on a picked offset is
+// redrawn, and after kAliasAttempts such draws the destination's picks are exact.
+template <typename IdT, bool Restricted>
 GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t degree,
                                 int64_t count, uint64_t key, const PickOut<IdT>& po,
                                 const PickContext& ctx) {
+  const bool by_sums = 2 * (ctx.end - ctx.begin) < degree;
+  const double total = by_sums ? candidate_sums<Restricted>(w, ctx, po.start) : 0.0;
   bool exact = false;
   double rest = 0.0;  // the unpicked weight, once picks are exact
   const uint64_t exact_key = mix64(key ^ 0x5851F42D4C957F2Dull);
   for (int64_t n = 0; n < count; ++n) {
     bool drawn = false;
     for (int a = 0; !exact && a < kAliasAttempts; ++a) {
+      const uint64_t index = static_cast<uint64_t>(n) * kAliasAttempts + a;
       int64_t id = 0;
-      const int64_t t = table_draw<IdT>(table, degree, key,
-                                        static_cast<uint64_t>(n) * kAliasAttempts + a,
-                                        po.ids ? &id : nullptr);
-      if (!unavailable<Excluding>(ctx, po.out, n, po.start, t)) {
-        po.out[n] = po.start + t;
-        if (po.ids) po.ids[n] = id;
+      const int64_t t =
+          by_sums ? sum_draw<Restricted>(w, ctx, po.start, total, key, index)
+                  : table_draw<IdT>(table, degree, key, index, po.ids ? &id : nullptr);
+      if (t >= 0 && !unavailable<Restricted>(ctx, po.out, n, po.start, t)) {
+        if (by_sums) {
+          po.set(n, t);
+        } else {
+          po.out[n] = po.start + t;
+          if (po.ids) po.ids[n] = id;
+        }
         if (ctx.marks) ctx.marks[t] = 1;
         drawn = true;
         break;
@@ -413,10 +513,9 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
     if (drawn) continue;
     if (!exact) {  // from here on, this destination's picks are exact
       exact = true;
-      rest = unpicked_weight<Excluding>(w, ctx, po.start, degree, po.out, n);
+      rest = unpicked_weight<Restricted>(w, ctx, po.start, po.out, n);
     }
-    const int64_t j = exact_pick<Excluding>(w, ctx, po.start, degree, po.out, n, n, rest,
-                                            exact_key);
+    const int64_t j = exact_pick<Restricted>(w, ctx, po.start, po.out, n, n, rest, exact_key);
     if (ctx.marks) ctx.marks[j] = 1;
     po.set(n, j);
     // The next pick's unpicked weight: subtracted while the pick is at most half of it (the
@@ -424,17 +523,17 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
     // weight left beside a huge picked one keeps its share.
     const double picked = static_cast<double>(w[j]);
     rest = picked <= mul_rn(rest, 0.5) ? sub_rn(rest, picked)
-                                       : unpicked_weight<Excluding>(w, ctx, po.start, degree,
-                                                                    po.out, n + 1);
+                                       : unpicked_weight<Restricted>(w, ctx, po.start, po.out,
+                                                                     n + 1);
   }
   if (ctx.marks) {
     for (int64_t i = 0; i < count; ++i) ctx.marks[po.out[i] - po.start] = 0;
   }
 }
 
-// Pick n with replacement of a destination with excluded edges: table draws (draw index
-// n * kAliasAttempts + a) until one is not excluded, after kAliasAttempts of them exactly over
-// the weights not excluded (earlier picks stay available).
+// Pick n with replacement of a restricted destination: table draws (draw index
+// n * kAliasAttempts + a) until one is a candidate, after kAliasAttempts of them exactly over
+// the candidates' weights (earlier picks stay available).
 template <typename IdT>
 GNNREPRO_HD void replaced_pick(const float* w, const int64_t* table, int64_t degree, int64_t n,
                                uint64_t key, const PickOut<IdT>& po, const PickContext& ctx) {
@@ -443,28 +542,28 @@ GNNREPRO_HD void replaced_pick(const float* w, const int64_t* table, int64_t deg
     const int64_t t = table_draw<IdT>(table, degree, key,
                                       static_cast<uint64_t>(n) * kAliasAttempts + a,
                                       po.ids ? &id : nullptr);
-    if (!is_excluded<true>(ctx, po.start + t)) {
+    if (!is_excluded<true>(ctx, po.start, t)) {
       po.out[n] = po.start + t;
       if (po.ids) po.ids[n] = id;
       return;
     }
   }
-  const double rest = unpicked_weight<true>(w, ctx, po.start, degree, po.out, 0);
-  po.set(n, exact_pick<true>(w, ctx, po.start, degree, po.out, 0, n, rest,
+  const double rest = unpicked_weight<true>(w, ctx, po.start, po.out, 0);
+  po.set(n, exact_pick<true>(w, ctx, po.start, po.out, 0, n, rest,
                              mix64(key ^ 0x5851F42D4C957F2Dull)));
 }
 
 // Positions (and ids) of one weighted destination's `count` picks: `w` and `table` from its
 // first edge. `degree_code`: weighted_degree_code's (of available_positive's count).
-template <typename IdT, bool Excluding>
+template <typename IdT, bool Restricted>
 GNNREPRO_HD void weighted_positions_with(const float* w, const int64_t* table,
                                          int64_t degree_code, int64_t count, bool replace,
                                          uint64_t key, const PickOut<IdT>& po,
                                          const PickContext& ctx) {
   const int64_t degree = code_degree(degree_code);
   if (weighted_takes_all(degree_code)) {
-    weighted_take_all<IdT, Excluding>(w, degree, count, po, ctx);
-  } else if (replace && Excluding) {
+    weighted_take_all<IdT, Restricted>(w, count, po, ctx);
+  } else if (replace && Restricted) {
     for (int64_t n = 0; n < count; ++n) replaced_pick(w, table, degree, n, key, po, ctx);
   } else if (replace) {  // independent table draws
     for (int64_t n = 0; n < count; ++n) {
@@ -474,16 +573,17 @@ GNNREPRO_HD void weighted_positions_with(const float* w, const int64_t* table,
       if (po.ids) po.ids[n] = id;
     }
   } else {
-    weighted_picks<IdT, Excluding>(w, table, degree, count, key, po, ctx);
+    weighted_picks<IdT, Restricted>(w, table, degree, count, key, po, ctx);
   }
 }
 
+// `ctx`: pick_context's, its [begin, end) within [0, code_degree(degree_code)].
 template <typename IdT>
 GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree_code,
                                     int64_t count, bool replace, uint64_t key,
                                     const PickOut<IdT>& po, const PickContext& ctx) {
   if (count <= 0) return;
-  if (ctx.num_excluded > 0) {
+  if (restricted(ctx, code_degree(degree_code))) {
     weighted_positions_with<IdT, true>(w, table, degree_code, count, replace, key, po, ctx);
   } else {
     weighted_positions_with<IdT, false>(w, table, degree_code, count, replace, key, po, ctx);

@@ -283,6 +283,7 @@ class SampleCall {
         rel.nonzero = rs.nonzero.data_ptr<int64_t>();
       }
       if (rs.times.defined()) rel.times = rs.times.data_ptr<int64_t>();
+      weighted_timed_ |= rel.times && rel.weights;
       if (rs.excluded.defined()) {
         rel.excluded = bucket_excluded(rs.excluded.data_ptr<int64_t>(), rs.excluded.numel(),
                                        rel.num_edges, rel.excluded_start);
@@ -433,6 +434,9 @@ class SampleCall {
     start_ = grow(scratch_, 2 * seg);
     degree_ = start_ + seg;
     segs_ = seg;
+    if (weighted_timed_ && static_cast<int64_t>(candidates_.size()) < 2 * seg) {
+      candidates_.resize(2 * seg);
+    }
     bad_indptr_.store(kNoError);
     make_items(kCountChunk);
     return {static_cast<int64_t>(items_.size()),
@@ -469,7 +473,9 @@ class SampleCall {
     for (int64_t i = item.begin; i < item.end; ++i) {
       if (i + kPrefetchAhead < item.end) {
         __builtin_prefetch(ip + (dst_ids[i + kPrefetchAhead] & node_mask) - dst_offset);
-        if (nonzero) __builtin_prefetch(nonzero + dst_ids[i + kPrefetchAhead] - dst_offset);
+        if (nonzero) {
+          __builtin_prefetch(nonzero + (dst_ids[i + kPrefetchAhead] & node_mask) - dst_offset);
+        }
       }
       const int64_t v = (dst_ids[i] & node_mask) - dst_offset;
       const auto [lo, hi] = list_range(ip, v, rel_edges, item.rel);
@@ -515,7 +521,7 @@ class SampleCall {
     for (int64_t g = item.begin; g < item.end; g += G) {
       const int n = static_cast<int>(std::min<int64_t>(G, item.end - g));
       TimeSearch s[G];
-      int64_t lo[G], end[G], t[G], floor[G];
+      int64_t lo[G], hi[G], end[G], t[G], floor[G];
       for (int k = 0; k < n; ++k) {
         const int64_t i = g + k;
         if (i + kPrefetchAhead < item.end) {
@@ -524,6 +530,7 @@ class SampleCall {
         const auto [l, h] = list_range(ip, (dst_ids[i] & node_mask) - dst_offset, rel_edges,
                                        item.rel);
         lo[k] = l;
+        hi[k] = h;
         t[k] = seed_time[dst_ids[i] >> shift];
         s[k] = {l, h - l};
       }
@@ -537,6 +544,18 @@ class SampleCall {
       if (window >= 0) lockstep(s, n, floor);  // the beginnings: the first after the floor
       for (int k = 0; k < n; ++k) {
         const ExcludedSpan near = excluded_near(rel.excluded, s[k].first, end[k]);
+        if (rel.weights) {  // weighted: the whole list, its candidates [first, end) beside it
+          const int64_t i = g + k, v = (dst_ids[i] & node_mask) - dst_offset;
+          const int64_t positive = available_positive_in(rel.weights, lo[k], hi[k], s[k].first,
+                                                         end[k], rel.nonzero[v], near.excluded,
+                                                         near.n);
+          starts[i] = lo[k];
+          degrees[i] = weighted_degree_code(hi[k] - lo[k], positive, layer_fanout, replace_);
+          counts[i] = weighted_pick_count(hi[k] - lo[k], positive, layer_fanout, replace_);
+          candidates_[2 * (rel.seg + i)] = s[k].first - lo[k];
+          candidates_[2 * (rel.seg + i) + 1] = end[k] - lo[k];
+          continue;
+        }
         const KeptRange c = kept_strategy_range({s[k].first, end[k]}, layer_fanout, strategy,
                                                 near.excluded, near.n);
         starts[g + k] = c.range.begin;
@@ -634,10 +653,10 @@ class SampleCall {
       if (static_cast<int64_t>(thread_ids.size()) < e_end - e_begin) thread_ids.resize(e_end - e_begin);
       weighted_pick_chunk(rel, item.begin, item.end, thread_ids.data());
       weighted_gather_chunk(rel, item.rel, e_begin, e_end, thread_ids.data());
-      return;
+    } else {
+      pick_chunk(rel, item.begin, item.end);
+      gather_chunk(rel, item.rel, rel.bp[item.begin], rel.bp[item.end]);
     }
-    pick_chunk(rel, item.begin, item.end);
-    gather_chunk(rel, item.rel, rel.bp[item.begin], rel.bp[item.end]);
     if (disjoint_) tag_seeds(rel, item.begin, item.end);
   }
 
@@ -699,9 +718,17 @@ class SampleCall {
     const bool attempts = !replace_;
     thread_local std::vector<uint8_t> thread_marks;  // exact picks' scratch (weighted_picks.h)
     std::vector<uint8_t>& marks = thread_marks;  // looked up once, not per destination
+    thread_local std::vector<double> thread_sums;  // a timed destination's running sums
+    std::vector<double>& sums = thread_sums;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t ahead = i + kWeightedPrefetchAhead;
-      if (ahead < end && !weighted_takes_all(degrees[ahead])) {
+      const int64_t* ahead_range =
+          rel.times && ahead < end ? candidates_.data() + 2 * (rel.seg + ahead) : nullptr;
+      if (attempts && ahead_range &&
+          2 * (ahead_range[1] - ahead_range[0]) < code_degree(degrees[ahead])) {
+        // drawn over its running sums (weighted_picks.h): no table entry, its weights read
+        __builtin_prefetch(weights + starts[ahead] + ahead_range[0]);
+      } else if (ahead < end && !weighted_takes_all(degrees[ahead])) {
         const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[ahead]));
         const int64_t* t = table + starts[ahead] * S;
         for (int64_t n = 0, c = offsets[ahead + 1] - offsets[ahead]; n < c; ++n) {
@@ -720,8 +747,16 @@ class SampleCall {
       }
       const int64_t degree = code_degree(degrees[i]);
       const ExcludedSpan near = excluded_near(rel.excluded, start, start + degree);
-      const PickContext ctx = pick_context(attempts ? marks.data() : nullptr, near.excluded,
-                                           near.n, start, degree);
+      // A timed relation's candidates (count_timed), else the whole list.
+      const int64_t* range = rel.times ? candidates_.data() + 2 * (rel.seg + i) : nullptr;
+      PickContext ctx = pick_context(attempts ? marks.data() : nullptr, near.excluded, near.n,
+                                     start, range ? range[0] : 0, range ? range[1] : degree);
+      if (range && attempts) {
+        if (static_cast<int64_t>(sums.size()) < range[1] - range[0]) {
+          sums.resize(range[1] - range[0]);
+        }
+        ctx.sums = sums.data();
+      }
       weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count, replace_,
                               key, po, ctx);
     }
@@ -961,6 +996,10 @@ class SampleCall {
   std::vector<int64_t*> srcs_;
   std::vector<int64_t> next_;
   int64_t segs_ = 0;
+  // A temporal call with a timed and weighted relation: per destination (as start_) its
+  // candidates [begin, end) as offsets into its list (count_timed; weighted_pick_chunk).
+  bool weighted_timed_ = false;
+  std::vector<int64_t> candidates_;
   // What its steps found: a map entry the op did not write, the smallest bad node / position.
   bool map_ok_ = true;
   std::atomic<int64_t> bad_indptr_{kNoError}, bad_index_{kNoError}, bad_table_{kNoError};

@@ -118,7 +118,8 @@ inline void add_weights(TypedSpec& spec, const OptionalTensors& weights,
 
 // Sets a temporal call's arrays: edge times empty (no relation timed) or one entry per relation
 // (None: untimed), and one seed-times tensor per type. Seeds may then repeat; there must be
-// fewer than 2^31 of them, and a relation may not be both timed and weighted.
+// fewer than 2^31 of them, and a timed relation that is weighted samples its candidates by
+// weight (strategy uniform only).
 inline void add_times(TypedSpec& spec, const TemporalArgs& temporal, at::TensorList seeds) {
   const auto num_rels = static_cast<int64_t>(spec.rels.size());
   if (temporal.seed_times.empty()) {
@@ -135,10 +136,6 @@ inline void add_times(TypedSpec& spec, const TemporalArgs& temporal, at::TensorL
               "temporal_strategy must be 0 (uniform) or 1 (last), got ", temporal.strategy);
   TORCH_CHECK(temporal.window >= -1, "time_window must be -1 (none) or >= 0, got ",
               temporal.window);
-  for (int64_t r = 0; r < num_rels; ++r) {
-    TORCH_CHECK(!spec.rels[r].weighted(), "a temporal call cannot also be weighted (relation ",
-                r, " has edge_weights): not supported");
-  }
   int64_t total = 0;
   for (size_t t = 0; t < seeds.size(); ++t) {
     const at::Tensor& st = temporal.seed_times[t];
@@ -161,6 +158,9 @@ inline void add_times(TypedSpec& spec, const TemporalArgs& temporal, at::TensorL
                 "edge_times of relation ", r, " must be contiguous int64 [", edges, "]");
     TORCH_CHECK(times->device() == rel.indices.device(),
                 "relation ", r, "'s edge_times must be on its indices' device");
+    TORCH_CHECK(!rel.weighted() || temporal.strategy == kTemporalUniform,
+                "temporal_strategy 1 (last) takes the most recent edges: relation ", r,
+                " is weighted, and its weights would go unused");
     rel.times = *times;
   }
   spec.seed_times = temporal.seed_times;

@@ -12,7 +12,9 @@ edge is a candidate and each destination picks as many edges as disjoint samplin
 [0, TIME_SPAN): about half the edges are candidates), "temporal-last" (the same times, the
 most recent edges) and "temporal-exclude" ("temporal" with one in-edge of each seed excluded,
 as a link-prediction batch excludes its positives: the cost of exclusion, ids to positions
-included). Disjoint sampling keeps one source per (seed, node), so its blocks have
+included) and "temporal-weighted" ("temporal" with weights, dmlc/dgl#7462's: uniform random,
+half of them zero; picks by weight among the candidates, as cuGraph's biased temporal sampler
+and GraphBolt's temporal sampler with probabilities pick). Disjoint sampling keeps one source per (seed, node), so its blocks have
 more sources than uniform sampling's: reported per contender. The headlines are temporal-all's
 cost over disjoint (the time filter) and over uniform (the whole of PyG's temporal semantics;
 the issue's bound: 1.5x).
@@ -36,7 +38,7 @@ from gnnrepro.sampling.temporal import edge_times
 
 TIME_SPAN = 1_000_000
 SAMPLERS = ("uniform", "disjoint", "temporal-all", "temporal", "temporal-last",
-            "temporal-exclude")
+            "temporal-exclude", "temporal-weighted")
 PEERS_NOT_RUN = {
     "pyg": "PyG's temporal sampling (NeighborLoader time_attr) needs pyg-lib; no registry here "
            "serves pyg-lib for this torch, and torch-sparse's homogeneous sampler has no times",
@@ -47,6 +49,12 @@ PEERS_NOT_RUN = {
 
 def _contender(name: str, graph: Any, fanouts: list[int], seed: int, times: torch.Tensor,
                node_time: torch.Tensor) -> Callable[[torch.Tensor, int], MiniBatch]:
+    if name == "temporal-weighted":
+        gen = torch.Generator().manual_seed(seed + 1)
+        weights = torch.rand(graph.num_edges, generator=gen)
+        weights[torch.rand(graph.num_edges, generator=gen) < 0.5] = 0
+        return FusedSampler(graph, fanouts, seed=seed, times=times, node_time=node_time,
+                            weights=weights).sample
     if name in ("uniform", "disjoint"):
         return FusedSampler(graph, fanouts, seed=seed, disjoint=name == "disjoint").sample
     if name == "temporal-all":
@@ -118,9 +126,9 @@ def measure(dataset: str = "products-sim", scale: float = 1.0, root: str | None 
     result["ratios"] = {f"{name}_cost_vs_{base}": ms[name] / ms[base]
                         for base in ("uniform", "disjoint") if base in ms
                         for name in ms if name not in ("uniform", base)}
-    if {"temporal", "temporal-exclude"} <= set(ms):
-        result["ratios"]["temporal-exclude_cost_vs_temporal"] = (ms["temporal-exclude"]
-                                                                 / ms["temporal"])
+    for name in ("temporal-exclude", "temporal-weighted"):
+        if {"temporal", name} <= set(ms):
+            result["ratios"][f"{name}_cost_vs_temporal"] = ms[name] / ms["temporal"]
     result["env"] = environment()
     return result
 

@@ -24,7 +24,7 @@ from gnnrepro.sampling.temporal import check_time_tensor
 from gnnrepro.sampling.weights import check_weights
 
 __all__ = ["dgl_csc", "dgl_edge_weights", "from_dgl", "from_pyg", "pyg_edge_times",
-           "pyg_edge_weights", "pyg_graph", "pyg_graph_is_adj_t"]
+           "pyg_edge_weights", "pyg_graph", "pyg_graph_is_adj_t", "pyg_time_attr"]
 
 SPLITS = ("train", "val", "test")
 
@@ -153,6 +153,30 @@ def pyg_edge_times(data: Any, time_attr: str, num_edges: int) -> torch.Tensor:
     it."""
     times = _edge_attribute(data, time_attr, "time_attr")
     return check_time_tensor(times, f"data.{time_attr} (time_attr)", num_edges)
+
+
+def pyg_time_attr(data: Any, time_attr: str, graph: CSCGraph) -> tuple[torch.Tensor,
+                                                                         torch.Tensor | None]:
+    """PyG's `time_attr` on `graph` (pyg_graph's of `data`): its times per edge id, and the
+    node times where `data[time_attr]` holds one time per node (as PyG's node-level temporal
+    sampling, where a neighbour is a candidate while its own time is at most the seed's: the
+    edge times are then their source's time, which the edge-time sampler filters the same
+    way), else None."""
+    times = _edge_attribute(data, time_attr, "time_attr")
+    per_node = isinstance(times, torch.Tensor) and times.dim() == 1 and (
+        times.numel() == graph.num_nodes != graph.num_edges
+        or (times.numel() == graph.num_nodes == graph.num_edges
+            and callable(getattr(data, "is_node_attr", None)) and data.is_node_attr(time_attr)
+            and not data.is_edge_attr(time_attr)))
+    if not per_node:
+        return pyg_edge_times(data, time_attr, graph.num_edges), None
+    node_time = check_time_tensor(times, f"data.{time_attr} (time_attr)", graph.num_nodes)
+    by_position = node_time[graph.indices.long()]
+    if graph.edge_ids is None:
+        return by_position, node_time
+    edge_time = torch.empty_like(by_position)
+    edge_time[graph.edge_ids] = by_position
+    return edge_time, node_time
 
 
 def _edge_attribute(data: Any, attr: object, option: str) -> Any:

@@ -87,7 +87,9 @@ class FusedSampler:
     source's seed index (`Block.seed_index`, PyG's disjoint `batch`). Seed times are
     `sample(..., seed_time=...)` or, by default, `node_time` at the seeds (PyG's node time
     attribute). `temporal_strategy` is PyG's: "uniform" picks, or the "last" (most recent)
-    fanout edges, without replacement. Graph lists not in time order are sampled from a sorted
+    fanout edges, without replacement. With `weights` too (GraphBolt's temporal sampling with
+    probabilities; strategy "uniform"), a destination picks among its candidates by weight,
+    as above. Graph lists not in time order are sampled from a sorted
     copy (edge ids stay the caller's). `disjoint` samples each seed on its own without times
     (PyG's disjoint=True): repeated seeds, Block.seed_index; a temporal sampler always is.
     """
@@ -131,12 +133,13 @@ class FusedSampler:
         where the op reads them (pinned for a GPU that samples a CPU graph)."""
         if weights is None:
             return None
+        # a temporal sampler's lists are in time order: its tables are built over those
+        g = self.graph if self.temporal is None else self.temporal.graph
         if self.typed:
-            g = self.graph
             by_rel = relation_weights(weights, g.relations, g.relation)
             out = [by_rel.get(rel) for rel in g.canonical_relations]
         else:
-            out = [edge_weights(self.graph, weights)]
+            out = [edge_weights(g, weights)]
         if self.device != self.graph.device:
             out = [w.pin_memory() if w is not None else None for w in out]
         return out
@@ -266,8 +269,8 @@ class FusedSampler:
         times = t.seed_times(seed_list, seed_time)
         flat = self._run(sum(num_nodes), lambda node_map: _ops.ops.sample_fused_typed(
             indptrs, indices, src_types, dst_types, num_nodes, seed_list, fanouts, self.replace,
-            self.seed, batch_id, self.edge_ids, [], [], [], t.edge_times, times, t.window,
-            t.strategy, excluded, node_map))
+            self.seed, batch_id, self.edge_ids, *self._weight_args(), t.edge_times, times,
+            t.window, t.strategy, excluded, node_map))
         if not self.typed:
             blocks = blocks_from_op(flat, self.edge_ids, g.edge_ids, with_seed_index=True)
             return MiniBatch(seed_list[0], blocks[0].src_nodes, blocks, batch_id=batch_id)

@@ -44,9 +44,6 @@ class TemporalArgs:
                                  "edges' times)")
             if not disjoint:
                 return None
-        if weights is not None:
-            raise ValueError("weights cannot be combined with times or disjoint: a temporal "
-                             "or disjoint sampler picks uniformly or the most recent edges")
         if device.type != "cpu":
             raise ValueError("temporal and disjoint sampling run on the CPU: device must be "
                              f"cpu, got {device}")
@@ -59,6 +56,10 @@ class TemporalArgs:
         if strategy == "last" and replace:
             raise ValueError("temporal_strategy='last' picks the most recent edges without "
                              "replacement: replace must be False")
+        if strategy == "last" and weights is not None:
+            raise ValueError("temporal_strategy='last' picks the most recent edges, whatever "
+                             "their weights: give weights with temporal_strategy='uniform' "
+                             "(picks by weight among the candidates)")
         window = check_time_window(window)
         if isinstance(graph, TypedGraph):
             by_rel = relation_times(times, graph.relations, graph.relation)

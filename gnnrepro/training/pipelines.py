@@ -37,8 +37,10 @@ from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.features.factory import open_feature_store
 from gnnrepro.pipeline.loader import Loader
+from gnnrepro.pipeline.plan import BatchPlan
 from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.sampling import FusedSampler, ReferenceSampler
+from gnnrepro.sampling.timed_seeds import TimedSeeds
 from gnnrepro.training.loop import TrainResult, train
 from gnnrepro.training.resume import Checkpointing
 
@@ -90,7 +92,8 @@ def make_evaluator(dataset: Dataset, config: TrainConfig, device: torch.device |
 def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                 world_size: int = 1, shuffle: bool = True, drop_last: bool = False,
                 weights: object = None, replace: bool = False,
-                temporal: Mapping[str, Any] | None = None) -> BatchSource:
+                temporal: Mapping[str, Any] | None = None,
+                seed_time: torch.Tensor | None = None) -> BatchSource:
     """The batch source of `config.pipeline` on `config.device` (resolved); workers (of
     config.worker_kind; None: resolve_workers), streams and prefetch apply to "fused+pinned"
     only (the serial pipelines have none), placement to the fused pipelines. `rank` and
@@ -100,14 +103,16 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     per edge id of dataset.graph, a bool mask, or {relation: weights}; tensors, so an argument
     rather than a setting) and `replace` are how the sampler picks neighbours; `temporal`:
     FusedSampler's further arguments of temporal or disjoint sampling (times, node_time,
-    temporal_strategy, time_window, disjoint, edge_ids), fused pipelines on the CPU. Raises
+    temporal_strategy, time_window, disjoint, edge_ids), fused pipelines on the CPU;
+    `seed_time`: one time per entry of dataset.train_idx (which may then repeat a node), each
+    entry sampled at its own (gnnrepro.sampling.timed_seeds; needs `temporal` times). Raises
     ValueError naming the setting for a placement this machine cannot run, or the pipeline
     where it cannot sample so."""
     device = torch.device(resolve_device(config.device))
     fanouts = list(config.fanouts)
     ranks = {"rank": rank, "world_size": world_size, "seed": config.seed,
              "shuffle": shuffle, "drop_last": drop_last}
-    if temporal and config.pipeline not in ("fused", "fused+pinned"):
+    if (temporal or seed_time is not None) and config.pipeline not in ("fused", "fused+pinned"):
         raise ValueError(f"pipeline={config.pipeline!r} has no temporal or disjoint sampling: "
                          "it needs pipeline 'fused' or 'fused+pinned'")
     if config.pipeline in ("dgl", "dgl-native"):
@@ -144,6 +149,10 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
         graph, where = _sampler_graph_device(dataset, config.sampler_device, device)
         sampler = FusedSampler(graph, fanouts, replace=replace, seed=config.seed,
                                device=where, weights=weights, **(temporal or {}))
+    plan = None
+    if seed_time is not None:  # batch items are (node, time) pairs: positions into them
+        sampler = TimedSeeds(sampler, dataset.train_idx, seed_time)
+        plan = BatchPlan(dataset.train_idx.numel(), config.batch_size, **ranks)
     return Loader(dataset, sampler, device, config.batch_size, workers=workers,
                   worker_kind=config.worker_kind,
                   worker_threads=worker_threads(device, workers,
@@ -154,7 +163,7 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                   feature_store=open_feature_store(
                       config.feature_store, dataset, pin=False,
                       share=workers > 0 and config.worker_kind == "process"),
-                  timeout_s=config.timeout_s, **ranks)
+                  timeout_s=config.timeout_s, plan=plan, **ranks)
 
 
 def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_size: int = 1,
