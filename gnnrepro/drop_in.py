@@ -17,7 +17,7 @@ choice of workers); iterate them epoch after epoch, `len()` is the batches per e
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -26,6 +26,8 @@ from gnnrepro.config import TrainConfig
 from gnnrepro.drop_in_link import (PEER_WORKER_ARGS, EdgePredictionSampler, LinkNeighborLoader,
                                    as_edge_prediction_sampler, dgl_sampling,
                                    edge_prediction_loader)
+from gnnrepro.drop_in_hetero import (hetero_dataset, hetero_fanouts, hetero_temporal,
+                                     hetero_view, hetero_weights, is_hetero_data)
 from gnnrepro.interop import from_dgl, from_pyg, to_dgl, to_pyg, to_pyg_sparse
 from gnnrepro.interop.convert import pyg_edge_weights, pyg_graph_is_adj_t, pyg_time_attr
 from gnnrepro.interop.view import OwningBatchView
@@ -108,6 +110,10 @@ def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int =
     nodes may repeat, each at its own input_time; batches then carry `batch` (each node's
     seed) and `e_id`. `weight_attr` with `time_attr` picks by weight among the candidates
     (strategy "uniform"; PyG has no such sampler)."""
+    if is_hetero_data(data):
+        return _hetero_loader(data, num_neighbors, input_nodes, input_time, replace,
+                              weight_attr, time_attr, temporal_strategy, disjoint, shuffle,
+                              drop_last, device, batch_size, settings)
     fanouts = list(reversed(list(num_neighbors)))  # ours count from the input layer
     config = _config(fanouts, device, batch_size, settings)
     if input_nodes is None:
@@ -123,6 +129,30 @@ def NeighborLoader(data: Any, num_neighbors: Sequence[int], *, batch_size: int =
                                weights=weights, replace=replace, temporal=temporal,
                                seed_time=seed_time),
                    to_pyg_sparse if sparse else to_pyg)
+
+
+def _hetero_loader(data: Any, num_neighbors: Any, input_nodes: Any, input_time: Any,
+                   replace: bool, weight_attr: str | None, time_attr: str | None,
+                   temporal_strategy: str, disjoint: bool, shuffle: bool, drop_last: bool,
+                   device: Any, batch_size: int, settings: dict) -> OwningBatchView:
+    """NeighborLoader on a HeteroData (gnnrepro.drop_in_hetero)."""
+    if input_nodes is None:
+        raise ValueError("input_nodes is needed with a HeteroData: a node type or (node type, "
+                         "ids or mask), as in PyG")
+    dataset, others = hetero_dataset(data, input_nodes)
+    fanouts = hetero_fanouts(num_neighbors, dataset.graph)
+    per_relation = any(isinstance(layer, Mapping) for layer in fanouts)
+    # the config records each layer's largest fanout; the sampler takes them per relation
+    config = _config([max(layer.values()) if isinstance(layer, Mapping) else layer
+                      for layer in fanouts], device, batch_size, settings)
+    temporal, seed_time = hetero_temporal(data, dataset, time_attr, input_time,
+                                          temporal_strategy, disjoint)
+    return OwningBatchView(make_loader(dataset, config, shuffle=shuffle, drop_last=drop_last,
+                                       weights=hetero_weights(data, weight_attr),
+                                       replace=replace, temporal=temporal,
+                                       seed_time=seed_time,
+                                       relation_fanouts=fanouts if per_relation else None),
+                           hetero_view(others))
 
 
 def _pyg_temporal(data: Any, dataset: Any, time_attr: str | None, input_time: Any,

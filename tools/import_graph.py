@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
     {"models"},
     {"training"},
     {"linkpred"},
-    {"drop_in", "drop_in_link"},
+    {"drop_in", "drop_in_link", "drop_in_hetero"},
     {"partition"},
     {"distributed"},
     {"bench"},

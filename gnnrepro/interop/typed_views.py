@@ -120,6 +120,9 @@ def to_pyg_hetero(mb: MiniBatch) -> Any:
         data[rel].num_sampled_edges = per_hop[rel]
         if edge_ids[rel] is not None:
             data[rel].e_id = edge_ids[rel]
+    if mb.blocks[0].seed_index is not None:  # each seed sampled on its own: PyG's `batch`
+        for t, index in mb.blocks[0].seed_index.items():
+            data[t].batch = index
     data[target].batch_size = mb.seeds[target].numel()
     if mb.y is not None:
         data[target].y = mb.y

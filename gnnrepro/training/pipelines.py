@@ -93,7 +93,8 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                 world_size: int = 1, shuffle: bool = True, drop_last: bool = False,
                 weights: object = None, replace: bool = False,
                 temporal: Mapping[str, Any] | None = None,
-                seed_time: torch.Tensor | None = None) -> BatchSource:
+                seed_time: torch.Tensor | None = None,
+                relation_fanouts: Sequence[Mapping] | None = None) -> BatchSource:
     """The batch source of `config.pipeline` on `config.device` (resolved); workers (of
     config.worker_kind; None: resolve_workers), streams and prefetch apply to "fused+pinned"
     only (the serial pipelines have none), placement to the fused pipelines. `rank` and
@@ -105,16 +106,19 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     FusedSampler's further arguments of temporal or disjoint sampling (times, node_time,
     temporal_strategy, time_window, disjoint, edge_ids), fused pipelines on the CPU;
     `seed_time`: one time per entry of dataset.train_idx (which may then repeat a node), each
-    entry sampled at its own (gnnrepro.sampling.timed_seeds; needs `temporal` times). Raises
+    entry sampled at its own (gnnrepro.sampling.timed_seeds; needs `temporal` times);
+    `relation_fanouts`: a typed dataset's fanouts per layer {relation: fanout} (FusedSampler's),
+    in place of config.fanouts (fused pipelines). Raises
     ValueError naming the setting for a placement this machine cannot run, or the pipeline
     where it cannot sample so."""
     device = torch.device(resolve_device(config.device))
-    fanouts = list(config.fanouts)
+    fanouts = list(config.fanouts if relation_fanouts is None else relation_fanouts)
     ranks = {"rank": rank, "world_size": world_size, "seed": config.seed,
              "shuffle": shuffle, "drop_last": drop_last}
-    if (temporal or seed_time is not None) and config.pipeline not in ("fused", "fused+pinned"):
-        raise ValueError(f"pipeline={config.pipeline!r} has no temporal or disjoint sampling: "
-                         "it needs pipeline 'fused' or 'fused+pinned'")
+    if ((temporal or seed_time is not None or relation_fanouts is not None)
+            and config.pipeline not in ("fused", "fused+pinned")):
+        raise ValueError(f"pipeline={config.pipeline!r} has no temporal, disjoint or "
+                         "per-relation sampling: it needs pipeline 'fused' or 'fused+pinned'")
     if config.pipeline in ("dgl", "dgl-native"):
         if weights is not None or replace:
             raise ValueError(f"pipeline={config.pipeline!r} samples uniformly without "
@@ -151,7 +155,8 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
                                device=where, weights=weights, **(temporal or {}))
     plan = None
     if seed_time is not None:  # batch items are (node, time) pairs: positions into them
-        sampler = TimedSeeds(sampler, dataset.train_idx, seed_time)
+        sampler = TimedSeeds(sampler, dataset.train_idx, seed_time,
+                             getattr(dataset, "target", None))
         plan = BatchPlan(dataset.train_idx.numel(), config.batch_size, **ranks)
     return Loader(dataset, sampler, device, config.batch_size, workers=workers,
                   worker_kind=config.worker_kind,
