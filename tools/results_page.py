@@ -245,7 +245,14 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "at products-sim 1.0 drew the same blocks in the same time, within this VM's "
              "noise; calls with exclusion draw the same blocks, faster), let LinkSampler seed each endpoint on its own on a "
              "temporal sampler (other samplers as before), and gave make_loader and PyG's "
-             "drop-ins temporal arguments (unused by these runs)")
+             "drop-ins temporal arguments (unused by these runs). "
+             "Session 18 let timed and disjoint relations be weighted in the CPU op (a "
+             "weighted destination picks from a range of its list where it is timed; untimed "
+             "and unweighted destinations run the same rules: old and new ops side by side at "
+             "products-sim 1.0 drew the same blocks, uniform, weighted, temporal and 'last', "
+             "with and without exclusion, in the same time within this VM's noise), and added "
+             "(node, time) batch items, PyG's NeighborLoader on a HeteroData and node-level "
+             "times for the drop-ins (unused by these runs)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")

@@ -16,10 +16,14 @@ import torch
 
 from gnnrepro.datasets.anonymous import random_access_tensor
 from gnnrepro.graph import CSCGraph
+from gnnrepro.progress import announce
 from gnnrepro.sampling.typed import per_relation
 
 __all__ = ["TEMPORAL_STRATEGIES", "EdgeTimes", "edge_times", "relation_times",
            "check_time_tensor", "check_time_window"]
+
+#: Graphs with at least this many edges say when their time-sorted copy is being made.
+ANNOUNCE_EDGES = 10_000_000
 
 #: PyG's temporal_strategy names, by the op's code (common/temporal_picks.h).
 TEMPORAL_STRATEGIES = {"uniform": 0, "last": 1}
@@ -68,6 +72,9 @@ def edge_times(graph: CSCGraph, times: object, name: str = "times") -> EdgeTimes
     # huge pages where they fit (datasets.anonymous), as the cache puts `indices`.
     if _sorted_within_lists(graph.indptr, csc_times):
         return EdgeTimes(graph, random_access_tensor(csc_times.contiguous()))
+    if graph.num_edges >= ANNOUNCE_EDGES:  # tens of seconds at ogbn-products' size
+        announce(f"{name}: sorting {graph.num_edges:,} edges by time within their lists (once, "
+                 "for the sampler)")
     order = _time_order(graph.indptr, csc_times)
     ids = graph.edge_ids[order] if graph.edge_ids is not None else order
     sorted_graph = CSCGraph(graph.indptr, random_access_tensor(graph.indices[order]),
