@@ -18,7 +18,8 @@ neg_sampling=dict(mode="binary" | "triplet", amount=k), batch_size=...)` yields 
 `dst_neg_index` (triplet: k destinations per positive's source), with `input_id` the batch's
 label positions. Like PyG's, it excludes nothing (it relies on a disjoint split of the edges);
 `replace` and `weight_attr` (data's per-edge weights in edge_index order) are PyG's. So are
-`time_attr` (data's per-edge integer times) with `edge_label_time` (each label edge's time) and
+`time_attr` (data's integer times per edge, or per node: an edge's is then its source's, as
+drop_in.NeighborLoader takes them) with `edge_label_time` (each label edge's time) and
 `temporal_strategy`: each endpoint and negative is then a seed of its own sampled at its label
 edge's time, and a batch also carries `batch` (each node's seed), `e_id` and `edge_label_time`.
 
@@ -36,8 +37,8 @@ import torch
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
 from gnnrepro.config.machine import resolve_workers
-from gnnrepro.interop.convert import (dgl_csc, dgl_edge_weights, pyg_edge_times,
-                                      pyg_edge_weights, pyg_graph)
+from gnnrepro.interop.convert import (dgl_csc, dgl_edge_weights, pyg_edge_weights, pyg_graph,
+                                      pyg_time_attr)
 from gnnrepro.interop.dgl_view import to_dgl
 from gnnrepro.interop.pyg_view import to_pyg
 from gnnrepro.interop.view import OwningBatchView
@@ -224,7 +225,7 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
                           getattr(data, "x", None), "data.x")
     weights = (None if weight_attr is None
                else pyg_edge_weights(data, weight_attr, dataset.graph.num_edges))
-    times = None if not timed else pyg_edge_times(data, time_attr, dataset.graph.num_edges)
+    times = None if not timed else pyg_time_attr(data, time_attr, dataset.graph)[0]
     label_index = data.edge_index if edge_label_index is None else edge_label_index
     label_index = torch.as_tensor(label_index).to(torch.int64)
     labels = (None if edge_label is None else torch.as_tensor(edge_label))

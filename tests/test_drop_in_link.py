@@ -121,6 +121,17 @@ def test_pygs_temporal_link_neighbor_loader_batches(mode):
         assert batch.edge_label_time.numel() == (3 * b if mode == "binary" else b)
         seen += b
     assert seen == 200
+    # node times (PyG's node-level time_attr): the batches of edge times equal to each
+    # edge's source's time
+    data.time = torch.randint(0, 100, (150,), generator=gen)
+    data.src_time = data.time[src]
+    by_node, by_edge = (list(LinkNeighborLoader(
+        data, [4, 4], edge_label_index=label_index, edge_label_time=label_time,
+        time_attr=attr, neg_sampling={"mode": mode, "amount": 2}, batch_size=100))
+        for attr in ("time", "src_time"))
+    for a, e in zip(by_node, by_edge):
+        assert torch.equal(a.n_id, e.n_id) and torch.equal(a.e_id, e.e_id)
+        assert torch.equal(a.edge_index, e.edge_index)
     with pytest.raises(ValueError, match="time_attr and edge_label_time go together"):
         LinkNeighborLoader(data, [3], edge_label_index=label_index, time_attr="edge_time")
     with pytest.raises(ValueError, match="data has no attribute 'when'"):
