@@ -26,8 +26,8 @@ from gnnrepro.sampling.block import MiniBatch
 from gnnrepro.sampling.temporal import check_time_tensor
 from gnnrepro.typed_graph import TypedGraph
 
-__all__ = ["hetero_dataset", "hetero_fanouts", "hetero_temporal", "hetero_view",
-           "hetero_weights", "is_hetero_data"]
+__all__ = ["hetero_dataset", "hetero_fanouts", "hetero_temporal", "hetero_times",
+           "hetero_view", "hetero_weights", "is_hetero_data"]
 
 Relation = tuple[str, str, str]
 
@@ -135,19 +135,12 @@ def hetero_weights(data: Any, weight_attr: str | None) -> dict[Relation, Any] | 
     return out
 
 
-def hetero_temporal(data: Any, dataset: TypedDataset, time_attr: str | None, input_time: Any,
-                    temporal_strategy: str, disjoint: bool
-                    ) -> tuple[dict[str, Any] | None, torch.Tensor | None]:
-    """FusedSampler's temporal arguments (and edge_ids: PyG's batches carry e_id) and each input
-    node's time (as drop_in's homogeneous _pyg_temporal): node times per type (`data[t][time_attr]`; a relation's edge times are
-    then its sources' times) or edge times per relation (`data[rel][time_attr]`)."""
-    if time_attr is None:
-        if input_time is not None:
-            raise ValueError("input_time needs time_attr (data's node or edge times), as in PyG")
-        if temporal_strategy != "uniform":
-            raise ValueError("temporal_strategy needs time_attr (data's node or edge times)")
-        return {"disjoint": disjoint, "edge_ids": True}, None  # PyG's batches carry e_id
-    graph, target = dataset.graph, dataset.target
+def hetero_times(data: Any, graph: TypedGraph, time_attr: str
+                 ) -> tuple[dict[Relation, torch.Tensor], dict[str, torch.Tensor]]:
+    """PyG's `time_attr` on a HeteroData: per relation its edge times by edge id (edge ids are
+    positions in edge_index), from `data[rel][time_attr]` or else its source type's node
+    times (`data[t][time_attr]`: a neighbour is a candidate while its own time is at most its
+    seed's); relations with neither are untimed. Also the node times per type."""
     node_time = {t: check_time_tensor(data[t][time_attr], f"data[{t!r}].{time_attr} "
                                       "(time_attr)", graph.num_nodes[t])
                  for t in data.node_types if getattr(data[t], time_attr, None) is not None}
@@ -158,11 +151,27 @@ def hetero_temporal(data: Any, dataset: TypedDataset, time_attr: str | None, inp
         if edge_time is not None:
             times[rel] = check_time_tensor(edge_time, f"data[{rel!r}].{time_attr} (time_attr)",
                                            graph.num_edges[rel])
-        elif rel[0] in node_time:  # edge ids are positions in edge_index
+        elif rel[0] in node_time:
             times[rel] = node_time[rel[0]][data[rel].edge_index[0].cpu()]
     if not times:
         raise ValueError(f"time_attr={time_attr!r}: no node or edge type of data has it")
-    ids = dataset.train_idx
+    return times, node_time
+
+
+def hetero_temporal(data: Any, dataset: TypedDataset, time_attr: str | None, input_time: Any,
+                    temporal_strategy: str, disjoint: bool
+                    ) -> tuple[dict[str, Any], torch.Tensor | None]:
+    """FusedSampler's temporal arguments (and edge_ids: PyG's batches carry e_id) and each input
+    node's time (as drop_in's homogeneous _pyg_temporal): hetero_times' edge times, a seed's
+    time its input_time or its own node time."""
+    if time_attr is None:
+        if input_time is not None:
+            raise ValueError("input_time needs time_attr (data's node or edge times), as in PyG")
+        if temporal_strategy != "uniform":
+            raise ValueError("temporal_strategy needs time_attr (data's node or edge times)")
+        return {"disjoint": disjoint, "edge_ids": True}, None  # PyG's batches carry e_id
+    times, node_time = hetero_times(data, dataset.graph, time_attr)
+    target, ids = dataset.target, dataset.train_idx
     if input_time is None and target not in node_time:
         raise ValueError(f"input_time is needed: the input nodes' type {target!r} has no "
                          f"{time_attr!r} to take their times from")

@@ -37,6 +37,8 @@ import torch
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.graph import CSCGraph
 from gnnrepro.config.machine import resolve_workers
+from gnnrepro.drop_in_hetero import (hetero_dataset, hetero_fanouts, hetero_times,
+                                     hetero_view, hetero_weights, is_hetero_data)
 from gnnrepro.interop.convert import (dgl_csc, dgl_edge_weights, pyg_edge_weights, pyg_graph,
                                       pyg_time_attr)
 from gnnrepro.interop.dgl_view import to_dgl
@@ -220,6 +222,11 @@ def LinkNeighborLoader(data: Any, num_neighbors: Sequence[int], *,  # noqa: N802
     if (time_attr is None) != (edge_label_time is None):
         raise ValueError("time_attr and edge_label_time go together (as in PyG): time_attr "
                          "names data's edge times, edge_label_time gives each label edge's")
+    if is_hetero_data(data):
+        return _hetero_link_loader(data, num_neighbors, edge_label_index, edge_label, mode,
+                                   amount, replace, weight_attr, time_attr, edge_label_time,
+                                   temporal_strategy, batch_size, shuffle, drop_last, device,
+                                   settings)
     timed = time_attr is not None
     dataset = _unlabelled(pyg_graph(data, edge_ids=weight_attr is not None or timed),
                           getattr(data, "x", None), "data.x")
@@ -250,22 +257,79 @@ def _to_pyg_link(batch: EdgeBatch, mode: str, labels: torch.Tensor | None,
     positive's."""
     out = to_pyg(batch)
     del out.y, out.batch_size  # node-level fields of NeighborLoader's batches
-    out.input_id = batch.edge_ids
+    for name, value in _link_fields(batch, mode, labels, label_time).items():
+        setattr(out, name, value)
+    return out
+
+
+def _link_fields(batch: EdgeBatch, mode: str, labels: torch.Tensor | None,
+                 label_time: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    """LinkNeighborLoader's edge-level fields of `batch` in `mode`: input_id, edge_label_time
+    (with `label_time`), and edge_label_index + edge_label (binary, none) or src_index,
+    dst_pos_index, dst_neg_index (triplet), in the rows of the batch's seeds."""
+    out = {"input_id": batch.edge_ids}
     if label_time is not None:
         t = label_time[batch.edge_ids]
-        out.edge_label_time = (torch.cat([t, t.repeat_interleave(batch.neg_dst.shape[1])])
-                               if mode == "binary" else t)
+        out["edge_label_time"] = (torch.cat([t, t.repeat_interleave(batch.neg_dst.shape[1])])
+                                  if mode == "binary" else t)
     pos_label = (torch.ones(batch.edge_ids.numel()) if labels is None
                  else labels[batch.edge_ids])
     if mode == "triplet":
-        out.src_index, out.dst_pos_index = batch.pos[0], batch.pos[1]
-        out.dst_neg_index = batch.neg_dst
-        return out
-    if mode == "binary":
+        out.update(src_index=batch.pos[0], dst_pos_index=batch.pos[1],
+                   dst_neg_index=batch.neg_dst)
+    elif mode == "binary":
         neg = torch.stack([batch.neg_src.reshape(-1), batch.neg_dst.reshape(-1)])
-        out.edge_label_index = torch.cat([batch.pos, neg], dim=1)
-        out.edge_label = torch.cat([pos_label, torch.zeros(neg.shape[1],
-                                                           dtype=pos_label.dtype)])
-        return out
-    out.edge_label_index, out.edge_label = batch.pos, pos_label
+        out["edge_label_index"] = torch.cat([batch.pos, neg], dim=1)
+        out["edge_label"] = torch.cat([pos_label, torch.zeros(neg.shape[1],
+                                                              dtype=pos_label.dtype)])
+    else:
+        out["edge_label_index"], out["edge_label"] = batch.pos, pos_label
     return out
+
+
+def _hetero_link_loader(data: Any, num_neighbors: Any, edge_label_index: Any, edge_label: Any,
+                        mode: str, amount: int, replace: bool, weight_attr: str | None,
+                        time_attr: str | None, edge_label_time: Any, temporal_strategy: str,
+                        batch_size: int, shuffle: bool, drop_last: bool, device: Any,
+                        settings: dict[str, Any]) -> OwningBatchView:
+    """LinkNeighborLoader on a HeteroData: `edge_label_index` is (edge type, [2, N] label edges
+    or None: the type's edge_index); batches are the heterogeneous loader's
+    (drop_in_hetero.hetero_view) with the edge-level fields on the edge type, triplet indices
+    on its node types, as PyG's."""
+    if not isinstance(edge_label_index, (tuple, list)) or len(edge_label_index) != 2:
+        raise TypeError("edge_label_index of a HeteroData must be (edge type, label edges or "
+                        "None), as in PyG")
+    key, given = edge_label_index
+    dataset, others = hetero_dataset(data, (tuple(key)[-1], torch.empty(0, dtype=torch.int64)))
+    graph = dataset.graph
+    rel = graph.relation(tuple(key), "edge_label_index")
+    label_index = torch.as_tensor(data[rel].edge_index if given is None else given)
+    label_index = label_index.to(torch.int64).cpu()
+    labels = None if edge_label is None else torch.as_tensor(edge_label)
+    temporal = {"edge_ids": True}
+    if time_attr is not None:
+        temporal.update(times=hetero_times(data, graph, time_attr)[0],
+                        temporal_strategy=temporal_strategy)
+    seed = settings.pop("seed", 0)
+    link = LinkSampler(FusedSampler(graph, hetero_fanouts(num_neighbors, graph),
+                                    replace=replace, weights=hetero_weights(data, weight_attr),
+                                    **temporal),
+                       (label_index[0], label_index[1]), amount, exclude=None, seed=seed,
+                       negative_sources="uniform" if mode == "binary" else "positive",
+                       relation=rel, edge_time=edge_label_time)
+    loader = _edge_loader(dataset, link, label_index.shape[1], device, batch_size, shuffle,
+                          drop_last, seed, settings)
+    view = hetero_view(others)
+
+    def to_batch(batch: EdgeBatch) -> Any:
+        out = view(batch)
+        target = next(iter(batch.seeds))
+        for name in ("y", "batch_size"):  # node-level fields of NeighborLoader's batches
+            if name in out[target]:
+                del out[target][name]
+        for name, value in _link_fields(batch, mode, labels, link.edge_time).items():
+            where = {"src_index": rel[0], "dst_pos_index": rel[2],
+                     "dst_neg_index": rel[2]}.get(name, rel)
+            out[where][name] = value
+        return out
+    return OwningBatchView(loader, to_batch)

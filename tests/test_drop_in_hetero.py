@@ -132,3 +132,55 @@ def test_bad_arguments_are_named():
         NeighborLoader(data, [2], input_nodes="paper", time_attr="when")
     with pytest.raises(ValueError, match="input_time is needed"):
         NeighborLoader(timed_hetero(), [2], input_nodes="field", time_attr="time")
+
+
+@pytest.mark.parametrize("mode", ["binary", "triplet"])
+def test_link_neighbor_loader_on_a_hetero_data(mode):
+    """PyG's LinkNeighborLoader with edge_label_index=(edge type, label edges): the label
+    edges and negatives in the rows of their node types, real sampled edges, every type's
+    rows (author's through the hand-over: another width than paper's)."""
+    from gnnrepro.drop_in_link import LinkNeighborLoader
+    data = hetero_data(seed=4)
+    rel = ("author", "writes", "paper")
+    label_index = data[rel].edge_index[:, :120]
+    with LinkNeighborLoader(data, [3, 2], edge_label_index=(rel, label_index),
+                            neg_sampling={"mode": mode, "amount": 2},
+                            batch_size=50) as loader:
+        batches = list(loader)
+    assert torch.equal(torch.cat([b[rel].input_id for b in batches]), torch.arange(120))
+    for b in batches:
+        size = b[rel].input_id.numel()
+        want = label_index[:, b[rel].input_id]
+        if mode == "binary":
+            index = b[rel].edge_label_index
+            assert torch.equal(b[rel].edge_label, torch.cat([torch.ones(size),
+                                                             torch.zeros(2 * size)]))
+            assert index.shape == (2, 3 * size)
+        else:
+            index = torch.stack([b["author"].src_index, b["paper"].dst_pos_index])
+            assert b["paper"].dst_neg_index.shape == (size, 2)
+        assert torch.equal(torch.stack([b["author"].n_id[index[0, :size]],
+                                        b["paper"].n_id[index[1, :size]]]), want)
+        check_real_edges(data, b)
+        for t in ("paper", "author"):
+            assert torch.equal(b[t].x, data[t].x[b[t].n_id])
+
+
+def test_temporal_link_neighbor_loader_on_node_times():
+    """time_attr naming node times with edge_label_time: every sampled node of a timed type
+    is no later than its label edge's time (here one time for all)."""
+    from gnnrepro.drop_in_link import LinkNeighborLoader
+    data = timed_hetero(seed=6)
+    rel = ("paper", "cites", "paper")
+    with LinkNeighborLoader(data, [4, 4], edge_label_index=(rel, None),
+                            edge_label_time=torch.full((900,), 50), time_attr="time",
+                            neg_sampling={"mode": "binary", "amount": 1},
+                            batch_size=300) as loader:
+        for b in loader:
+            assert bool((b[rel].edge_label_time == 50).all())
+            for t in ("paper", "author"):
+                reached = b[t].n_id[b[t].num_sampled_nodes[0]:]
+                assert bool((data[t].time[reached] <= 50).all())
+            check_real_edges(data, b)
+    with pytest.raises(TypeError, match="edge_label_index of a HeteroData"):
+        LinkNeighborLoader(data, [2], edge_label_index=torch.zeros(2, 3, dtype=torch.long))
