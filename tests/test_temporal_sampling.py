@@ -177,9 +177,18 @@ def test_excluded_edges_are_no_candidates_at_any_hop(window):
     g, times = random_timed_graph(seed=5)
     sampler = FusedSampler(g, [-1, -1, -1], times=times, edge_ids=True,
                            time_window=None if window < 0 else window)
-    sg = sampler.temporal.graph
     exclude = torch.arange(0, g.num_edges, 3)  # caller's edge ids
-    positions = frozenset(torch.nonzero(torch.isin(sg.edge_ids, exclude)).flatten().tolist())
+    check_against_reference(sampler, times, window, exclude,
+                            torch.isin(sampler.temporal.graph.edge_ids, exclude))
+
+
+def check_against_reference(sampler: FusedSampler, times: torch.Tensor, window: int,
+                            exclude: torch.Tensor, dropped: torch.Tensor) -> None:
+    """`sampler`'s fanout -1 blocks (3 layers) of five seeds, one repeated, excluding
+    `exclude`, equal the plain reference's with the positions where `dropped` holds (of the
+    sampler's time-sorted graph) left out."""
+    sg = sampler.temporal.graph
+    positions = frozenset(torch.nonzero(dropped).flatten().tolist())
     seeds, seed_times = [5, 5, 17, 0, 199], [50, 10, 99, 0, 70]
     mb = sampler.sample(torch.tensor(seeds), seed_time=torch.tensor(seed_times),
                         exclude=exclude)
@@ -240,10 +249,14 @@ def test_node_time_gives_the_seeds_times_and_the_loader_uses_it():
                                                                          b.seed_index)
 
 
-def test_blocks_do_not_depend_on_threads():
+@pytest.mark.parametrize("weighted", [False, True])
+def test_blocks_do_not_depend_on_threads(weighted):
     g, times = random_timed_graph(n=3000, e=60000, seed=5)
     seeds = torch.randint(0, 3000, (2048,), generator=torch.Generator().manual_seed(6))
-    sampler = FusedSampler(g, [5, 10, 15], times=times, node_time=torch.full((3000,), 60))
+    weights = (torch.rand(g.num_edges, generator=torch.Generator().manual_seed(6)) ** 4
+               if weighted else None)  # weighted temporal: tests/test_weighted_temporal.py
+    sampler = FusedSampler(g, [5, 10, 15], times=times, node_time=torch.full((3000,), 60),
+                           weights=weights)
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)

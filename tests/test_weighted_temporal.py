@@ -10,7 +10,7 @@ import torch
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling import FusedSampler
 from gnnrepro.typed_graph import TypedGraph
-from test_temporal_sampling import random_timed_graph, reference_blocks
+from test_temporal_sampling import check_against_reference, random_timed_graph
 from test_weighted_sampling import inclusion_probabilities
 
 COPIES = 4000  # destinations sharing one weight and time pattern: the samples per batch
@@ -80,16 +80,8 @@ def test_all_positive_candidates_equal_the_reference(window):
                            time_window=None if window < 0 else window)
     sg = sampler.temporal.graph
     exclude = torch.arange(1, g.num_edges, 7)
-    dropped = (weights[sg.edge_ids] == 0) | torch.isin(sg.edge_ids, exclude)
-    positions = frozenset(torch.nonzero(dropped).flatten().tolist())
-    seeds, seed_times = [5, 5, 17, 0, 199], [50, 10, 99, 0, 70]
-    mb = sampler.sample(torch.tensor(seeds), seed_time=torch.tensor(seed_times),
-                        exclude=exclude)
-    ref = reference_blocks(sg, times[sg.edge_ids], seeds, seed_times, 3, window, positions)
-    for block, (indptr, indices, src, seed_index, at) in zip(mb.blocks, ref):
-        assert block.indptr.tolist() == indptr and block.indices.tolist() == indices
-        assert block.src_nodes.tolist() == src and block.seed_index.tolist() == seed_index
-        assert block.edge_ids.tolist() == sg.edge_ids[at].tolist()
+    check_against_reference(sampler, times, window, exclude,
+                            (weights[sg.edge_ids] == 0) | torch.isin(sg.edge_ids, exclude))
 
 
 @pytest.mark.parametrize("replace", [False, True])
@@ -114,25 +106,6 @@ def test_picks_are_real_positive_timely_and_stay_in_their_seed(replace):
         assert bool((weights[block.edge_ids] > 0).all())
         assert not bool(torch.isin(block.edge_ids, exclude).any())
         assert torch.equal(src_of[block.edge_ids], block.src_nodes[block.indices])
-
-
-def test_blocks_do_not_depend_on_threads():
-    g, times = random_timed_graph(n=3000, e=60000, seed=5)
-    weights = torch.rand(g.num_edges, generator=torch.Generator().manual_seed(6)) ** 4
-    seeds = torch.randint(0, 3000, (2048,), generator=torch.Generator().manual_seed(6))
-    sampler = FusedSampler(g, [5, 10, 15], times=times, weights=weights,
-                           node_time=torch.full((3000,), 60))
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        one = sampler.sample(seeds, batch_id=1)
-        torch.set_num_threads(2)
-        two = sampler.sample(seeds, batch_id=1)
-    finally:
-        torch.set_num_threads(before)
-    for a, b in zip(one.blocks, two.blocks):
-        assert torch.equal(a.indptr, b.indptr) and torch.equal(a.indices, b.indices)
-        assert torch.equal(a.src_nodes, b.src_nodes)
 
 
 def test_weighted_disjoint_sampling_keeps_seeds_apart():
