@@ -7,11 +7,13 @@ through the typed Loader, handed over as the heterogeneous NeighborLoader's batc
 (interop.to_pyg_hetero: x, edge_index, n_id, e_id, num_sampled_nodes/edges per type and
 relation, batch_size and y of the target type, and `batch` per type when each seed is sampled on
 its own). Node types whose features differ in width or dtype from the most rows' have their
-rows gathered as the batch is handed over (the Loader's staging slots hold one width). Temporal sampling takes PyG's `time_attr` naming node times (`data[t][time_attr]`,
-RelBench's: a neighbour is a candidate while its own time is at most its seed's; relations from
-a type without times are untimed) or edge times (`data[rel][time_attr]`), `input_time` per
-input node (which may then repeat), `temporal_strategy` and `disjoint`; `weight_attr` names
-per-relation edge weights.
+rows gathered as the batch is handed over (the Loader's staging slots hold one width).
+
+Temporal sampling takes PyG's `time_attr` naming node times (`data[t][time_attr]`, RelBench's:
+a neighbour is a candidate while its own time is at most its seed's; relations from a type
+without times are untimed) or edge times (`data[rel][time_attr]`), `input_time` per input node
+(which may then repeat), `temporal_strategy` and `disjoint`; `weight_attr` names per-relation
+edge weights. LinkNeighborLoader on a HeteroData (drop_in_link) shares these parts.
 """
 from __future__ import annotations
 
