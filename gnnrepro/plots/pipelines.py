@@ -327,7 +327,9 @@ def temporal_bars(data: pd.DataFrame) -> Figure:
     right.set_title("What time and disjoint subgraphs cost")
     for ax in (left, right):
         ax.set_xlabel("sampler")
-        ax.tick_params(axis="x", labelsize=8)
+        ax.tick_params(axis="x", labelsize=8, labelrotation=30)  # seven long names side by side
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
         ax.margins(y=0.3)
     return fig
 
