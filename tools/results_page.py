@@ -251,8 +251,11 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "and unweighted destinations run the same rules: old and new ops side by side at "
              "products-sim 1.0 drew the same blocks, uniform, weighted, temporal and 'last', "
              "with and without exclusion, in the same time within this VM's noise), and added "
-             "(node, time) batch items, PyG's NeighborLoader on a HeteroData and node-level "
-             "times for the drop-ins (unused by these runs)")
+             "(node, time) batch items, PyG's NeighborLoader and LinkNeighborLoader on a "
+             "HeteroData, node-level times and per-relation fanouts for the drop-ins, and a "
+             "line where a graph of 10M+ edges starts its time-sorted copy (unused by these "
+             "runs, or no change to their work); weighted-sampling-cpu-products and "
+             "temporal-sampling-cpu-products were measured at its op's final code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
