@@ -142,9 +142,11 @@ def _hetero_loader(data: Any, num_neighbors: Any, input_nodes: Any, input_time: 
     dataset, others = hetero_dataset(data, input_nodes)
     fanouts = hetero_fanouts(num_neighbors, dataset.graph)
     per_relation = any(isinstance(layer, Mapping) for layer in fanouts)
-    # the config records each layer's largest fanout; the sampler takes them per relation
-    config = _config([max(layer.values()) if isinstance(layer, Mapping) else layer
-                      for layer in fanouts], device, batch_size, settings)
+    # the config records one fanout a layer (-1 where a relation takes all, else the largest);
+    # the sampler takes them per relation
+    config = _config([(-1 if -1 in layer.values() else max(1, *layer.values()))
+                      if isinstance(layer, Mapping) else layer for layer in fanouts],
+                     device, batch_size, settings)
     temporal, seed_time = hetero_temporal(data, dataset, time_attr, input_time,
                                           temporal_strategy, disjoint)
     return OwningBatchView(make_loader(dataset, config, shuffle=shuffle, drop_last=drop_last,

@@ -300,9 +300,12 @@ def _hetero_link_loader(data: Any, num_neighbors: Any, edge_label_index: Any, ed
         raise TypeError("edge_label_index of a HeteroData must be (edge type, label edges or "
                         "None), as in PyG")
     key, given = edge_label_index
-    dataset, others = hetero_dataset(data, (tuple(key)[-1], torch.empty(0, dtype=torch.int64)))
+    rel = tuple(key) if isinstance(key, (tuple, list)) else key
+    if rel not in [tuple(r) for r in data.edge_types]:
+        raise ValueError(f"edge_label_index: {key!r} is not an edge type of data "
+                         f"({sorted(tuple(r) for r in data.edge_types)})")
+    dataset, others = hetero_dataset(data, (rel[2], torch.empty(0, dtype=torch.int64)))
     graph = dataset.graph
-    rel = graph.relation(tuple(key), "edge_label_index")
     label_index = torch.as_tensor(data[rel].edge_index if given is None else given)
     label_index = label_index.to(torch.int64).cpu()
     labels = None if edge_label is None else torch.as_tensor(edge_label)

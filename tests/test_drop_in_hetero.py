@@ -64,7 +64,8 @@ def test_per_relation_fanouts_and_a_mask():
     data = hetero_data(seed=1)
     mask = torch.zeros(PAPERS, dtype=torch.bool)
     mask[:40] = True
-    fanouts = {rel: [0 if rel[1] == "topic_of" else 2, 1] for rel in data.edge_types}
+    fanouts = {rel: [0 if rel[1] == "topic_of" else 2, -1 if rel[1] == "cites" else 0]
+               for rel in data.edge_types}  # a layer of -1 and 0 only: the config records -1
     with NeighborLoader(data, fanouts, input_nodes=("paper", mask), batch_size=40,
                         threads=1) as loader:
         b = next(iter(loader))
@@ -184,3 +185,5 @@ def test_temporal_link_neighbor_loader_on_node_times():
             check_real_edges(data, b)
     with pytest.raises(TypeError, match="edge_label_index of a HeteroData"):
         LinkNeighborLoader(data, [2], edge_label_index=torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="edge_label_index: .* is not an edge type"):
+        LinkNeighborLoader(data, [2], edge_label_index=(("paper", "cites", "author"), None))
