@@ -1,5 +1,6 @@
 """08_scale_growth: how cost grows with the graph, ours beside DGL's, on products-sim at each of
-`growth_scales` (0.05, 0.25 and 1.0 by default: 122k to 2.45M nodes), and optionally at
+`growth_scales` (0.05 and 0.25 by default, 122k and 612k nodes; 1.0, ogbn-products' size of
+2.45M nodes, with params/products.yaml), and optionally at
 papers-sim `growth_papers_scale` (1.0: ogbn-papers100M's size, 1.6B edges).
 
 Per scale and system: sampling time per batch (the same seed batches; the work per batch is
