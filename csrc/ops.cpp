@@ -107,6 +107,18 @@ TORCH_LIBRARY(gnnrepro, m) {
   // CPU kernels only: gnnrepro.models.dropout uses torch's ops for other devices.
   m.def("relu_dropout(Tensor h, float p, int seed) -> Tensor");
   m.def("relu_dropout_backward(Tensor grad, Tensor out, float p) -> Tensor");
+  // neighbour_mean_backward: the gradient [num_src, d] of mean[v] = mean of h[indices[e]] over
+  // v's edges (embedding_bag "mean" over the CSC indptr/indices, int64 or int32) given
+  // grad_mean [num_dst, d]; a source with no edge gets zeros. Deterministic for any threads.
+  m.def("neighbour_mean_backward(Tensor grad_mean, Tensor indptr, Tensor indices, int num_src) "
+        "-> Tensor");
+  // sparse_adam_: torch.optim.SparseAdam's update (its arithmetic) of param's rows `indices`
+  // (strictly increasing: a coalesced gradient) with gradient rows `values`, at Adam step
+  // `step` (>= 1): moments and parameter rows read and written once. CPU kernel only:
+  // gnnrepro.training.sparse_adam uses torch's update elsewhere.
+  m.def("sparse_adam_(Tensor(a!) param, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
+        "Tensor indices, Tensor values, float lr, float beta1, float beta2, float eps, "
+        "int step) -> ()");
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

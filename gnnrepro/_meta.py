@@ -81,3 +81,16 @@ def _relu_dropout_fake(h: torch.Tensor, p: float, seed: int) -> torch.Tensor:
 def _relu_dropout_backward_fake(grad: torch.Tensor, out: torch.Tensor,
                                 p: float) -> torch.Tensor:
     return torch.empty_like(grad, memory_format=torch.contiguous_format)
+
+
+@torch.library.register_fake("gnnrepro::sparse_adam_")
+def _sparse_adam_fake(param: torch.Tensor, exp_avg: torch.Tensor, exp_avg_sq: torch.Tensor,
+                      indices: torch.Tensor, values: torch.Tensor, lr: float, beta1: float,
+                      beta2: float, eps: float, step: int) -> None:
+    return None
+
+
+@torch.library.register_fake("gnnrepro::neighbour_mean_backward")
+def _neighbour_mean_backward_fake(grad_mean: torch.Tensor, indptr: torch.Tensor,
+                                  indices: torch.Tensor, num_src: int) -> torch.Tensor:
+    return grad_mean.new_empty((num_src, grad_mean.shape[1]))

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from gnnrepro.checks import check_int, check_positive_float
+from gnnrepro.models.sparse_adam import SparseAdam
 
 __all__ = ["NodeEmbeddings", "OptimizerGroup", "make_optimizers", "sparse_parameters"]
 
@@ -118,7 +119,7 @@ def make_optimizers(model: nn.Module, lr: float = 1e-3,
     if dense:
         optimizers.append(torch.optim.Adam(dense, lr=lr))
     if sparse:
-        optimizers.append(torch.optim.SparseAdam(
+        optimizers.append(SparseAdam(
             sparse, lr=lr if sparse_lr is None else check_positive_float("sparse_lr", sparse_lr)))
     if not optimizers:
         raise ValueError(f"model ({type(model).__name__}) has no trainable parameters")

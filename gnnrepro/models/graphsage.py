@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from gnnrepro.models.aggregate import dst_rows_and_neighbour_mean
+from gnnrepro.models.aggregate import dst_rows_and_neighbour_mean, neighbour_mean
 from gnnrepro.models.dropout import ReluDropout
 from gnnrepro.sampling.block import Block
 
@@ -64,9 +64,7 @@ class SAGEConv(nn.Module):
     def forward(self, block: Block, h: torch.Tensor) -> torch.Tensor:
         """[block.num_src, in_dim] source features -> [block.num_dst, out_dim]."""
         if self.projects_first:
-            neigh = nn.functional.embedding_bag(block.indices, self.fc_neigh(h), block.indptr,
-                                                mode="mean", include_last_offset=True)
-            return self.combine(h[: block.num_dst], neigh)
+            return self.combine(h[: block.num_dst], neighbour_mean(block, self.fc_neigh(h)))
         return self.combine(*dst_rows_and_neighbour_mean(block, h))
 
 

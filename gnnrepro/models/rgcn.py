@@ -12,7 +12,8 @@ type are the logits.
 
 The means are `embedding_bag(mode="mean")` over each relation block's CSC (bags = a
 destination's sampled neighbours, offsets = indptr), as GraphSAGE's: no [num_edges, d] message
-tensor, bounds-checked indices, zeros for an empty bag (gnnrepro.models.graphsage). Each
+tensor, bounds-checked indices, zeros for an empty bag, and on the CPU a backward without a sort
+(gnnrepro.models.aggregate). Each
 relation's product accumulates onto the root term in one addmm.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import nn
 
+from gnnrepro.models.aggregate import neighbour_mean
 from gnnrepro.models.dropout import ReluDropout
 from gnnrepro.models.embeddings import NodeEmbeddings
 from gnnrepro.models.graphsage import _check_dims
@@ -50,8 +52,7 @@ class RelGraphConv(nn.Module):
             b = block.blocks[rel]
             if b.num_edges == 0:  # no sampled neighbour: a zero mean, nothing to add
                 continue
-            mean = nn.functional.embedding_bag(b.indices, h[rel[0]], b.indptr, mode="mean",
-                                               include_last_offset=True)
+            mean = neighbour_mean(b, h[rel[0]])
             out[rel[2]] = torch.addmm(out[rel[2]], mean, linear.weight.t())
         return out
 
