@@ -256,8 +256,9 @@ fig = plots.partitioned_lines(data)
 plots.save_figure(fig, params, meta, "07_partitioned")"""]),
     "08_scale_growth": (
         "How cost grows with the graph",
-        "Ours beside DGL's on products-sim at each of `growth_scales` (1.0 is ogbn-products' "
-        "size): sampling time per batch (the same work per batch at every scale, so a rising "
+        "Ours beside DGL's on products-sim at each of `growth_scales` (0.05 and 0.25 by "
+        "default; params/products.yaml adds 1.0, ogbn-products' size; at the notebooks' own "
+        "scale the runs of 01-03 serve): sampling time per batch (the same work per batch at every scale, so a rising "
         "line is what a graph larger than the caches costs), the pipeline alone in batches "
         "per second, the training epoch and the peak memory of training, the last two beside "
         "a line that grows as the edges do. With `growth_papers_scale` (params/papers.yaml: "
