@@ -255,7 +255,15 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "HeteroData, node-level times and per-relation fanouts for the drop-ins, and a "
              "line where a graph of 10M+ edges starts its time-sorted copy (unused by these "
              "runs, or no change to their work); weighted-sampling-cpu-products and "
-             "temporal-sampling-cpu-products were measured at its op's final code")
+             "temporal-sampling-cpu-products were measured at its op's final code. "
+             "Session 19 added two CPU ops the models call in training (SparseAdam's update "
+             "of learnt embeddings in one pass, the neighbour mean's backward by a counting "
+             "sort: results equal to rounding) and let notebook 08 read 01-03's runs at their "
+             "scale: a result that trains no model runs neither; GraphSAGE's step took the same "
+             "time within this VM's noise (old and new side by side, 155/162 against 163/152 "
+             "ms), so its results were not measured again; R-GCN's step ran 1.6x faster, and "
+             "train-cpu-mag-0.25 (with -no-relations) and link-prediction-cpu-mag were "
+             "measured at its final code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
