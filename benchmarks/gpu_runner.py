@@ -1,7 +1,9 @@
 """The GPU session's runner: each step a process of its own against one deadline, its output
-appended to session.log and its status to session.json the moment it ends (a session cut off
-still leaves what finished); and the readers of what pytest and compute-sanitizer print.
-Standard library only (it runs before the modules are installed)."""
+appended to session.log and its status to session.json the moment it ends, its measurement
+packed into OUT's one archive (a session cut off still leaves what finished; a lent machine
+returns at most 8 files, so the measurements travel as one); and the readers of what pytest
+and compute-sanitizer print. Standard library only (it runs before the modules are
+installed)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -19,11 +22,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from gnnrepro.atomic import write_text_atomic  # noqa: E402  (stdlib only)
 
-__all__ = ["ROOT", "WORK", "Session", "log_since", "pytest_counts", "sanitizer_findings",
-           "sanitizer_refused", "stop_group"]
+__all__ = ["ARCHIVE", "ROOT", "WORK", "Session", "log_since", "pytest_counts",
+           "sanitizer_findings", "sanitizer_refused", "stop_group"]
 
-#: Where steps write before their results are copied into OUT.
+#: Where steps write before their results are kept.
 WORK = ROOT / "build" / "gpu-session"
+#: The measurements kept so far, each packed into OUT/ARCHIVE as it is kept.
+KEPT = WORK / "kept"
+#: OUT's one file of measurements (gnnrepro.experiments.gpu_results reads a stored session's
+#: results from it).
+ARCHIVE = "results.tar.gz"
 
 
 class Session:
@@ -35,6 +43,8 @@ class Session:
         self.deadline = self.start + deadline_s
         out.mkdir(parents=True, exist_ok=True)
         WORK.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(KEPT, ignore_errors=True)  # an earlier session's measurements
+        KEPT.mkdir()
         self.log = out / "session.log"
         self.log.write_text("")
         self.report: dict[str, Any] = {"dry_run": dry_run, "deadline_s": deadline_s,
@@ -91,12 +101,18 @@ class Session:
         return step
 
     def keep(self, name: str, produced: Path) -> dict[str, Any] | None:
-        """Copy a step's JSON into OUT and return it (None if the step wrote none)."""
+        """Pack a step's JSON into OUT's archive (with every one kept before it) and return it
+        (None if the step wrote none)."""
         if not produced.exists():
             return None
         result = json.loads(produced.read_text())
-        shutil.copyfile(produced, self.out / produced.name)
-        self.report["steps"][name]["result"] = produced.name
+        shutil.copyfile(produced, KEPT / produced.name)
+        partial = self.out / (ARCHIVE + ".part")
+        with tarfile.open(partial, "w:gz") as tar:
+            for path in sorted(KEPT.iterdir()):
+                tar.add(path, arcname=path.name)
+        os.replace(partial, self.out / ARCHIVE)  # whole or not at all, if the session is cut
+        self.report["steps"][name]["result"] = f"{ARCHIVE}: {produced.name}"
         return result
 
 

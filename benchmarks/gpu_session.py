@@ -9,12 +9,14 @@ MLPerf's R-GAT preset for a fixed number of steps on igbh-sim (its result in ses
 The dataset is generated in the background from the start (it needs one core; the build and
 tests use the others), and the measurements wait for it.
 
-OUT holds at most 8 files (what a lent machine returns): session.json (every step's status,
+OUT holds 4 files (a lent machine returns at most 8): session.json (every step's status,
 seconds, findings and the headline figures, rewritten after each step), session.log (every
-step's output, appended as it runs), one JSON per measurement (placements.json,
-copy-overlap.json, end-to-end.json, h2d.json, own-model-pyg.json: PyG's model on PyG's
-loader and on ours, last, benchmarks/gpu_pyg_peer.py) and the built extension (_C*.so: carried back,
-`--reuse-build` spares a second session on the same GPU kind the build).
+step's output, appended as it runs), results.tar.gz (one JSON per measurement, the archive
+rewritten as each is kept: placements.json, copy-overlap.json, end-to-end.json, h2d.json,
+own-model-pyg.json: PyG's model on PyG's loader and on ours, last,
+benchmarks/gpu_pyg_peer.py) and the built extension (_C*.so: carried back, `--reuse-build`
+spares a second session on the same GPU kind the build). The folder is stored as it comes
+back (gnnrepro.experiments.gpu_results reads the archive).
 
 `--steps` names the steps to run (default all): a second call within one loan runs only what
 the first left failed, the dataset and the build coming with them.
@@ -167,8 +169,8 @@ def wait_dataset(s: Session, proc: subprocess.Popen, began: float) -> bool:
 def step_measure(s: Session, name: str, args: list[str], timeout_s: float,
                  reserve_s: float, keep: bool = True,
                  env: dict[str, str] | None = None) -> dict[str, Any] | None:
-    """Run `python -m gnnrepro bench <args> --out WORK/<name>.json`; return its JSON, copied
-    into OUT if `keep`."""
+    """Run `python -m gnnrepro bench <args> --out WORK/<name>.json`; return its JSON, packed
+    into OUT's archive if `keep`."""
     produced = WORK / f"{name}.json"
     produced.unlink(missing_ok=True)
     step = s.run(name, [PY, "-m", "gnnrepro", "bench", *args, "--out", str(produced)],

@@ -193,6 +193,29 @@ def test_gpu_rows_name_their_machine_or_say_not_measured(tmp_path: Path) -> None
     assert len(row) == 1 and "**5.5x**" in row[0] and "own-model-pyg.json" in row[0]
 
 
+def test_a_session_stored_as_it_came_back_is_read_from_its_archive(tmp_path: Path) -> None:
+    import tarfile
+
+    from gnnrepro.experiments import gpu_results
+    runner = load_script(ROOT / "benchmarks" / "gpu_runner.py")
+    assert runner.ARCHIVE == gpu_results.RESULTS_ARCHIVE
+    gpu = tmp_path / "gpu-y"
+    (tmp_path / "kept").mkdir()
+    gpu.mkdir()
+    (gpu / "session.json").write_text(json.dumps({
+        "dry_run": False, "commit": "def5678", "machine": {"gpu": "Other GPU"}}))
+    (tmp_path / "kept" / "end-to-end.json").write_text(json.dumps({"pipelines": {
+        "fused+pinned": {"epoch_s": 1.0}, "fused": {"epoch_s": 2.0},
+        "reference": {"epoch_s": 3.0}}}))
+    with tarfile.open(gpu / gpu_results.RESULTS_ARCHIVE, "w:gz") as tar:
+        tar.add(tmp_path / "kept" / "end-to-end.json", arcname="end-to-end.json")
+    [session] = gpu_results.stored_gpu_sessions(tmp_path)
+    assert session.result("end-to-end")["pipelines"]["reference"]["epoch_s"] == 3.0
+    assert session.result("placements") is None
+    assert gpu_results.gpu_end_to_end([session])["speedup"].tolist() == [1.0, 1.5, 3.0]
+    assert "gpu-y/results.tar.gz)" in gpu_results.readme_block([session])
+
+
 def pure_wheel(folder: Path, name: str) -> Path:
     """A minimal pure-Python wheel of an empty package `name` in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)

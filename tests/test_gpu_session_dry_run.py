@@ -9,11 +9,14 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
+from gnnrepro.experiments.gpu_results import GpuSession
+
 ROOT = Path(__file__).resolve().parents[1]
-FILES = {"session.json", "session.log", "placements.json", "copy-overlap.json",
-         "end-to-end.json", "h2d.json"}
+FILES = {"session.json", "session.log", "results.tar.gz"}
+MEASUREMENTS = {"placements.json", "copy-overlap.json", "end-to-end.json", "h2d.json"}
 
 
 def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
@@ -25,9 +28,12 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     pyg_ran = importlib.util.find_spec("torch_sparse") is not None  # else no wheel to install
-    assert {p.name for p in out.iterdir()} == FILES | ({"own-model-pyg.json"} if pyg_ran else
-                                                       set())  # at most 8 come back
+    assert {p.name for p in out.iterdir()} == FILES  # at most 8 come back
+    with tarfile.open(out / "results.tar.gz") as tar:
+        assert set(tar.getnames()) == MEASUREMENTS | ({"own-model-pyg.json"} if pyg_ran
+                                                      else set())
     report = json.loads((out / "session.json").read_text())
+    stored = GpuSession(out, report)  # read as a stored session is
     assert report["dry_run"] and report["commit"] == "abc1234" and report["scale"] == 0.002
     steps = report["steps"]
     names = list(steps)
@@ -46,7 +52,7 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     assert steps["memcheck"]["status"] == "skipped: no CUDA device"
     assert steps["build"]["errors_reach_python"] is True
     assert report["figures"]["tests_gpu"]["passed"] > 0
-    placements = json.loads((out / "placements.json").read_text())
+    placements = stored.result("placements")
     assert set(placements["samplers"]) == {"fused-cpu", "unfused-cpu"}
     # The headline figures are read as a stored GPU session's: none on the CPU, the ladder's
     # epochs against its baseline.
@@ -55,7 +61,8 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     base = report["figures"]["end_to_end"][0]["baseline"]  # DGL's pipeline where DGL imports
     assert base in ("dgl", "reference") and rungs[base]["speedup"] == 1.0
     assert rungs["fused+pinned"]["speedup"] > 0
-    ladder = json.loads((out / "end-to-end.json").read_text())
+    ladder = stored.result("end-to-end")
+    assert stored.result("nothing-such") is None
     assert {"reference", "fused", "fused+pinned"} <= set(ladder["pipelines"])
     assert sorted(ladder["params"]["pipelines"]) == sorted(ladder["rungs"])
     log = (out / "session.log").read_text()

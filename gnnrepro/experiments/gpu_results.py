@@ -1,7 +1,8 @@
 """The GPU rows the notebooks show beside their CPU rows: the stored results of GPU sessions.
 
-A GPU session (benchmarks/gpu_session.py, `make gpu-session`) writes session.json and one JSON
-per measurement; a session that ran on a GPU is committed as a folder
+A GPU session (benchmarks/gpu_session.py, `make gpu-session`) writes session.json and its
+measurements' JSONs, packed in one archive (RESULTS_ARCHIVE; sessions before it wrote them
+loose); a session that ran on a GPU is committed, as it came back, as a folder
 `benchmarks/results/gpu-<machine>/`, one per machine, holding that machine's latest session
 (earlier ones, and second calls that reran a step alone, in its `run<N>-<commit>/` folders).
 Each row here names the machine it came from (GPU, runtime, torch, commit), and every ratio is
@@ -11,6 +12,7 @@ and the figures say so: nothing is extrapolated to a GPU.
 from __future__ import annotations
 
 import json
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,8 @@ __all__ = ["NOT_MEASURED", "GpuSession", "gpu_copy", "gpu_end_to_end", "gpu_labe
            "gpu_sampling", "readme_block", "stored_gpu_sessions"]
 
 NOT_MEASURED = "GPU: not measured"
+#: The archive a session's measurements come back in (benchmarks/gpu_runner.py's ARCHIVE).
+RESULTS_ARCHIVE = "results.tar.gz"
 #: Where committed GPU sessions live in a checkout.
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 #: The unfused two-step sampler on the GPU: the row the paper's 1.52x (vs DGL) stands beside.
@@ -60,9 +64,20 @@ class GpuSession:
         return [s for s in stored_gpu_sessions(self.folder) if s.commit == self.commit]
 
     def result(self, name: str) -> dict[str, Any] | None:
-        """The measurement `name` (placements, copy-overlap, end-to-end, h2d), if stored."""
+        """The measurement `name` (placements, copy-overlap, end-to-end, h2d), if stored: its
+        JSON in the folder, or in the session's archive (RESULTS_ARCHIVE)."""
         path = self.folder / f"{name}.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        if path.exists():
+            return json.loads(path.read_text())
+        archive = self.folder / RESULTS_ARCHIVE
+        if not archive.exists():
+            return None
+        with tarfile.open(archive) as tar:
+            try:
+                member = tar.extractfile(f"{name}.json")
+            except KeyError:
+                return None
+            return json.loads(member.read()) if member is not None else None
 
 
 def stored_gpu_sessions(root: Path | str | None = None) -> list[GpuSession]:
@@ -162,8 +177,11 @@ def gpu_copy(sessions: list[GpuSession]) -> pd.DataFrame:
 
 
 def _link(s: GpuSession, name: str, file: str | None = None) -> str:
-    """A link named `name` to the session's `file` (default: `name`.json)."""
+    """A link named `name` to the session's `file` (default: `name`.json), or to the archive
+    that holds it."""
     path = s.folder / (file or f"{name}.json")
+    if not path.exists() and (s.folder / RESULTS_ARCHIVE).exists():
+        path = s.folder / RESULTS_ARCHIVE
     try:
         shown = path.relative_to(RESULTS.parents[1])
     except ValueError:
