@@ -26,6 +26,10 @@ PEER_SITE = ROOT / "build" / "gpu-peer-site"
 PEERS = ROOT / "build" / "gpu-peers"
 #: The folder `make gpu-pyg-wheels` fills: torch-sparse's and torch-scatter's wheels, scipy's.
 PYG_WHEELS = ROOT / "build" / "gpu-pyg-wheels"
+#: Val and test ids both sides evaluate (the same seeded subsets, named in the result): all
+#: 2.2M test ids took our side 82 s on the H200 (PyG's SAGEConv has no layer-wise pass) and
+#: PyG's did not fit the step at all; PyG's products example scores a sampled subset too.
+EVAL_IDS = 20_000
 #: Built here for the lent machines' torch: torch-sparse, and torch-scatter, which it imports.
 COMPILED = ("torch_sparse", "torch_scatter")
 
@@ -89,7 +93,9 @@ def pyg_peer_env(s: SessionLike, python: str, torch_sparse: str) -> dict | str:
 
 def pyg_args(data: list[str], cuda: bool) -> list[str]:
     """`bench end-to-end`'s arguments: PyG's SAGEConv on our fused sampler with the sampler
-    and the features on the GPU (on the CPU in the rehearsal), and on PyG's NeighborLoader."""
+    and the features on the GPU (on the CPU in the rehearsal), and on PyG's NeighborLoader,
+    both evaluated on the same EVAL_IDS val and test ids."""
     placement = ["--sampler-device", "cuda", "--feature-source", "device"] if cuda else []
     return ["end-to-end", *data, "--pipelines", "fused", "--model", "pyg-sage", "--peers",
-            "pyg", "--epochs", "2", "--device", "cuda" if cuda else "cpu", *placement]
+            "pyg", "--epochs", "2", "--device", "cuda" if cuda else "cpu",
+            "--eval-ids", str(EVAL_IDS if cuda else 64), *placement]

@@ -316,7 +316,7 @@ def _add_scaling(kinds: Subparsers) -> argparse.ArgumentParser:
 def _add_partitioned(kinds: Subparsers) -> argparse.ArgumentParser:
     d = kinds.add_parser("partitioned", help="partitioned training on 1, 2, ... local "
                                              "machines (torchrun), beside DGL's DistDGL")
-    add_options(d, [*DATA_OPTIONS, *TRAIN_OPTIONS], epochs=2)
+    add_options(d, [*DATA_OPTIONS, *(n for n in TRAIN_OPTIONS if n != "eval_ids")], epochs=2)
     d.add_argument("--machines", type=_arg_type(list_of(_count(1), nonempty=True, unique=True),
                                                 "machines"), default=[1, 2],
                    help="comma-separated machine counts")

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from gnnrepro.__main__ import build_parser
-from gnnrepro.bench.partitioned import eval_subset, train_args
+from gnnrepro.bench.partitioned import train_args
+from gnnrepro.eval_subset import eval_subset
 from gnnrepro.config import TrainConfig
 from gnnrepro.distributed.partitioned.__main__ import TRAIN_OPTIONS
 from gnnrepro.distributed.partitioned.__main__ import build_parser as rank_parser
@@ -35,6 +36,7 @@ def test_eval_subset_is_seeded_sorted_and_no_larger_than_asked():
     assert torch.equal(small, eval_subset(ids, 50, seed=3))
     assert not torch.equal(small, eval_subset(ids, 50, seed=4))
     assert eval_subset(ids, 5000, seed=3) is ids
+    assert eval_subset(ids, None, seed=3) is ids  # no limit: every id
 
 
 def test_cli_takes_eval_ids():

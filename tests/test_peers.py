@@ -152,6 +152,19 @@ def test_bench_end_to_end_trains_a_peer_with_the_same_settings(standin, tmp_path
     assert "ours vs stand-in: fused" in capsys.readouterr().out
 
 
+def test_eval_ids_evaluates_ours_and_the_peer_on_the_same_subsets(standin, tmp_path):
+    out = tmp_path / "e.json"
+    assert main(["bench", "end-to-end", *DATA, "--pipelines", "fused", "--epochs", "1",
+                 "--hidden", "16", "--eval-ids", "37", "--peers", standin,
+                 "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    ours, peer = result["pipelines"]["fused"], result["peers"][standin]
+    assert result["params"]["eval_ids"] == 37
+    assert ours["eval_counts"] == peer["eval_counts"] == {"val": 37, "test": 37}
+    assert 0 <= peer["test_acc"] <= 1 and 0 <= ours["test_acc"] <= 1
+    assert "and the test ids" in peer["evaluation"]
+
+
 def test_a_peer_failing_in_training_is_listed_and_ours_still_reported(standin, tmp_path,
                                                                       monkeypatch):
     monkeypatch.setenv("STANDIN_FAIL", "train")

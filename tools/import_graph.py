@@ -18,7 +18,7 @@ from pathlib import Path
 LAYERS: list[set[str]] = [
     {"_C", "_ops", "_meta", "checks", "errors", "atomic", "env", "graph", "typed_graph",
      "supervisor", "pinning",
-     "progress", "feature_file"},
+     "progress", "feature_file", "eval_subset"},
     {"datasets"},
     {"peers"},
     {"sampling"},

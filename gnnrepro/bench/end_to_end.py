@@ -137,13 +137,15 @@ def _summarize(rounds: list[dict[str, Any]], target_acc: float | None) -> dict[s
         "timeline": first["timeline"],
         "loader": first["params"]["loader"],
         "eval_methods": first["params"].get("eval_methods", {}),
+        "eval_counts": first["params"].get("eval_counts", {}),
     }
 
 
 def _train_peer(peer: PeerProcess, config: TrainConfig) -> dict[str, Any]:
     """One round of a peer: train its model with `config`'s settings."""
     return peer.request("train", epochs=config.epochs, lr=config.lr, hidden=config.hidden,
-                        dropout=config.dropout, device=resolve_device(config.device))
+                        dropout=config.dropout, device=resolve_device(config.device),
+                        eval_ids=config.eval_ids)
 
 
 def _summarize_peer(name: str, peer: PeerProcess, rounds: list[dict[str, Any]],
@@ -158,7 +160,11 @@ def _summarize_peer(name: str, peer: PeerProcess, rounds: list[dict[str, Any]],
             "epochs_to_target": (None if target_acc is None
                                  else epochs_to_reach(val_accs, target_acc)),
             "peak_rss_bytes": max(r["peak_rss_bytes"] for r in rounds),
-            "evaluation": "the peer's own sampler (training fanouts) on every validation id"}
+            **({"test_acc": rounds[0]["test_acc"]} if "test_acc" in rounds[0] else {}),
+            "eval_counts": rounds[0].get("eval_counts", {}),
+            "evaluation": "the peer's own sampler (training fanouts) on the validation ids"
+                          + (" and the test ids" if "test_acc" in rounds[0] else "")
+                          + " (eval_counts: how many; eval_ids: our pipelines' subsets)"}
 
 
 def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,

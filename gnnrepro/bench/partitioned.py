@@ -39,10 +39,11 @@ from gnnrepro.datasets import load_scaled
 from gnnrepro.distributed.partitioned.local import run_local_machines
 from gnnrepro.distributed.partitioned.train import block_digest
 from gnnrepro.env import environment
+from gnnrepro.eval_subset import eval_subset
 from gnnrepro.partition import partition_dataset
 from gnnrepro.sampling import FusedSampler
 
-__all__ = ["eval_subset", "format_table", "measure", "train_args"]
+__all__ = ["format_table", "measure", "train_args"]
 
 
 def train_args(config: TrainConfig) -> list[str]:
@@ -116,14 +117,6 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                                     "of": "a seeded subset of each split, the same for DGL"},
                        "network": "loopback (127.0.0.1), machines simulated on one host"},
             "runs": runs, "dgl": dgl, "env": environment()}
-
-
-def eval_subset(ids: torch.Tensor, limit: int, seed: int) -> torch.Tensor:
-    """`ids` if it holds at most `limit` ids, else `limit` of them drawn with `seed`, sorted."""
-    if ids.numel() <= limit:
-        return ids
-    generator = torch.Generator().manual_seed(seed)
-    return ids[torch.randperm(ids.numel(), generator=generator)[:limit]].sort().values
 
 
 def _hidden(epochs: list[dict[str, Any]]) -> float:

@@ -214,6 +214,9 @@ _SETTINGS = [
        "how val and test accuracy are computed: layerwise (every layer once per needed node, "
        "all neighbours, as DGL's and PyG's examples evaluate), sampled (mini-batches with the "
        "training fanouts), or auto (whichever costs less for the split, in weighted edges)"),
+    _s("eval_ids", None, _optional(_int(1)), "Optional[int]",
+       "at most this many val and test ids evaluated: a subset drawn with the seed, the same "
+       "for every pipeline and peer (None: every id)"),
     _s("timeout_s", 120.0, check_positive_float, "float",
        "seconds a child process (rank, loader worker, benchmark run) may go without a word, "
        "and a collective may wait for a peer, before it is declared hung; it must also cover "

@@ -45,6 +45,7 @@ class TrainConfig:
     seed: int = _field("seed")
     eval_batch_size: int = _field("eval_batch_size")
     eval_method: str = _field("eval_method")
+    eval_ids: int | None = _field("eval_ids")
     timeout_s: float = _field("timeout_s")
 
     def __post_init__(self) -> None:
@@ -61,4 +62,9 @@ class TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "fanouts": list(self.fanouts)}
+        """The settings as JSON-ready values; eval_ids absent where None (every id), so that
+        runs stored before it keep their keys."""
+        out = {**dataclasses.asdict(self), "fanouts": list(self.fanouts)}
+        if out["eval_ids"] is None:
+            del out["eval_ids"]
+        return out

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from gnnrepro.datasets import load_scaled
+from gnnrepro.eval_subset import eval_subset
 from gnnrepro.progress import Progress
 
 __all__ = ["PeerAdapter"]
@@ -76,11 +77,13 @@ class PeerAdapter:
         return {"seconds": time.perf_counter() - start, "batches": count}
 
     def train(self, epochs: int, lr: float, hidden: int, dropout: float,
-              device: str = "cpu") -> dict[str, list]:
+              device: str = "cpu", eval_ids: int | None = None) -> dict[str, Any]:
         """Train the peer's own model for `epochs` on `device`; each epoch's seconds (the
         batches' copies to the device included), mean loss and the validation accuracy after
         it (evaluation outside the epoch's time), and this process's peak RSS (dataset
-        included, as for our pipelines' training processes)."""
+        included, as for our pipelines' training processes). With `eval_ids`, validation and
+        then test accuracy on the subsets our pipelines evaluate (gnnrepro.eval_subset)."""
+        val_ids = eval_subset(self.data.val_idx, eval_ids, self.seed)
         self.device = torch.device(device)
         torch.manual_seed(self.seed)
         model = self.make_model(hidden, dropout).to(self.device)
@@ -102,10 +105,15 @@ class PeerAdapter:
                     self.beat()
             epochs_s.append(time.perf_counter() - start)
             losses.append(loss_sum / max(seen, 1))
-            val_acc.append(self.accuracy(model, self.data.val_idx))
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-        return {"epochs_s": epochs_s, "loss": losses, "val_acc": val_acc,
-                "peak_rss_bytes": peak}
+            val_acc.append(self.accuracy(model, val_ids))
+        out: dict[str, Any] = {"epochs_s": epochs_s, "loss": losses, "val_acc": val_acc,
+                               "eval_counts": {"val": val_ids.numel()}}
+        if eval_ids is not None:
+            test_ids = eval_subset(self.data.test_idx, eval_ids, self.seed)
+            out["test_acc"] = self.accuracy(model, test_ids)
+            out["eval_counts"]["test"] = test_ids.numel()
+        out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB
+        return out
 
     @torch.no_grad()
     def accuracy(self, model: torch.nn.Module, ids: torch.Tensor) -> float:

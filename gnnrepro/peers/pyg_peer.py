@@ -76,14 +76,14 @@ class Adapter(PeerAdapter):
         return min(EXAMPLE_WORKERS, max(0, cores - 2))
 
     def train(self, epochs: int, lr: float, hidden: int, dropout: float,
-              device: str = "cpu") -> dict[str, list]:
+              device: str = "cpu", eval_ids: int | None = None) -> dict[str, Any]:
         """PeerAdapter.train, with x and y on `device` meanwhile where it is a GPU (PyG's
         example); the loader's own timing and the sampler keep them on the CPU."""
         on_cpu = self.pyg_data
         if torch.device(device).type != "cpu":
             self.pyg_data = copy.copy(on_cpu).to(device, "x", "y")  # its own x and y only
         try:
-            return super().train(epochs, lr, hidden, dropout, device)
+            return super().train(epochs, lr, hidden, dropout, device, eval_ids)
         finally:
             self.pyg_data, self.device = on_cpu, torch.device("cpu")
 

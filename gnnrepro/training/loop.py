@@ -36,6 +36,7 @@ from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.pipeline.spans import Span
 from gnnrepro.progress import Progress
 from gnnrepro.sampling.args import stream_seed
+from gnnrepro.eval_subset import eval_subset
 from gnnrepro.training.evaluate import accuracy, choose_eval_method, rank_and_world
 from gnnrepro.training.optimizer import make_optimizer, optimizer_name
 from gnnrepro.training.profiler import WAIT_ABOVE_WORK, StageTimer
@@ -326,7 +327,8 @@ def train(dataset: Dataset | TypedDataset, loader: BatchSource, evaluator: Any, 
           dropout: float = SETTINGS["dropout"].default, seed: int = SETTINGS["seed"].default,
           eval_every: int | None = None,
           eval_batch_size: int = SETTINGS["eval_batch_size"].default,
-          eval_method: str = SETTINGS["eval_method"].default, timeline_batches: int = 0,
+          eval_method: str = SETTINGS["eval_method"].default, eval_ids: int | None = None,
+          timeline_batches: int = 0,
           heartbeat: Callable[[], None] | None = None,
           architecture: str = "graphsage", model: nn.Module | None = None,
           layout: str = "blocks", checkpointing: Checkpointing | None = None) -> TrainResult:
@@ -346,7 +348,8 @@ def train(dataset: Dataset | TypedDataset, loader: BatchSource, evaluator: Any, 
     evaluation: every `eval_every` epochs on the val ids, and at the end on the val and test
     ids (`eval_batch_size` seeds per batch), or, by `eval_method`, layer-wise over the
     evaluator's graph (gnnrepro.training.evaluate; params["eval_methods"] says which method
-    each split used). Each epoch keeps the timeline of its first
+    each split used); `eval_ids`: at most that many ids of each split, a subset drawn with
+    `seed` (gnnrepro.eval_subset). Each epoch keeps the timeline of its first
     `timeline_batches` batches. The loader is not closed (its owner closes it). Under a
     torch.distributed process group of several ranks this is one rank's part of data-parallel
     training (see the module doc); the accuracies are then the whole group's.
@@ -372,6 +375,7 @@ def train(dataset: Dataset | TypedDataset, loader: BatchSource, evaluator: Any, 
             ("epochs", epochs), ("lr", lr), ("hidden", hidden), ("dropout", dropout),
             ("seed", seed), ("eval_batch_size", eval_batch_size),
             ("eval_method", eval_method)))
+    eval_ids = validate("eval_ids", eval_ids)
     if eval_every is not None:
         check_int("eval_every", eval_every, 1)
     check_int("timeline_batches", timeline_batches, 0)
@@ -406,7 +410,8 @@ def train(dataset: Dataset | TypedDataset, loader: BatchSource, evaluator: Any, 
               "streams": getattr(loader, "streams", None),
               "prefetch": getattr(loader, "prefetch", None), "seed": seed,
               "eval_every": eval_every, "eval_batch_size": eval_batch_size,
-              "eval_method": eval_method, "eval_methods": {},
+              "eval_method": eval_method, "eval_methods": {}, "eval_ids": eval_ids,
+              "eval_counts": {},
               "optimizer": optimizer_name(optimizer), "loss": "cross_entropy",
               "model": model_name,
               "layout": layout,
@@ -414,9 +419,10 @@ def train(dataset: Dataset | TypedDataset, loader: BatchSource, evaluator: Any, 
               "world_size": world_size}
 
     def score(split: str) -> float:
-        ids = getattr(dataset, f"{split}_idx")
+        ids = eval_subset(getattr(dataset, f"{split}_idx"), eval_ids, seed)
         method = choose_eval_method(eval_method, model, evaluator, ids.numel())
         params["eval_methods"][split] = method
+        params["eval_counts"][split] = ids.numel()
         return accuracy(model, dataset, evaluator, ids, device, eval_batch_size, heartbeat,
                         method, getattr(loader, "store", None), layout)
 

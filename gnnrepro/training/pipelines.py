@@ -204,7 +204,7 @@ def run_training(dataset: Dataset, config: TrainConfig, *, rank: int = 0, world_
         result = train(dataset, loader, evaluator, epochs=config.epochs, lr=config.lr,
                        hidden=config.hidden, dropout=config.dropout, seed=config.seed,
                        eval_every=eval_every, eval_batch_size=config.eval_batch_size,
-                       eval_method=config.eval_method,
+                       eval_method=config.eval_method, eval_ids=config.eval_ids,
                        timeline_batches=timeline_batches, heartbeat=heartbeat,
                        architecture=architecture or ARCHITECTURES.get(
                            config.pipeline,
