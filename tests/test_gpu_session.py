@@ -191,6 +191,13 @@ def test_gpu_rows_name_their_machine_or_say_not_measured(tmp_path: Path) -> None
         "pipelines": {"fused": {"epoch_s": 2.0}}, "peers": {"pyg": {"epoch_s": 11.0}}}))
     row = [line for line in gpu_results.readme_block(sessions).splitlines() if "PyG" in line]
     assert len(row) == 1 and "**5.5x**" in row[0] and "own-model-pyg.json" in row[0]
+    assert "without pyg-lib" in row[0] and "test accuracy" not in row[0]
+    (gpu / "own-model-pyg.json").write_text(json.dumps({  # both evaluated on the same ids
+        "pipelines": {"fused": {"epoch_s": 2.0, "test_acc": 0.71,
+                                "eval_counts": {"val": 900, "test": 20000}}},
+        "peers": {"pyg": {"epoch_s": 11.0, "test_acc": 0.7}}}))
+    row = [line for line in gpu_results.readme_block(sessions).splitlines() if "PyG" in line]
+    assert "same 20,000 ids: ours 0.710, PyG's 0.700" in row[0]
 
 
 def test_a_session_stored_as_it_came_back_is_read_from_its_archive(tmp_path: Path) -> None:

@@ -205,7 +205,8 @@ def _checks(s: GpuSession) -> str:
 
 PYG_STEP = "own-model-pyg"
 PYG_WHAT = ("| training epoch, PyG's own model (SAGEConv): what a PyG user gains by changing "
-            "the loader")
+            "the loader; PyG's NeighborLoader without pyg-lib (torch-sparse's CPU sampler: no "
+            "registry serves pyg-lib for this torch)")
 
 
 def _pyg_not_run(s: GpuSession) -> str | None:
@@ -237,7 +238,11 @@ def _pyg_row(s: GpuSession) -> str | None:
         return _pyg_not_run(s)
     theirs = result.get("peers", {}).get("pyg")
     ours = next(iter(result["pipelines"].values()))
-    row = f"{PYG_WHAT} | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader "
+    tested = ours.get("eval_counts", {}).get("test")
+    accuracy = (f"; test accuracy on the same {tested:,} ids: ours {ours['test_acc']:.3f}, "
+                f"PyG's {theirs['test_acc']:.3f}"
+                if theirs and "test_acc" in theirs and tested else "")
+    row = f"{PYG_WHAT}{accuracy} | our loader {ours['epoch_s']:.3g} s | PyG's NeighborLoader "
     if theirs:
         row += f"{theirs['epoch_s']:.3g} s | **{theirs['epoch_s'] / ours['epoch_s']:.3g}x** | "
     else:
