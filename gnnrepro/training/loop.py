@@ -27,6 +27,7 @@ from gnnrepro.config import SETTINGS, validate
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.datasets.typed_dataset import TypedDataset
 from gnnrepro.env import environment
+from gnnrepro.eval_subset import eval_subset
 from gnnrepro.interop import check_layout, model_logits
 from gnnrepro.models.graphsage import GraphSAGE
 from gnnrepro.models.rgat import RGAT
@@ -36,7 +37,6 @@ from gnnrepro.pipeline.source import BatchSource
 from gnnrepro.pipeline.spans import Span
 from gnnrepro.progress import Progress
 from gnnrepro.sampling.args import stream_seed
-from gnnrepro.eval_subset import eval_subset
 from gnnrepro.training.evaluate import accuracy, choose_eval_method, rank_and_world
 from gnnrepro.training.optimizer import make_optimizer, optimizer_name
 from gnnrepro.training.profiler import WAIT_ABOVE_WORK, StageTimer
