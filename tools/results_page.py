@@ -259,11 +259,14 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "Session 19 added two CPU ops the models call in training (SparseAdam's update "
              "of learnt embeddings in one pass, the neighbour mean's backward by a counting "
              "sort: results equal to rounding) and let notebook 08 read 01-03's runs at their "
-             "scale: a result that trains no model runs neither; GraphSAGE's step took the same "
-             "time within this VM's noise (old and new side by side, 155/162 against 163/152 "
-             "ms), so its results were not measured again; R-GCN's step ran 1.6x faster, and "
-             "train-cpu-mag-0.25 (with -no-relations) and link-prediction-cpu-mag were "
-             "measured at its final code")
+             "scale, and training evaluate a seeded subset of val and test ids where asked "
+             "(`eval_ids`, unused by these runs): a result that trains no model runs neither "
+             "op; GraphSAGE's node-classification step (hidden 256) took the same time within "
+             "this VM's noise (old and new side by side, 155/162 against 163/152 ms), so those "
+             "results were not measured again; R-GCN's step and GraphSAGE's narrow link step "
+             "ran 1.6x faster, and train-cpu-mag-0.25 (with -no-relations), "
+             "link-prediction-cpu-mag, link-prediction-cpu-citation and "
+             "link-prediction-cpu-citation-full were measured at its final code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
