@@ -27,8 +27,8 @@ PEERS = ROOT / "build" / "gpu-peers"
 #: The folder `make gpu-pyg-wheels` fills: torch-sparse's and torch-scatter's wheels, scipy's.
 PYG_WHEELS = ROOT / "build" / "gpu-pyg-wheels"
 #: Val and test ids both sides evaluate (the same seeded subsets, named in the result): all
-#: 2.2M test ids took our side 82 s on the H200 (PyG's SAGEConv has no layer-wise pass) and
-#: PyG's did not fit the step at all; PyG's products example scores a sampled subset too.
+#: products' test ids did not fit the step (NOTES: "The PyG step: both sides on the same
+#: evaluation ids"); PyG's products example scores a sampled subset too.
 EVAL_IDS = 20_000
 #: Built here for the lent machines' torch: torch-sparse, and torch-scatter, which it imports.
 COMPILED = ("torch_sparse", "torch_scatter")

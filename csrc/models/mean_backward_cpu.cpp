@@ -7,7 +7,7 @@
 // counting sort by source (two O(E) passes: the edges are already grouped by destination, and
 // stay in that order within each source) gives every source its destinations, and each
 // source's row is then summed on its own, in parallel, with no atomics: the result does not
-// depend on the thread count. On a 2-core CPU torch's took 27% of an R-GCN step
+// depend on the thread count. torch's was the second largest part of an R-GCN step
 // (benchmarks/NOTES.md, "the neighbour mean's backward").
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>

@@ -2,8 +2,8 @@
 //
 // Why: torch.optim.SparseAdam makes eight passes over the gradient's rows (two gathers of the
 // moments, their updates, two index_adds back, the ratio, another index_add into the
-// parameter), each a separate kernel with its own temporaries; on a 2-core CPU it took 55 ms of
-// a 190 ms R-GCN step with learnt embeddings (benchmarks/NOTES.md, "SparseAdam in one pass").
+// parameter), each a separate kernel with its own temporaries: the largest part of an R-GCN
+// step with learnt embeddings on the CPU (benchmarks/NOTES.md, "SparseAdam in one pass").
 // Here each named row's moments and parameter are read and written once. The arithmetic is
 // torch's, operation for operation, in the tensor's dtype (no fused multiply-add: setup.py
 // compiles with -ffp-contract=off); the square root is correctly rounded, where torch's

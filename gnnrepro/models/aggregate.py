@@ -35,8 +35,7 @@ class _DstRowsAndMean(torch.autograd.Function):
         ctx.num_dst = num_dst
         ctx.cpu = h.device.type == "cpu"
         if ctx.cpu:
-            mean = torch.nn.functional.embedding_bag(indices, h, indptr, mode="mean",
-                                                     include_last_offset=True)
+            mean = _bag_mean(indices, h, indptr)
             ctx.save_for_backward(indices, indptr)
         else:
             mean, offset2bag, bag_size, max_indices = torch.ops.aten._embedding_bag(
@@ -69,8 +68,9 @@ def _apply(block: Block, h: torch.Tensor, with_dst: bool) -> tuple[torch.Tensor,
                                  block.num_dst, with_dst)
 
 
-def _mean(block: Block, h: torch.Tensor) -> torch.Tensor:
-    return torch.nn.functional.embedding_bag(block.indices, h, block.indptr, mode="mean",
+def _bag_mean(indices: torch.Tensor, h: torch.Tensor, indptr: torch.Tensor) -> torch.Tensor:
+    """The mean of h's rows `indices` over each bag of the CSC `indptr` (zeros for none)."""
+    return torch.nn.functional.embedding_bag(indices, h, indptr, mode="mean",
                                              include_last_offset=True)
 
 
@@ -79,7 +79,7 @@ def dst_rows_and_neighbour_mean(block: Block,
     """(h[:block.num_dst], the mean of h over each destination's sampled neighbours; zeros for
     none). A multi-edge counts once per copy; indices are bounds-checked."""
     if not h.requires_grad:  # no gradient buffers to save: a view and the bag
-        return h[:block.num_dst], _mean(block, h)
+        return h[:block.num_dst], _bag_mean(block.indices, h, block.indptr)
     return _apply(block, h, True)
 
 
@@ -87,5 +87,5 @@ def neighbour_mean(block: Block, h: torch.Tensor) -> torch.Tensor:
     """The mean of h over each destination's sampled neighbours (zeros for none), as
     dst_rows_and_neighbour_mean's second value."""
     if not h.requires_grad:
-        return _mean(block, h)
+        return _bag_mean(block.indices, h, block.indptr)
     return _apply(block, h, False)[1]

@@ -2,7 +2,7 @@
 
 torch.optim.SparseAdam's update of the rows a sparse gradient names is eight separate passes
 with their temporaries (gathers of both moments, their updates, index_adds back, the ratio,
-another index_add): on a 2-core CPU 55 ms of a 190 ms R-GCN step (benchmarks/NOTES.md,
+another index_add): the largest part of an R-GCN step on the CPU (benchmarks/NOTES.md,
 "SparseAdam in one pass"). This subclass coalesces the gradient as torch's does and then
 updates each row's moments and parameter in one pass (`gnnrepro::sparse_adam_`: torch's
 arithmetic, with a correctly rounded square root where torch's vectorised one may be an ulp
