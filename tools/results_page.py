@@ -263,9 +263,9 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "(`eval_ids`, unused by these runs): a result that trains no model runs neither "
              "op; GraphSAGE's node-classification step (hidden 256) took the same time within "
              "this VM's noise (old and new side by side, 155/162 against 163/152 ms), so those "
-             "results were not measured again; R-GCN's step and GraphSAGE's narrow link step "
-             "ran 1.6x faster, and train-cpu-mag-0.25 (with -no-relations), "
-             "link-prediction-cpu-mag, link-prediction-cpu-citation and "
+             "results were not measured again but train-cpu; R-GCN's step and GraphSAGE's narrow "
+             "link step ran 1.6x faster, and train-cpu, train-cpu-mag-0.25 (with "
+             "-no-relations), link-prediction-cpu-mag, link-prediction-cpu-citation and "
              "link-prediction-cpu-citation-full were measured at its final code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
