@@ -266,7 +266,9 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "results were not measured again but train-cpu; R-GCN's step and GraphSAGE's narrow "
              "link step ran 1.6x faster, and train-cpu, train-cpu-mag-0.25 (with "
              "-no-relations), link-prediction-cpu-mag, link-prediction-cpu-citation and "
-             "link-prediction-cpu-citation-full were measured at its final code")
+             "link-prediction-cpu-citation-full were measured at its code (the last two before "
+             "the review moved aggregate.py's two embedding_bag calls into one helper: the "
+             "same call, so not measured again)")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
