@@ -11,7 +11,8 @@ BENCH_OUT ?= benchmarks/results/sampling-cpu.json
 TRAIN_OUT ?= benchmarks/results/train-cpu.json
 
 .PHONY: setup test test-gpu asan check-cuda check-cuda-if-nvcc check-cuda-link gpu-session \
-        gpu-session-dry-run gpu-wheels gpu-pyg-wheels \
+        gpu-session-dry-run gpu-notebooks gpu-notebooks-dry-run gpu-notebook-wheels gpu-wheels \
+        gpu-pyg-wheels \
         bench-sampling bench-end-to-end figures report lab clean peers
 
 setup: $(BUILD) $(DEPS)
@@ -163,6 +164,26 @@ gpu-session:
 
 gpu-session-dry-run: setup
 	$(PY) benchmarks/gpu_session.py --dry-run --out $(OUT) $(GPU_SESSION_ARGS)
+
+# The notebooks themselves on a lent GPU machine (benchmarks/gpu_notebooks.py): 01-05 through
+# papermill with notebooks/params/gpu.yaml into figures/gpu-<machine>/, packed into
+# OUT/figures.tar.gz (store it with tar xzf OUT/figures.tar.gz -C figures/). papermill, its
+# kernel and their dependencies come from $(GPU_NOTEBOOK_WHEELS) (make gpu-notebook-wheels
+# here, 19 MB, carried along); only what the machine lacks is installed.
+# `make gpu-notebooks-dry-run` rehearses it on the CPU with DGL hidden.
+GPU_NOTEBOOK_WHEELS ?= build/gpu-notebook-wheels
+gpu-notebooks:
+	$(GPU_PYTHON) benchmarks/gpu_notebooks.py --out $(OUT) --wheels $(GPU_NOTEBOOK_WHEELS) \
+	  $(GPU_SESSION_ARGS)
+
+gpu-notebooks-dry-run: setup
+	$(PY) benchmarks/gpu_notebooks.py --dry-run --out $(OUT) $(GPU_SESSION_ARGS)
+
+gpu-notebook-wheels: $(DEPS)
+	$(PIP) download -q --only-binary=:all: --python-version $(GPU_WHEELS_PY) \
+	  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+	  --platform manylinux_2_28_x86_64 -d $(GPU_NOTEBOOK_WHEELS) papermill ipykernel
+	@du -sh $(GPU_NOTEBOOK_WHEELS)
 
 gpu-wheels: $(DEPS)
 	$(PIP) download -q --only-binary=:all: --python-version $(GPU_WHEELS_PY) \

@@ -6,13 +6,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PY", "SITE", "compilers", "has_module", "install_missing", "machine", "nvcc", "sanitizer"]
+__all__ = ["PY", "SITE", "compilers", "has_module", "install_lacking", "install_missing",
+           "machine", "nvcc", "sanitizer"]
 
 PY = sys.executable
 #: Where modules missing here are installed from the carried wheels.
@@ -47,6 +49,33 @@ def install_missing(modules: list[str], wheels: Path, site: Path = SITE) -> dict
         importlib.invalidate_caches()
     return {m: "present" if m not in missing else "installed" if has_module(m) else "missing"
             for m in modules}
+
+
+def install_lacking(wheels: Path, site: Path = SITE) -> dict[str, str]:
+    """Each distribution with a wheel in `wheels`: 'present' (this Python has it, any
+    version), 'installed' (from its wheel into `site`, no network, no dependencies: those
+    are among the wheels) or 'missing' (pip failed). Only what the machine lacks is
+    installed; `site` goes first on sys.path."""
+    from importlib import metadata
+
+    def have(name: str) -> bool:
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return False
+        return True
+
+    found = {re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower(): w
+             for w in sorted(wheels.glob("*.whl"))} if wheels.is_dir() else {}
+    lacking = [name for name in found if not have(name)]
+    if lacking:
+        subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                        "--target", str(site), "--upgrade", *[str(found[n]) for n in lacking]])
+        if str(site) not in sys.path:
+            sys.path.insert(0, str(site))
+        importlib.invalidate_caches()
+    return {name: "present" if name not in lacking else "installed" if have(name) else "missing"
+            for name in found}
 
 
 def nvcc() -> str | None:

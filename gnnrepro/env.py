@@ -35,9 +35,15 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+#: The commit a checkout without .git is (set by the GPU sessions, which are sent a copy of the
+#: tree without its history).
+COMMIT_ENV = "GNNREPRO_COMMIT"
+
+
 def _git_state() -> tuple[str | None, list[str]]:
     """HEAD of the repository holding this package ('+dirty' if tracked files changed) and the
-    changed tracked paths, so a result says exactly what code produced it."""
+    changed tracked paths, so a result says exactly what code produced it; where the tree came
+    without .git (a lent GPU machine), the commit COMMIT_ENV names."""
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
@@ -45,7 +51,7 @@ def _git_state() -> tuple[str | None, list[str]]:
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
                                 cwd=root, capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
-        return None, []
+        return os.environ.get(COMMIT_ENV) or None, []
     dirty = [line[3:] for line in status.splitlines() if line.strip()]
     return head + ("+dirty" if dirty else ""), dirty
 

@@ -58,7 +58,7 @@ def test_the_figures_draw_a_group_of_bars_per_machine(tmp_path: Path) -> None:
     rows = gpu_results.gpu_sampling(sessions)
     assert rows.groupby("machine")["fused_cuda_speedup"].max().tolist() == [10.0, 15.0]
     fig = plots.gpu_bars(rows[rows["sampler"] != "fused-cuda"], "sampler",
-                         "fused_cuda_speedup", 1.52, "paper", "x", "title", "note")
+                         "fused_cuda_speedup", "x", "title", "note")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["GPU A", "GPU B"]
     assert "GPU A" in gpu_results.gpu_label(sessions) and "4653ae8" in \
         gpu_results.gpu_label(sessions)

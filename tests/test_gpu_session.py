@@ -158,8 +158,8 @@ def test_gpu_rows_name_their_machine_or_say_not_measured(tmp_path: Path) -> None
     for table in (gpu_results.gpu_sampling([]), gpu_results.gpu_end_to_end([]),
                   gpu_results.gpu_copy([])):
         assert table["machine"].tolist() == [gpu_results.NOT_MEASURED]
-    fig = plots.gpu_bars(gpu_results.gpu_end_to_end([]), "pipeline", "speedup", 1.8, "paper",
-                         "x", "title", "run make gpu-session")
+    fig = plots.gpu_bars(gpu_results.gpu_end_to_end([]), "pipeline", "speedup", "x", "title",
+                         "run make gpu-session")
     assert any(gpu_results.NOT_MEASURED in t.get_text() for t in fig.axes[0].texts)
     # A rehearsal's session is no GPU result; a GPU session's rows carry its machine.
     rehearsal = tmp_path / "dry"

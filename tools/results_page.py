@@ -268,7 +268,12 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "-no-relations), link-prediction-cpu-mag, link-prediction-cpu-citation and "
              "link-prediction-cpu-citation-full were measured at its code (the last two before "
              "the review moved aggregate.py's two embedding_bag calls into one helper: the "
-             "same call, so not measured again)")
+             "same call, so not measured again). Session 20 (issue 49: the notebooks on a GPU "
+             "machine, which has no DGL) let a process hide DGL (GNNREPRO_HIDE_DGL, unset in "
+             "these runs), let a result name its commit where the tree came without .git "
+             "(GNNREPRO_COMMIT, read only where git fails) and gave the notebooks' experiments "
+             "rows for DGL not run, ratios over our reference pipeline and the ladder's order "
+             "(with DGL the same rows as before): nothing these runs measure changed")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")

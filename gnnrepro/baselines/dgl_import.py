@@ -19,8 +19,11 @@ import sys
 import types
 import warnings
 
-__all__ = ["import_dgl", "dgl_available", "set_dgl_threads"]
+__all__ = ["HIDE_DGL", "dgl_available", "dgl_missing", "import_dgl", "set_dgl_threads"]
 
+#: Set to 1, this process and its children behave as on a machine without DGL (the lent GPU
+#: machines have none): how the GPU notebook session is rehearsed here.
+HIDE_DGL = "GNNREPRO_HIDE_DGL"
 _INSTALL_HINT = "pip install dgl==2.1.0 torchdata==0.9.0 pydantic"
 _dgl: types.ModuleType | None = None
 
@@ -66,6 +69,8 @@ def import_dgl() -> types.ModuleType:
     Raises ImportError with install instructions if DGL is absent or cannot be imported.
     """
     global _dgl
+    if os.environ.get(HIDE_DGL) == "1":
+        raise ImportError(f"DGL is hidden from this process ({HIDE_DGL}=1)")
     if _dgl is not None:
         return _dgl
     if "dgl" not in sys.modules and importlib.util.find_spec("dgl") is None:
@@ -91,11 +96,16 @@ def import_dgl() -> types.ModuleType:
 
 def dgl_available() -> bool:
     """Whether `import_dgl()` succeeds."""
+    return dgl_missing() is None
+
+
+def dgl_missing() -> str | None:
+    """Why DGL cannot be used here (None: it can), for rows listed as not run."""
     try:
         import_dgl()
-    except ImportError:
-        return False
-    return True
+    except ImportError as error:
+        return str(error)
+    return None
 
 
 def set_dgl_threads(threads: int) -> None:

@@ -4,6 +4,7 @@ their environments are set up (listed as not run otherwise)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -12,6 +13,7 @@ from tqdm import tqdm
 from gnnrepro.bench.sampling_speed import SAMPLERS
 from gnnrepro.experiments import measurements, paper
 from gnnrepro.experiments.params import Params
+from gnnrepro.experiments.tables import with_not_run
 
 __all__ = ["NAME", "sampling_speedup", "speedup_table"]
 
@@ -25,17 +27,19 @@ def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per (dataset, sampler): ms_per_batch (median), ms_p10, ms_p90, edges_per_s,
     input_nodes, fused_speedup (this sampler's time / the fused sampler's) and paper_speedup
     (on dgl-unfused's row: the paper fuses sample_neighbors + to_block); the peers that ran
-    follow. The metadata's peers_not_run says why the others did not."""
+    follow. The metadata's peers_not_run says why the others did not, and not_run why DGL's
+    samplers did not (a machine without DGL)."""
     store = params.store()
+    names, missing = measurements.on_this_machine(SAMPLERS)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         rows, datasets, not_run = [], {}, {}
         for dataset in tqdm([params.dataset, *params.compare_datasets], desc=NAME,
                             unit="dataset"):
-            result = measurements.sampling_run(params, store, dataset)
+            result = measurements.sampling_run(params, store, dataset, names)
             samplers = result["samplers"]
             fused_ms = samplers["fused"]["ms_per_batch"]
-            for sampler in [*SAMPLERS, *result.get("peers", {})]:
+            for sampler in [*names, *result.get("peers", {})]:
                 r = samplers[sampler]
                 rows.append({"dataset": dataset, "sampler": sampler,
                              "ms_per_batch": r["ms_per_batch"], "ms_p10": r["ms_p10"],
@@ -47,16 +51,18 @@ def sampling_speedup(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
             datasets[dataset] = {k: result["params"][k]
                                  for k in ("num_nodes", "num_edges", "batches")}
             not_run |= result.get("peers_not_run", {})
-        return pd.DataFrame(rows), {"datasets": datasets, "peers_not_run": not_run}
+        return pd.DataFrame(rows), {"datasets": datasets, "peers_not_run": not_run,
+                                    "not_run": missing}
 
-    return store.cached(NAME, params.key(PARAMETERS), compute, params.force,
-                        redraw=params.redraw)
+    return store.cached(NAME, measurements.result_key(params, PARAMETERS), compute,
+                        params.force, redraw=params.redraw)
 
 
-def speedup_table(data: pd.DataFrame) -> pd.DataFrame:
+def speedup_table(data: pd.DataFrame, not_run: Mapping[str, str] | None = None
+                  ) -> pd.DataFrame:
     """One row per (dataset, sampler): time per batch and the fused sampler's speedup over it,
-    beside the paper's speedup over DGL."""
-    return pd.DataFrame({
+    beside the paper's speedup over DGL; then `not_run`'s rows."""
+    return with_not_run(pd.DataFrame({
         "dataset": data["dataset"],
         "sampler": data["sampler"],
         "ms/batch": data["ms_per_batch"],
@@ -64,4 +70,4 @@ def speedup_table(data: pd.DataFrame) -> pd.DataFrame:
         "p90 (ms)": data["ms_p90"],
         "fused's speedup (x)": data["fused_speedup"],
         "paper (x)": data["paper_speedup"],
-    })
+    }), "sampler", not_run)

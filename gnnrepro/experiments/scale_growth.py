@@ -55,8 +55,7 @@ def scale_growth(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
             # At the size 01-03 measure, their runs (a superset of these pipelines) serve.
             own = params.dataset == DATASET and scale == params.scale
             sampling = measurements.sampling_run(at, store, DATASET)
-            loader = measurements.loader_run(at, store,
-                                             measurements.LOADERS if own else pipelines)
+            loader = measurements.loader_run(at, store, None if own else pipelines)
             training = (measurements.ladder(at, store) if own
                         else measurements.end_to_end_run(at, store, pipelines))
             graph = sampling["params"]

@@ -15,6 +15,7 @@ from gnnrepro.experiments.params import Params, runnable_world_sizes
 __all__ = ["NAME", "scaling", "scaling_table"]
 
 NAME = "04_scaling"
+#: DGL's pipeline and the paper's (without DGL, our reference pipeline in DGL's place).
 PIPELINES = ("dgl", "fused+pinned")
 #: The parameters the result depends on (its store key; the notebook lists them first).
 PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "device",
@@ -24,6 +25,7 @@ PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "de
 
 def _row(pipeline: str, world_size: int, reason: str | None = None,
          **measured: Any) -> dict[str, Any]:
+    """One (pipeline, world size) row; `measured` may name speedup_vs_reference (no DGL)."""
     values = {"epoch_s": math.nan, "speedup_vs_dgl": math.nan, "test_acc": math.nan,
               "extra_mb_per_rank": math.nan, "extra_data_mb_per_rank": math.nan,
               "oversubscribed": False} | measured
@@ -47,31 +49,37 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """
     ranks_are = "GPUs" if params.device.startswith("cuda") else "CPU processes"
     runnable, reasons = runnable_world_sizes(params.gpus, params.device)
+    pipelines, missing = measurements.on_this_machine(PIPELINES)
+    baseline = pipelines[0]
+    column = "speedup_vs_dgl" if baseline == "dgl" else "speedup_vs_reference"
     store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        rows = [_row(p, size, reasons[size]) for size in reasons for p in PIPELINES]
+        meta = {"ranks_are": ranks_are, "num_train_ids": None, "baseline": baseline,
+                "not_run": missing}
+        rows = [_row(p, size, reasons[size]) for size in reasons for p in pipelines]
         if not runnable:
-            return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": None}
+            return _frame(rows), meta
         result = scaling_bench.measure(
             measurements.train_config(params), dataset=params.dataset, scale=params.scale,
-            root=params.root, ranks=runnable, pipelines=PIPELINES)
-        speedups = {int(size): x for size, x in result["speedup_vs_dgl"].items()}
+            root=params.root, ranks=runnable, pipelines=pipelines)
+        base_s = {run["world_size"]: run["epoch_s"] for run in result["runs"]
+                  if run["pipeline"] == baseline and not run["skipped"]}
         for run in result["runs"]:
             size, skipped = run["world_size"], run["skipped"]
             if skipped:
                 rows.append(_row(run["pipeline"], size, skipped))
                 continue
-            speedup = speedups.get(size, math.nan) if run["pipeline"] != "dgl" else 1.0
+            speedup = base_s[size] / run["epoch_s"] if size in base_s else math.nan
             rows.append(_row(run["pipeline"], size, epoch_s=run["epoch_s"],
-                             speedup_vs_dgl=speedup, test_acc=run["test_acc"],
+                             **{column: speedup}, test_acc=run["test_acc"],
                              extra_mb_per_rank=_mb(run["extra_rss_per_rank_bytes"]),
                              extra_data_mb_per_rank=_mb(run["extra_data_bytes_per_rank"]),
                              oversubscribed=bool(run["oversubscribed"])))
-        return _frame(rows), {"ranks_are": ranks_are, "num_train_ids": result["num_train_ids"]}
+        return _frame(rows), meta | {"num_train_ids": result["num_train_ids"]}
 
-    return store.cached(NAME, params.key(PARAMETERS), compute, params.force,
-                        redraw=params.redraw)
+    return store.cached(NAME, measurements.result_key(params, PARAMETERS), compute,
+                        params.force, redraw=params.redraw)
 
 
 def _mb(nbytes: float | None) -> float:
@@ -79,9 +87,11 @@ def _mb(nbytes: float | None) -> float:
 
 
 def scaling_table(data: pd.DataFrame) -> pd.DataFrame:
-    """One row per world size: each pipeline's epoch time, the speedup beside the paper's,
-    each pipeline's memory per added rank (all, and data copies), and why a size was not
-    run."""
+    """One row per world size: each pipeline's epoch time, the speedup beside the paper's
+    (without DGL: over our reference pipeline, no paper column), each pipeline's memory per
+    added rank (all, and data copies), and why a size was not run."""
+    baseline = "reference" if "speedup_vs_reference" in data else "dgl"
+    pipelines = sorted(dict.fromkeys(data["pipeline"]), key=lambda p: p != baseline)
     rows = []
     for size, group in data.groupby("world_size", sort=True):
         by = group.set_index("pipeline")
@@ -92,14 +102,14 @@ def scaling_table(data: pd.DataFrame) -> pd.DataFrame:
         rows.append({
             "world size": size,
             **{f"{p} epoch (s)": by.at[p, "epoch_s"] if p in by.index else math.nan
-               for p in PIPELINES},
-            "speedup vs dgl (x)": (by.at["fused+pinned", "speedup_vs_dgl"]
-                                   if "fused+pinned" in by.index else math.nan),
-            "paper (x)": group["paper_speedup"].iloc[0],
+               for p in pipelines},
+            f"speedup vs {baseline} (x)": (by.at["fused+pinned", f"speedup_vs_{baseline}"]
+                                           if "fused+pinned" in by.index else math.nan),
+            **({"paper (x)": group["paper_speedup"].iloc[0]} if baseline == "dgl" else {}),
             **{f"{p} MB per added rank": by.at[p, "extra_mb_per_rank"] if p in by.index
-               else math.nan for p in PIPELINES},
+               else math.nan for p in pipelines},
             **{f"{p} data copies MB per added rank": by.at[p, "extra_data_mb_per_rank"]
-               if p in by.index else math.nan for p in PIPELINES},
+               if p in by.index else math.nan for p in pipelines},
             "status": statuses.pop() if len(statuses) == 1 else "partly run",
             "reason": "; ".join(reasons) or "-",
         })

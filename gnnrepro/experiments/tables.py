@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from gnnrepro.atomic import write_atomic, write_text_atomic
 
-__all__ = ["format_cell", "to_latex", "to_markdown", "write_table"]
+__all__ = ["format_cell", "to_latex", "to_markdown", "with_not_run", "write_table"]
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                   "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
@@ -70,3 +71,15 @@ def write_table(table: pd.DataFrame, stem: Path | str, caption: str,
     write_text_atomic(md, to_markdown(table, digits))
     write_text_atomic(tex, to_latex(table, caption, f"tab:{stem.name}", digits))
     return [csv, md, tex]
+
+
+def with_not_run(table: pd.DataFrame, column: str,
+                 not_run: Mapping[str, str] | None) -> pd.DataFrame:
+    """`table` and, where `not_run` names any, a row for each ({column: name}, the rest
+    empty) with a status column ('run', or 'not run: <reason>'), so that a table says what it
+    left out and why."""
+    if not not_run:
+        return table
+    missing = pd.DataFrame({column: list(not_run)})
+    status = ["run"] * len(table) + [f"not run: {why}" for why in not_run.values()]
+    return pd.concat([table, missing], ignore_index=True).assign(status=status)

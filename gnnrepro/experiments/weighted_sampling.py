@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from gnnrepro.bench import weighted_sampling as bench
+from gnnrepro.experiments import measurements
 from gnnrepro.experiments.params import Params
 
 __all__ = ["NAME", "PARAMETERS", "weighted_sampling"]
@@ -24,11 +25,14 @@ PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "threads", "s
 
 def weighted_sampling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per (weights, sampler): ms_per_batch, ms_p10, ms_p90, cost_vs_uniform (this
-    sampler's time over its own uniform time) and fused_speedup (its time over ours)."""
+    sampler's time over its own uniform time) and fused_speedup (its time over ours). Without
+    DGL ours alone, DGL's listed in the metadata's not_run."""
     store = params.store()
+    names, missing = measurements.on_this_machine(bench.SAMPLERS, baseline=None)
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
-        kwargs = params.sampling_kwargs()
+        # Ours and DGL's: the key of the run with every sampler stays as it was.
+        kwargs = params.sampling_kwargs() | ({"samplers": list(names)} if missing else {})
         result = store.memo("weighted-sampling", kwargs, lambda: bench.measure(**kwargs),
                             params.force)
         samplers = result["samplers"]
@@ -43,8 +47,8 @@ def weighted_sampling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
                          "fused_speedup": (r["ms_per_batch"]
                                            / samplers[f"fused/{weights}"]["ms_per_batch"])})
         meta = {"peers_not_run": result.get("peers_not_run", {}),
-                "settings": result["params"]}
+                "settings": result["params"], "not_run": missing}
         return pd.DataFrame(rows), meta
 
-    return store.cached(NAME, params.key(PARAMETERS), compute, params.force,
-                        redraw=params.redraw)
+    return store.cached(NAME, measurements.result_key(params, PARAMETERS), compute,
+                        params.force, redraw=params.redraw)

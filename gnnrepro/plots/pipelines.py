@@ -5,23 +5,26 @@ on a typed graph (09_heterogeneous).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from gnnrepro.plots.style import (PIPELINE_COLORS, SAMPLER_COLORS, _footer, _grouped_bars,
-                                  _log_scale_if_wide, _mark_paper, _note, _stage_color,
-                                  _subplots)
+from gnnrepro.plots.style import (PIPELINE_COLORS, SAMPLER_COLORS, _grouped_bars,
+                                  _log_scale_if_wide, _mark_paper, _not_run_footer, _note,
+                                  _stage_color, _subplots)
 
 __all__ = ["end_to_end_bars", "gpu_bars", "heterogeneous_bars", "pipeline_alone_bars",
            "speedup_bars", "stage_bars", "timeline"]
 
 
-def stage_bars(data: pd.DataFrame) -> Figure:
+def stage_bars(data: pd.DataFrame, not_run: Mapping[str, str] | None = None) -> Figure:
     """Stacked bars of each pipeline's per-epoch stage work (01_stage_breakdown's data), the
-    epoch time as a black tick: work above the tick ran overlapped with other work."""
+    epoch time as a black tick: work above the tick ran overlapped with other work; what
+    `not_run` left out is named under the panel."""
     fig, (ax,) = _subplots()
     pipelines = list(dict.fromkeys(data["pipeline"]))
     x = np.arange(len(pipelines))
@@ -46,12 +49,15 @@ def stage_bars(data: pd.DataFrame) -> Figure:
     ax.set_title("Where an epoch's time goes")
     ax.margins(y=0.15)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _not_run_footer(fig, not_run)
     return fig
 
 
-def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
+def speedup_bars(data: pd.DataFrame, paper_speedup: float,
+                 not_run: Mapping[str, str] | None = None) -> Figure:
     """Left: ms per batch of every sampler per dataset. Right: the fused sampler's speedup
-    over each other sampler, with the paper's speedup over DGL marked (02_sampling_speedup)."""
+    over each other sampler, with the paper's speedup over DGL marked where DGL's sampler is
+    among them (02_sampling_speedup); what `not_run` left out is named under the panels."""
     fig, (left, right) = _subplots(ncols=2, figsize=(9.6, 3.8))
     datasets = list(dict.fromkeys(data["dataset"]))
     samplers = list(dict.fromkeys(data["sampler"]))
@@ -69,16 +75,20 @@ def speedup_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
     left.set_title("Sampling time per mini-batch")
     left.legend(fontsize=8)
     others = [s for s in samplers if s != "fused"]
+    with_dgl = "dgl-unfused" in samplers  # the paper's ratio is over DGL's, not the others
     _grouped_bars(right, datasets, series("fused_speedup", others), SAMPLER_COLORS, "%.2fx",
-                  marks=(1.0, paper_speedup))
+                  marks=(1.0, paper_speedup) if with_dgl else (1.0,))
     right.axhline(1.0, color="#777777", linewidth=0.8)
-    _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x vs DGL")
+    if with_dgl:
+        _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x vs DGL")
     right.set_ylabel("fused sampler's speedup (x)")
     right.set_title("Fused sampling vs each sampler")
     right.legend(fontsize=8)
     for ax in (left, right):
         ax.set_xlabel("dataset")
         ax.margins(y=0.15)
+    _not_run_footer(fig, not_run, *([] if with_dgl else [
+        f"the paper's {paper_speedup:.2f}x is over DGL's sampler: not drawn"]))
     return fig
 
 
@@ -113,11 +123,13 @@ def weighted_bars(data: pd.DataFrame) -> Figure:
     return fig
 
 
-def gpu_bars(data: pd.DataFrame, category: str, value: str, paper_value: float,
-             paper_text: str, ylabel: str, title: str, note: str) -> Figure:
+def gpu_bars(data: pd.DataFrame, category: str, value: str, ylabel: str, title: str,
+             note: str, paper: tuple[float, str] | None = None,
+             footnote: str | None = None) -> Figure:
     """Stored GPU results (gnnrepro.experiments.gpu_results): `value` per `category`, bars
-    grouped by machine, the paper's value marked; where none is stored the panel says so
-    (`data`'s machine column holds NOT_MEASURED and nothing else)."""
+    grouped by machine, `paper` (value, text) marked where given (only beside ratios over
+    what the paper's are over); where none is stored the panel says `note` (`data`'s machine
+    column holds NOT_MEASURED and nothing else). `footnote` goes under the panel."""
     fig, (ax,) = _subplots(figsize=(6.8, 3.6))
     measured = data[data[value].notna()]
     if measured.empty:
@@ -131,13 +143,15 @@ def gpu_bars(data: pd.DataFrame, category: str, value: str, paper_value: float,
         colors = {**SAMPLER_COLORS, **PIPELINE_COLORS}
         _grouped_bars(ax, [m.split(" (")[0] for m in machines],
                       {n: table.loc[machines, n].tolist() for n in names}, colors, "%.3gx",
-                      marks=(1.0, paper_value))
+                      marks=(1.0, paper[0]) if paper else (1.0,))
         ax.axhline(1.0, color="#777777", linewidth=0.8)
-        _mark_paper(ax, paper_value, paper_text)
+        if paper:
+            _mark_paper(ax, *paper)
         ax.legend(fontsize=8)
         ax.margins(y=0.15)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
+    _not_run_footer(fig, None, *([footnote] if footnote else []))
     return fig
 
 
@@ -171,29 +185,47 @@ def _pipeline_pair(data: pd.DataFrame, left: tuple[str, str, str, str],
     return fig, axes[0], axes[1]
 
 
-def end_to_end_bars(data: pd.DataFrame, paper_speedup: float) -> Figure:
-    """Left: epoch time per pipeline. Right: speedup over DGL, the paper's marked
-    (03_end_to_end)."""
+def _baseline(data: pd.DataFrame) -> str:
+    """What the speedups in `data` are over: DGL's pipeline, or without DGL our reference."""
+    return "reference" if "speedup_vs_reference" in data else "dgl"
+
+
+def end_to_end_bars(data: pd.DataFrame, paper_speedup: float,
+                    not_run: Mapping[str, str] | None = None) -> Figure:
+    """Left: epoch time per pipeline. Right: speedup over DGL, the paper's marked; without
+    DGL over our reference pipeline, and the paper's (over DGL) not drawn beside it
+    (03_end_to_end). What `not_run` left out is named under the panels."""
+    baseline = _baseline(data)
     spread = ((data["epoch_s_p10"], data["epoch_s_p90"]) if "epoch_s_p10" in data else None)
     fig, _, right = _pipeline_pair(
         data, ("epoch_s", "%.3g", "epoch time (s, median; bars: p10-p90 of the epochs)",
                "Training epoch time"),
-        ("speedup_vs_dgl", "%.2fx", "speedup over dgl (x)", "End-to-end speedup"), spread)
-    _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x")
-    right.legend(loc="upper left")
+        (f"speedup_vs_{baseline}", "%.2fx", f"speedup over {baseline} (x)",
+         "End-to-end speedup"), spread)
+    if baseline == "dgl":
+        _mark_paper(right, paper_speedup, f"paper: {paper_speedup:.2f}x")
+        right.legend(loc="upper left")
+    _not_run_footer(fig, not_run, *([] if baseline == "dgl" else [
+        f"speedups over our reference pipeline; the paper's {paper_speedup:.2f}x is over "
+        "DGL's: not drawn"]))
     return fig
 
 
-def pipeline_alone_bars(data: pd.DataFrame, step_note: str) -> Figure:
+def pipeline_alone_bars(data: pd.DataFrame, step_note: str,
+                        not_run: Mapping[str, str] | None = None) -> Figure:
     """Left: batches per second each pipeline delivers with no model (or a stand-in step).
-    Right: speedup over DGL's DataLoader (03_end_to_end, "the pipeline alone")."""
+    Right: speedup over DGL's DataLoader, without DGL over our reference pipeline
+    (03_end_to_end, "the pipeline alone")."""
+    baseline = _baseline(data)
     batches = data["batches_per_s"] * data["epoch_s"]  # an epoch's
     fig, _, _ = _pipeline_pair(
         data, ("batches_per_s", "%.1f", "batches / s (median; bars: min-max of the rounds)",
                "The pipeline alone"),
-        ("speedup_vs_dgl", "%.2fx", "speedup over dgl's loader (x)", "Loader speedup"),
+        (f"speedup_vs_{baseline}", "%.2fx", f"speedup over {baseline}'s loader (x)",
+         "Loader speedup"),
         (batches / data["epoch_s_max"], batches / data["epoch_s_min"]))
-    _footer(fig, step_note)  # under the panels: in one it would sit on a bar's label
+    # under the panels: in one it would sit on a bar's label
+    _not_run_footer(fig, not_run, step_note)
     return fig
 
 
@@ -263,9 +295,7 @@ def heterogeneous_bars(data: pd.DataFrame, step_note: str, model: str) -> Figure
     right.set_title(f"Training epoch: {model}", fontsize=10)
 
     missing = data[data["status"] != "run"].drop_duplicates("name")
-    notes = [step_note] + [f"not run: {', '.join(group['name'])} ({reason})"
-                           for reason, group in missing.groupby("reason", sort=False)]
-    _footer(fig, "; ".join(notes))
+    _not_run_footer(fig, dict(zip(missing["name"], missing["reason"])), step_note)
     return fig
 
 

@@ -5,7 +5,7 @@ marked in black, dashed; and the drawing helpers the figures share.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -21,7 +21,7 @@ _OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", 
               "#000000", "#999999"]
 PIPELINE_COLORS = {"dgl": "#D55E00", "dgl-native": "#CC79A7", "graphbolt": "#009E73",
                    "pyg": "#F0E442", "reference": "#999999", "fused": "#56B4E9",
-                   "fused+pinned": "#0072B2"}
+                   "fused+pinned": "#0072B2", "fused@gpu": "#E69F00"}
 SAMPLER_COLORS = {"dgl-unfused": "#D55E00", "dgl-fused": "#E69F00", "graphbolt": "#009E73",
                   "pyg": "#F0E442", "reference": "#999999",
                   "fused": "#0072B2"}
@@ -119,6 +119,18 @@ def _footer(fig: Figure, text: str) -> None:
     """A line under the panels (what was not run, what a panel's numbers mean), left-aligned
     and low enough that the corner label (saving.save, at y = 0) never overlaps it."""
     fig.text(0.01, -0.06, text, va="top", fontsize=7.5, color="#444444", wrap=True)
+
+
+def _not_run_footer(fig: Figure, not_run: Mapping[str, str] | None, *notes: str) -> None:
+    """`notes`, then what `not_run` left out grouped by reason ("not run: dgl, dgl-native
+    (DGL is not installed)"), as the figure's footer; nothing when both are empty."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in (not_run or {}).items():
+        by_reason.setdefault(why, []).append(name)
+    text = "; ".join([*notes, *(f"not run: {', '.join(names)} ({why})"
+                                for why, names in by_reason.items())])
+    if text:
+        _footer(fig, text)
 
 
 #: Bars whose values span more than this ratio are drawn on a log scale (a peer 100x slower

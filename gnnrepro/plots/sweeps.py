@@ -4,18 +4,21 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 
 import pandas as pd
 from matplotlib.figure import Figure
 
-from gnnrepro.plots.style import (PAPER, PIPELINE_COLORS, _footer, _note, _plain_log_ticks,
-                                  _subplots)
+from gnnrepro.plots.style import (PAPER, PIPELINE_COLORS, _footer, _not_run_footer, _note,
+                                  _plain_log_ticks, _subplots)
 
 def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
-                  ranks_are: str = "GPUs") -> Figure:
+                  ranks_are: str = "GPUs", not_run: Mapping[str, str] | None = None) -> Figure:
     """Left: epoch time vs world size per pipeline. Right: speedup over DGL per world size
-    with the paper's marked; world sizes not run are named with the reason (04_scaling).
-    `ranks_are` names what a rank is, for the axis label."""
+    with the paper's marked (without DGL: over our reference pipeline, the paper's not drawn);
+    world sizes and pipelines not run are named with the reason (04_scaling). `ranks_are`
+    names what a rank is, for the axis label."""
+    baseline = "reference" if "speedup_vs_reference" in data else "dgl"
     fig, (left, right) = _subplots(ncols=2, figsize=(9.0, 3.8))
     sizes = sorted(data["world_size"].unique())
     ran = data[data["status"] == "run"]
@@ -23,12 +26,14 @@ def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
         group = group.sort_values("world_size")
         left.plot(group["world_size"], group["epoch_s"], marker="o", label=pipeline,
                   color=PIPELINE_COLORS.get(pipeline))
-        if pipeline != "dgl":
-            right.plot(group["world_size"], group["speedup_vs_dgl"], marker="o",
+        if pipeline != baseline:
+            right.plot(group["world_size"], group[f"speedup_vs_{baseline}"], marker="o",
                        label=f"{pipeline} (measured)", color=PIPELINE_COLORS.get(pipeline))
-    paper_sizes = sorted(paper_speedups)
-    right.plot(paper_sizes, [paper_speedups[s] for s in paper_sizes], marker="x",
-               markersize=8, label=f"paper ({', '.join(map(str, paper_sizes))} GPUs)", **PAPER)
+    paper_sizes = sorted(paper_speedups) if baseline == "dgl" else []
+    if paper_sizes:  # the paper's ratios are over DGL's pipeline
+        right.plot(paper_sizes, [paper_speedups[s] for s in paper_sizes], marker="x",
+                   markersize=8, label=f"paper ({', '.join(map(str, paper_sizes))} GPUs)",
+                   **PAPER)
     right.axhline(1.0, color="#777777", linewidth=0.8)
     for ax in (left, right):
         ax.set_xscale("log", base=2)
@@ -40,7 +45,7 @@ def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
     right.set_ylim(bottom=0)
     left.set_ylabel("epoch time (s, median)")
     left.set_title("Epoch time vs world size")
-    right.set_ylabel("speedup over dgl (x)")
+    right.set_ylabel(f"speedup over {baseline} (x)")
     right.set_title("Speedup at each world size")
     right.legend(fontsize=8)
     missing = data[data["status"] != "run"].drop_duplicates("world_size")
@@ -49,9 +54,8 @@ def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
         _note(left, f"not run: {reasons}")
     else:
         left.legend(fontsize=8)
-        if not missing.empty:
-            _footer(fig, "not run: " + "; ".join(
-                f"{s} ({r})" for s, r in zip(missing["world_size"], missing["reason"])))
+        sizes_not_run = dict(zip(missing["world_size"].astype(str), missing["reason"]))
+        _not_run_footer(fig, (not_run or {}) | sizes_not_run)
     return fig
 
 
