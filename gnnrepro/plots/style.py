@@ -127,8 +127,8 @@ def _not_run_footer(fig: Figure, not_run: Mapping[str, str] | None, *notes: str)
     by_reason: dict[str, list[str]] = {}
     for name, why in (not_run or {}).items():
         by_reason.setdefault(why, []).append(name)
-    text = "; ".join([*notes, *(f"not run: {', '.join(names)} ({why})"
-                                for why, names in by_reason.items())])
+    missing = "; ".join(f"{', '.join(names)} ({why})" for why, names in by_reason.items())
+    text = "; ".join([*notes, *([f"not run: {missing}"] if missing else [])])
     if text:
         _footer(fig, text)
 
