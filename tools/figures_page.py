@@ -52,7 +52,10 @@ def figures_block() -> str:
     """Each committed figure folder's figures (png, or a table alone where a notebook drew
     none), with their records and tables."""
     parts = []
-    for name, heading in FOLDERS:
+    # Then each GPU machine's notebooks (make gpu-notebooks: figures/gpu-<machine>/).
+    gpu = [(p.name, f"On a GPU, `{p.name}` (`make gpu-notebooks`)")
+           for p in sorted(FIGURES.glob("gpu-*")) if p.is_dir()]
+    for name, heading in (*FOLDERS, *gpu):
         folder = FIGURES / name if name else FIGURES
         stems = sorted({p.stem for p in folder.glob("*.png")}
                        | {p.stem for p in folder.glob("*.md")})
