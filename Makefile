@@ -170,14 +170,17 @@ gpu-session-dry-run: setup
 # OUT/figures.tar.gz (store it with tar xzf OUT/figures.tar.gz -C figures/). papermill, its
 # kernel and their dependencies come from $(GPU_NOTEBOOK_WHEELS) (make gpu-notebook-wheels
 # here, 19 MB, carried along); only what the machine lacks is installed.
-# `make gpu-notebooks-dry-run` rehearses it on the CPU with DGL hidden.
+# `make gpu-notebooks-dry-run` rehearses it on the CPU with DGL hidden (into
+# build/gpu-notebooks-dry-run/). GPU_NOTEBOOK_ARGS passes more options (--notebooks,
+# --reuse-build, --commit, --deadline-s).
 GPU_NOTEBOOK_WHEELS ?= build/gpu-notebook-wheels
+GPU_NOTEBOOK_ARGS ?=
 gpu-notebooks:
 	$(GPU_PYTHON) benchmarks/gpu_notebooks.py --out $(OUT) --wheels $(GPU_NOTEBOOK_WHEELS) \
-	  $(GPU_SESSION_ARGS)
+	  $(GPU_NOTEBOOK_ARGS)
 
 gpu-notebooks-dry-run: setup
-	$(PY) benchmarks/gpu_notebooks.py --dry-run --out $(OUT) $(GPU_SESSION_ARGS)
+	$(PY) benchmarks/gpu_notebooks.py --dry-run --out $(OUT) $(GPU_NOTEBOOK_ARGS)
 
 gpu-notebook-wheels: $(DEPS)
 	$(PIP) download -q --only-binary=:all: --python-version $(GPU_WHEELS_PY) \

@@ -68,9 +68,15 @@ def install_lacking(wheels: Path, site: Path = SITE) -> dict[str, str]:
     found = {re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower(): w
              for w in sorted(wheels.glob("*.whl"))} if wheels.is_dir() else {}
     lacking = [name for name in found if not have(name)]
+    def pip(names: list[str]) -> int:
+        return subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                               "--target", str(site), "--upgrade",
+                               *[str(found[n]) for n in names]]).returncode
+
     if lacking:
-        subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                        "--target", str(site), "--upgrade", *[str(found[n]) for n in lacking]])
+        if pip(lacking) != 0:  # one bad wheel costs only its own distribution
+            for name in lacking:
+                pip([name])
         if str(site) not in sys.path:
             sys.path.insert(0, str(site))
         importlib.invalidate_caches()

@@ -20,14 +20,16 @@ folder (docs/gpu.md).
 
 `--dry-run` rehearses it here on the CPU: notebooks/params/smoke.yaml, DGL hidden from the
 notebooks (GNNREPRO_HIDE_DGL=1) as on the GPU machines, figures under figures/gpu-dry-run/ of
-`--root-out`; tests/test_gpu_notebooks.py runs it.
+build/gpu-notebooks-dry-run/ (`--root-out`); tests/test_gpu_notebooks.py runs it.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tarfile
 import time
@@ -48,6 +50,23 @@ DEADLINE_S = 540
 #: What a notebook may take at most (one that runs over is stopped and the next one starts).
 NOTEBOOK_S = 240
 ARCHIVE = "figures.tar.gz"
+#: The kernel the notebooks run in: this Python (the machine's own torch), named so that a
+#: python3 kernelspec of another interpreter on the machine is never picked instead.
+KERNEL = "gnnrepro-gpu"
+#: What a notebook imports beyond torch; checked in a child with the session's environment
+#: before any device time is spent on the build.
+NEEDED = "import papermill, ipykernel, matplotlib, pandas, yaml, tqdm"
+
+
+def write_kernel(site: Path) -> Path:
+    """A kernelspec for this Python under site/share/jupyter (JUPYTER_PATH points there)."""
+    folder = site / "share" / "jupyter" / "kernels" / KERNEL
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel.json").write_text(json.dumps({
+        "argv": [PY, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"Python {sys.version.split()[0]} (gnnrepro GPU session)",
+        "language": "python"}, indent=1))
+    return site / "share" / "jupyter"
 
 
 def machine_slug(gpu_name: str | None) -> str:
@@ -72,7 +91,8 @@ def pack(s: Session, figures: Path, executed: Path) -> None:
 def step_notebook(s: Session, name: str, params: Path, out_dir: Path, figures_name: str,
                   executed: Path) -> bool:
     """One notebook through papermill with `params`; its cells go to session.log as they run."""
-    cmd = [PY, "-m", "papermill", "--log-output", "--no-progress-bar", "-f", str(params),
+    cmd = [PY, "-m", "papermill", "--log-output", "--no-progress-bar", "-k", KERNEL,
+           "-f", str(params),
            "-p", "out_dir", str(out_dir), "-p", "figures_name", figures_name,
            str(ROOT / "notebooks" / f"{name}.ipynb"), str(executed / f"{name}.ipynb")]
     return s.run(f"notebook-{name}", cmd, timeout_s=NOTEBOOK_S, reserve_s=5)["ok"]
@@ -88,8 +108,10 @@ def main(argv: list[str] | None = None) -> int:
                              "--dry-run: smoke.yaml)")
     parser.add_argument("--notebooks", default=",".join(NOTEBOOKS),
                         help="the notebooks to run, comma-separated (default 01-05)")
-    parser.add_argument("--root-out", type=Path, default=ROOT,
-                        help="where figures/ and results/ are written (default the checkout)")
+    parser.add_argument("--root-out", type=Path, default=None,
+                        help="where figures/ and results/ are written (default the checkout; "
+                             "--dry-run: build/gpu-notebooks-dry-run, so that a rehearsal is "
+                             "never committed as a GPU machine's figures)")
     parser.add_argument("--deadline-s", type=float, default=DEADLINE_S)
     parser.add_argument("--wheels", type=Path, default=ROOT / "build" / "gpu-notebook-wheels",
                         help="wheels of papermill, its kernel and their dependencies "
@@ -113,8 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu-notebooks: no usable GPU here; run it on a machine with an NVIDIA GPU, or "
               "rehearse it with --dry-run", file=sys.stderr)
         return 2
+    root_out = args.root_out or (ROOT / "build" / "gpu-notebooks-dry-run" if args.dry_run
+                                 else ROOT)
     status = install_lacking(args.wheels)
     env = dict(os.environ, PYTHONUNBUFFERED="1", GNNREPRO_PROGRESS="lines",
+               JUPYTER_PATH=str(write_kernel(SITE)),
                PYTHONPATH=os.pathsep.join([str(ROOT), str(SITE), os.environ.get(
                    "PYTHONPATH", "")]).rstrip(os.pathsep))
     if args.commit:
@@ -123,10 +148,17 @@ def main(argv: list[str] | None = None) -> int:
         env.update(CUDA_VISIBLE_DEVICES="", GNNREPRO_HIDE_DGL="1")
     figures_name = "gpu-dry-run" if args.dry_run else f"gpu-{machine_slug(machine()['gpu'])}"
     s = Session(args.out, args.dry_run, args.deadline_s, env)
-    s.report.update(machine=machine(), commit=args.commit, wheels=status, params=str(params.relative_to(ROOT))
-                    if params.is_relative_to(ROOT) else str(params), notebooks=names,
-                    figures_folder=f"figures/{figures_name}")
+    s.report.update(machine=machine(), commit=args.commit, wheels=status,
+                    params=str(params.relative_to(ROOT)) if params.is_relative_to(ROOT)
+                    else str(params), notebooks=names, figures_folder=f"figures/{figures_name}")
     s.save()
+    preflight = subprocess.run([PY, "-c", NEEDED], env=env, capture_output=True, text=True)
+    if preflight.returncode != 0:
+        s.note(f"gpu-notebooks: cannot run the notebooks ({preflight.stderr.strip()[-300:]}); "
+               f"put the wheels of what is missing in {args.wheels} (make gpu-notebook-wheels)")
+        s.report["error"] = preflight.stderr.strip()[-1000:]
+        s.save()
+        return 2
     began = time.monotonic()
     import yaml
     scale = yaml.safe_load(params.read_text())["scale"]
@@ -134,12 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     executed = WORK / "notebooks"
     shutil.rmtree(executed, ignore_errors=True)
     executed.mkdir(parents=True)
-    figures = args.root_out / "figures" / figures_name
+    figures = root_out / "figures" / figures_name
     try:
         built = step_build(s, cuda, args.reuse_build)
         if built and wait_dataset(s, dataset, began):
             for name in names:
-                step_notebook(s, name, params, args.root_out, figures_name, executed)
+                step_notebook(s, name, params, root_out, figures_name, executed)
                 pack(s, figures, executed)
         else:
             for name in names:
@@ -147,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         settle_dataset(s, dataset)
     failed = [n for n, st in s.report["steps"].items() if not st["ok"]]
-    s.note(f"gpu-notebooks: {args.out}/{ARCHIVE} holds {figures.relative_to(args.root_out)}; "
+    s.note(f"gpu-notebooks: {args.out}/{ARCHIVE} holds {figures.relative_to(root_out)}; "
            + (f"FAILED or cut short: {', '.join(failed)}" if failed else "every step passed"))
     return 1 if failed else 0
 

@@ -91,7 +91,7 @@ def measure(config: TrainConfig, *, dataset: str = SETTINGS["dataset"].default,
                 row.update(_run_fields(result, world_size, device == "cpu", cpus))
             runs.append(row)
     _add_extra_per_rank(runs, pipelines)
-    ours = next((p for p in pipelines if p != "dgl"), None)
+    ours = next((p for p in pipelines if p not in ("dgl", "reference")), None)
     return {
         "benchmark": "scaling",
         "num_train_ids": data.train_idx.numel(),

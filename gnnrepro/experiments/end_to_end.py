@@ -110,7 +110,9 @@ def pipeline_alone(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     batches_per_s, speedup_vs_dgl, epoch_s_min, epoch_s_max) for delivering every batch of an
     epoch with no model, or a busy-wait standing in for a GPU step; what a GPU trainer would
     wait for; the peers (GraphBolt, PyG) that ran, beside them (only with no stand-in step).
-    The metadata holds step_ms, its note and peers_not_run."""
+    Without DGL the speedups are over our reference pipeline (speedup_vs_reference). The
+    metadata holds step_ms, its note, peers_not_run and not_run (DGL's loader, where DGL
+    cannot be imported)."""
     store = params.store()
 
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:

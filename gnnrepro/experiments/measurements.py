@@ -48,12 +48,13 @@ def on_this_machine(names: Sequence[str], baseline: str | None = "reference"
 def ladder_order(names: Iterable[str]) -> list[str]:
     """`names` in the ladder's order, baseline first, anything else (peers) after: a stored
     result's keys come back sorted by name."""
-    return sorted(names, key=lambda n: PIPELINES.index(n) if n in PIPELINES else len(PIPELINES))
+    order = {name: i for i, name in enumerate(PIPELINES)}
+    return sorted(names, key=lambda name: order.get(name, len(order)))
 
 
 def speedups_over(epoch_s: dict[str, float]) -> tuple[str, dict[str, float]]:
     """The baseline of a comparison ("dgl" where it ran, else "reference") and every
-    {name: baseline's time / name's time}; ({}, "") when neither ran."""
+    {name: baseline's time / name's time}; ("", {}) when neither ran."""
     for baseline in ("dgl", "reference"):
         if baseline in epoch_s:
             return baseline, {name: epoch_s[baseline] / s for name, s in epoch_s.items()}
@@ -80,9 +81,11 @@ def train_config(params: Params, **overrides: Any) -> TrainConfig:
 
 
 def ladder(params: Params, store: Store) -> dict:
-    """The training run 01_stage_breakdown and 03_end_to_end share: every LADDER pipeline,
-    `params.train_repeats` rounds, the timeline of `params.timeline_batches` batches."""
-    return end_to_end_run(params, store, on_this_machine(LADDER)[0], timeline_batches=params.timeline_batches,
+    """The training run 01_stage_breakdown and 03_end_to_end share: every LADDER pipeline that
+    runs here, `params.train_repeats` rounds, the timeline of `params.timeline_batches`
+    batches."""
+    return end_to_end_run(params, store, on_this_machine(LADDER)[0],
+                          timeline_batches=params.timeline_batches,
                           repeats=params.train_repeats, target_acc=params.target_acc)
 
 

@@ -4,6 +4,7 @@ machine cannot run, or that the benchmark skipped, are rows marked "not run" wit
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -23,15 +24,19 @@ PARAMETERS = ("dataset", "scale", "root", "fanouts", "batch_size", "epochs", "de
         "streams", "seed")
 
 
-def _row(pipeline: str, world_size: int, reason: str | None = None,
+def _row(pipeline: str, world_size: int, baseline: str, reason: str | None = None,
          **measured: Any) -> dict[str, Any]:
-    """One (pipeline, world size) row; `measured` may name speedup_vs_reference (no DGL)."""
-    values = {"epoch_s": math.nan, "speedup_vs_dgl": math.nan, "test_acc": math.nan,
+    """One (pipeline, world size) row: speedup_vs_<baseline> (without DGL
+    speedup_vs_reference, every row, and no paper speedup beside it: the paper's is over
+    DGL's pipeline)."""
+    values = {"epoch_s": math.nan, "speedup_vs_dgl": math.nan,
+              f"speedup_vs_{baseline}": math.nan, "test_acc": math.nan,
               "extra_mb_per_rank": math.nan, "extra_data_mb_per_rank": math.nan,
               "oversubscribed": False} | measured
     return {"pipeline": pipeline, "world_size": world_size,
             "status": "not run" if reason else "run", "reason": reason, **values,
-            "paper_speedup": paper.SCALING_SPEEDUP.get(world_size, math.nan)}
+            "paper_speedup": (paper.SCALING_SPEEDUP.get(world_size, math.nan)
+                              if baseline == "dgl" else math.nan)}
 
 
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -41,11 +46,13 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Tidy rows per (pipeline, world_size): status ('run' or 'not run'), reason, epoch_s,
-    speedup_vs_dgl (fused+pinned's, at the same world size), test_acc, extra_mb_per_rank and
+    speedup_vs_dgl (fused+pinned's, at the same world size; without DGL speedup_vs_reference,
+    over our reference pipeline, and no paper_speedup), test_acc, extra_mb_per_rank and
     extra_data_mb_per_rank (machine PSS, and bytes of distinct data copies, per rank added to
     the smallest world size run; gnnrepro.bench.scaling.MEMORY_METHOD), oversubscribed (CPU
     ranks sharing cores), paper_speedup. The metadata's ranks_are says what a rank is (GPUs,
-    or CPU processes on the cpu device).
+    or CPU processes on the cpu device), baseline and not_run (DGL's pipeline, where it
+    cannot be imported).
     """
     ranks_are = "GPUs" if params.device.startswith("cuda") else "CPU processes"
     runnable, reasons = runnable_world_sizes(params.gpus, params.device)
@@ -57,7 +64,7 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
     def compute() -> tuple[pd.DataFrame, dict[str, Any]]:
         meta = {"ranks_are": ranks_are, "num_train_ids": None, "baseline": baseline,
                 "not_run": missing}
-        rows = [_row(p, size, reasons[size]) for size in reasons for p in pipelines]
+        rows = [_row(p, size, baseline, reasons[size]) for size in reasons for p in pipelines]
         if not runnable:
             return _frame(rows), meta
         result = scaling_bench.measure(
@@ -68,10 +75,10 @@ def scaling(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
         for run in result["runs"]:
             size, skipped = run["world_size"], run["skipped"]
             if skipped:
-                rows.append(_row(run["pipeline"], size, skipped))
+                rows.append(_row(run["pipeline"], size, baseline, skipped))
                 continue
             speedup = base_s[size] / run["epoch_s"] if size in base_s else math.nan
-            rows.append(_row(run["pipeline"], size, epoch_s=run["epoch_s"],
+            rows.append(_row(run["pipeline"], size, baseline, epoch_s=run["epoch_s"],
                              **{column: speedup}, test_acc=run["test_acc"],
                              extra_mb_per_rank=_mb(run["extra_rss_per_rank_bytes"]),
                              extra_data_mb_per_rank=_mb(run["extra_data_bytes_per_rank"]),
@@ -86,10 +93,12 @@ def _mb(nbytes: float | None) -> float:
     return math.nan if nbytes is None else nbytes / 2**20
 
 
-def scaling_table(data: pd.DataFrame) -> pd.DataFrame:
+def scaling_table(data: pd.DataFrame, not_run: Mapping[str, str] | None = None
+                  ) -> pd.DataFrame:
     """One row per world size: each pipeline's epoch time, the speedup beside the paper's
     (without DGL: over our reference pipeline, no paper column), each pipeline's memory per
-    added rank (all, and data copies), and why a size was not run."""
+    added rank (all, and data copies), and why a size was not run; then a row per pipeline in
+    `not_run`."""
     baseline = "reference" if "speedup_vs_reference" in data else "dgl"
     pipelines = sorted(dict.fromkeys(data["pipeline"]), key=lambda p: p != baseline)
     rows = []
@@ -113,4 +122,6 @@ def scaling_table(data: pd.DataFrame) -> pd.DataFrame:
             "status": statuses.pop() if len(statuses) == 1 else "partly run",
             "reason": "; ".join(reasons) or "-",
         })
-    return pd.DataFrame(rows)
+    missing = [{"world size": "-", "status": "not run", "reason": f"{name}: {why}"}
+               for name, why in (not_run or {}).items()]
+    return pd.DataFrame(rows + missing)

@@ -52,6 +52,7 @@ def scaling_lines(data: pd.DataFrame, paper_speedups: dict[int, float],
     if ran.empty:
         reasons = "; ".join(dict.fromkeys(missing["reason"].astype(str)))
         _note(left, f"not run: {reasons}")
+        _not_run_footer(fig, not_run)
     else:
         left.legend(fontsize=8)
         sizes_not_run = dict(zip(missing["world_size"].astype(str), missing["reason"]))
