@@ -58,9 +58,8 @@ for peer, why in meta["peers_not_run"].items():
 table = experiments.speedup_table(data, meta.get("not_run"))
 experiments.write_table(table, params.figures_dir / "02_sampling_speedup",
                         caption="Sampling time per mini-batch and the fused sampler's speedup "
-                                + (f"(paper: {paper.SAMPLING_SPEEDUP:.2f}x vs DGL)."
-                                   if not meta.get("not_run") else
-                                   "over each (DGL not run: the paper's ratio is over DGL's)."))
+                                + ("over each (DGL not run)." if meta.get("not_run") else
+                                   f"(paper: {paper.SAMPLING_SPEEDUP:.2f}x vs DGL)."))
 table""", """\
 fig = plots.speedup_bars(data, paper.SAMPLING_SPEEDUP, meta.get("not_run"))
 plots.save_figure(fig, params, meta, "02_sampling_speedup")""", """\
@@ -77,9 +76,7 @@ gpu""", """\
 fig = plots.gpu_bars(gpu[gpu["sampler"] != "fused-cuda"], "sampler", "fused_cuda_speedup",
                      "fused CUDA sampler's speedup (x)", "Fused sampling on the GPU vs each",
                      "run make gpu-session on a GPU machine and commit its results",
-                     footnote="each ratio is over one of our own samplers; the paper's "
-                              f"{paper.SAMPLING_SPEEDUP:.2f}x is over DGL's GPU sampler: "
-                              "not drawn")
+                     **experiments.gpu_paper_mark(gpu, paper.SAMPLING_SPEEDUP, "samplers"))
 plots.save(fig, params.figures_dir / "02_sampling_speedup_gpu",
            experiments.gpu_label(gpu_sessions))""", """\
 # Weighted sampling (DGL's prob=...): ours and DGL's samplers, uniform and under two weight
@@ -152,8 +149,8 @@ gpu_sessions = experiments.stored_gpu_sessions()
 gpu = experiments.gpu_end_to_end(gpu_sessions)
 experiments.write_table(gpu, params.figures_dir / "03_end_to_end_gpu",
                         caption="On one GPU (stored sessions): epoch time of the ladder and "
-                                "the speedup over its baseline (paper: "
-                                f"{paper.END_TO_END_SPEEDUP:.2f}x vs DGL).")
+                                "the speedup over its baseline (the paper's "
+                                f"{paper.END_TO_END_SPEEDUP:.2f}x is over DGL's pipeline).")
 copies = experiments.gpu_copy(gpu_sessions)
 experiments.write_table(copies, params.figures_dir / "03_copy_overlap_gpu",
                         caption="On one GPU (stored sessions): host-to-device GB/s of the "
@@ -161,17 +158,12 @@ experiments.write_table(copies, params.figures_dir / "03_copy_overlap_gpu",
                                 "hidden behind a stand-in step.")
 gpu""", """\
 # The paper's 1.80x is over DGL's pipeline: drawn only beside ratios over DGL's.
-over_dgl = gpu["paper_speedup"].notna().any()
 fig = plots.gpu_bars(gpu, "pipeline", "speedup", "speedup over the ladder's baseline (x)",
                      "End to end on one GPU (baseline: "
                      f"{', '.join(gpu['baseline'].dropna().unique()) or 'none'})",
                      "run make gpu-session on a GPU machine and commit its results",
-                     paper=((paper.END_TO_END_SPEEDUP,
-                             f"paper: {paper.END_TO_END_SPEEDUP:.2f}x vs DGL")
-                            if over_dgl else None),
-                     footnote=None if over_dgl else (
-                         "speedups over our reference pipeline; the paper's "
-                         f"{paper.END_TO_END_SPEEDUP:.2f}x is over DGL's: not drawn"))
+                     **experiments.gpu_paper_mark(gpu, paper.END_TO_END_SPEEDUP,
+                                                  "reference pipeline"))
 plots.save(fig, params.figures_dir / "03_end_to_end_gpu", experiments.gpu_label(gpu_sessions))
 copies"""]),
     "04_scaling": (
@@ -185,12 +177,9 @@ copies"""]),
         ["""\
 data, meta = experiments.scaling(params)
 table = experiments.scaling_table(data, meta.get("not_run"))
-experiments.write_table(table, params.figures_dir / "04_scaling",
-                        caption="Epoch time per world size, "
-                                + ("the speedup over DGL beside the paper's"
-                                   if meta.get("baseline", "dgl") == "dgl" else
-                                   "the speedup over our reference pipeline (DGL not run)")
-                                + ", and memory per added rank.")
+over = "DGL beside the paper's" if meta.get("baseline", "dgl") == "dgl" else "our reference"
+experiments.write_table(table, params.figures_dir / "04_scaling", caption="Epoch time per "
+                        f"world size, the speedup over {over}, and memory per added rank.")
 table""", """\
 fig = plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"],
                           meta.get("not_run"))

@@ -10,6 +10,7 @@ from gnnrepro.experiments.disk_training import (disk_training, disk_training_tab
 from gnnrepro.experiments.end_to_end import (end_to_end, end_to_end_table, pipeline_alone,
                                              pipeline_alone_table, timeline_frame)
 from gnnrepro.experiments.gpu_results import (NOT_MEASURED, gpu_copy, gpu_end_to_end, gpu_label,
+                                              gpu_paper_mark,
                                               gpu_sampling, stored_gpu_sessions)
 from gnnrepro.experiments.heterogeneous import (heterogeneous, heterogeneous_label,
                                                 heterogeneous_sampling_table, heterogeneous_table)
@@ -32,7 +33,7 @@ from gnnrepro.experiments.weighted_sampling import weighted_sampling
 
 __all__ = ["NOT_MEASURED", "disk_training", "disk_training_table", "end_to_end",
            "end_to_end_table", "figure_label", "from_namespace", "gpu_copy", "gpu_end_to_end",
-           "gpu_label", "gpu_sampling", "growth_table", "heterogeneous", "heterogeneous_disk",
+           "gpu_label", "gpu_paper_mark", "gpu_sampling", "growth_table", "heterogeneous", "heterogeneous_disk",
            "heterogeneous_disk_skip_reason", "heterogeneous_label",
            "heterogeneous_sampling_table", "heterogeneous_table", "link_prediction", "param_hash",
            "Params", "partitioned", "partitioned_table", "pipeline_alone", "pipeline_alone_table",

@@ -157,6 +157,16 @@ def gpu_end_to_end(sessions: list[GpuSession]) -> pd.DataFrame:
         _not_measured(END_TO_END_COLUMNS)
 
 
+def gpu_paper_mark(rows: pd.DataFrame, value: float, over: str) -> dict[str, Any]:
+    """plots.gpu_bars' `paper` or `footnote`: the paper's `value` (a ratio over DGL's) drawn
+    only where `rows` hold ratios over DGL's (their paper_speedup), else a footnote saying
+    that their ratios are over our own `over` and why the paper's is not drawn."""
+    if "paper_speedup" in rows and rows["paper_speedup"].notna().any():
+        return {"paper": (value, f"paper: {value:.2f}x vs DGL")}
+    return {"footnote": f"each ratio is over our own {over}; the paper's {value:.2f}x is over "
+                        "DGL's: not drawn"}
+
+
 COPY_COLUMNS = ["machine", "mode", "copy_gbps", "ceiling_gbps", "hidden_share"]
 
 
