@@ -57,7 +57,7 @@ $(PEERS_DIR)/graphbolt/.stamp:
 $(PEERS_DIR)/pyg/.stamp: $(DEPS)
 	$(PYTHON) -m venv $(PEERS_DIR)/pyg
 	$(PEERS_DIR)/pyg/bin/pip install -q "torch==$$($(PY) -c 'import torch; print(torch.__version__.split("+")[0])')" \
-	    torch_geometric==2.8.1 numpy scipy tqdm setuptools wheel
+	    torch_geometric==2.8.1 numpy scipy pandas tqdm setuptools wheel
 	MAX_JOBS=$(THREADS) $(PEERS_DIR)/pyg/bin/pip install -q --no-build-isolation \
 	    torch-scatter==2.1.2 torch-sparse==0.6.18
 	$(PEERS_DIR)/pyg/bin/python -c "import torch_geometric, torch_sparse"

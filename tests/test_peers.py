@@ -15,6 +15,7 @@ from gnnrepro.__main__ import main
 from gnnrepro.peers import (PEERS, PeerFailed, PeerProcess, check_peers, open_peers, peer_python,
                             unavailable)
 from gnnrepro.peers.environments import Peer
+from gnnrepro.peers.process import NO_TYPED_PATH
 from helpers import require_dgl
 
 
@@ -193,6 +194,34 @@ def test_a_real_peer_samples_loads_and_trains_when_set_up(name, tmp_path):
         assert len(trained["val_acc"]) == 2 and all(0 <= a <= 1 for a in trained["val_acc"])
 
 
+
+
+TYPED_SETUP = {"dataset": "mag-sim", "root": None, "scale": 0.005, "fanouts": [4, 3],
+               "batch_size": 64, "threads": 1, "seed": 0}
+
+
+def test_a_peer_without_a_typed_path_is_not_run_on_a_typed_dataset(standin):
+    with open_peers([standin], TYPED_SETUP) as (running, not_run):
+        assert running == {} and not_run == {standin: NO_TYPED_PATH}
+    with pytest.raises(PeerFailed, match="no heterogeneous path"):
+        PeerProcess(standin, typed=True)
+    assert PEERS["pyg"].typed_adapter == "gnnrepro.peers.pyg_hetero_peer"
+
+
+def test_the_pyg_peer_samples_and_trains_a_typed_graph_when_set_up(tmp_path):
+    """PyG's heterogeneous NeighborLoader and its SAGEConv per relation on mag-sim: every
+    batch holds its seeds, and training learns (loss falls) with sparse embeddings."""
+    if unavailable("pyg"):
+        pytest.skip(f"pyg: {unavailable('pyg')}")
+    with open_peers(["pyg"], TYPED_SETUP) as (running, not_run):
+        assert not_run == {}, not_run
+        peer = running["pyg"]
+        reply = peer.request("sample", seeds_file=seeds_file(tmp_path, 64))
+        assert all(n >= 64 for n in reply["input_nodes"]) and all(e > 0 for e in reply["edges"])
+        assert peer.request("loader_epoch", epoch=1)["batches"] > 0
+        trained = peer.request("train", epochs=3, lr=0.01, hidden=16, dropout=0.0)
+        assert trained["loss"][-1] < trained["loss"][0]
+        assert all(0 <= a <= 1 for a in trained["val_acc"])
 
 
 #: In the pyg environment: a NeighborLoader batch's adj_t turned into torch's sparse CSR (what

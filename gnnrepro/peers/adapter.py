@@ -6,7 +6,8 @@ peer's own model (Adam, cross-entropy), scoring it after every epoch on the vali
 the peer's own sampler. Training on a GPU is what the peer's users write: the peer's loader
 on the CPU, each batch moved with `to_device` (`batch.to(device)`), the model on the GPU. A
 subclass supplies the peer's parts: `build`, `sample_stream`, `batches`, `make_model` and
-`logits` (and `to_device` where its batches move otherwise).
+`logits` (and `to_device` where its batches move otherwise, `make_optimizer` where its model
+is not stepped by Adam alone).
 """
 from __future__ import annotations
 
@@ -45,8 +46,9 @@ class PeerAdapter:
         self.threads = threads
         self.build()
         self.beat()
+        edges = self.data.graph.num_edges  # a typed graph's: per relation
         return {"versions": self.versions(), "threads": torch.get_num_threads(),
-                "num_edges": self.data.graph.num_edges}
+                "num_edges": sum(edges.values()) if isinstance(edges, dict) else edges}
 
     def sample(self, seeds_file: str) -> dict[str, list]:
         """Time the peer's sampler on each row of the .npy file of seed batches: seconds,
@@ -87,7 +89,7 @@ class PeerAdapter:
         self.device = torch.device(device)
         torch.manual_seed(self.seed)
         model = self.make_model(hidden, dropout).to(self.device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        optimizer = self.make_optimizer(model, lr)
         epochs_s, losses, val_acc = [], [], []
         for epoch in range(epochs):
             model.train()
@@ -158,3 +160,8 @@ class PeerAdapter:
 
     def logits(self, model: torch.nn.Module, batch: Any) -> torch.Tensor:
         raise NotImplementedError
+
+    def make_optimizer(self, model: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
+        """What steps the peer's model: Adam over its parameters (a peer whose model has
+        sparse embeddings replaces it)."""
+        return torch.optim.Adam(model.parameters(), lr=lr)

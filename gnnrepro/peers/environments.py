@@ -23,11 +23,13 @@ SETUP_COMMAND = "make peers"
 @dataclass(frozen=True)
 class Peer:
     """A peer stack: its name, what it is (for tables), and the module whose `Adapter` drives
-    it inside its own environment (gnnrepro.peers.serve)."""
+    it inside its own environment (gnnrepro.peers.serve); `typed_adapter`, the one for the
+    typed datasets (None: the peer is not run on them)."""
 
     name: str
     label: str
     adapter: str
+    typed_adapter: str | None = None
 
 
 PEERS: dict[str, Peer] = {
@@ -35,8 +37,9 @@ PEERS: dict[str, Peer] = {
                                    "sample_neighbor -> fetch_feature, DGL's SAGEConv",
                       "gnnrepro.peers.graphbolt_peer"),
     "pyg": Peer("pyg", "PyG 2.8.1 NeighborLoader + SAGEConv, sampling with torch-sparse 0.6.18 "
-                       "(without pyg-lib, its faster sampler, which no registry here serves)",
-                "gnnrepro.peers.pyg_peer"),
+                       "(without pyg-lib, its faster sampler, which no registry here serves); "
+                       "on a typed graph a HeteroData, one SAGEConv per relation",
+                "gnnrepro.peers.pyg_peer", "gnnrepro.peers.pyg_hetero_peer"),
 }
 
 

@@ -19,11 +19,13 @@ from typing import Any
 
 from gnnrepro.peers.environments import PEERS, REPO_ROOT, peer_python, unavailable
 
-__all__ = ["PeerFailed", "PeerProcess", "SILENCE_LIMIT_S", "open_peers"]
+__all__ = ["NO_TYPED_PATH", "PeerFailed", "PeerProcess", "SILENCE_LIMIT_S", "open_peers"]
 
 #: How long a peer may go without a line (a reply, or the beat its ops send at most once a
 #: second, at every batch and between the stages of "open") before it is stopped and named.
 SILENCE_LIMIT_S = 60.0
+#: Why a peer without a typed adapter is not run on a typed dataset.
+NO_TYPED_PATH = "has no heterogeneous path here (typed datasets: its adapter is homogeneous)"
 #: After this much silence (or half the limit, if less) one line says whom we are waiting for.
 _NOTICE_S = 10.0
 
@@ -36,17 +38,20 @@ class PeerProcess:
     """One peer's serving process. `request(op, **args)` returns the reply's result dict;
     a failure raises PeerFailed with the peer's traceback. Close it (or use `with`)."""
 
-    def __init__(self, name: str, timeout_s: float = SILENCE_LIMIT_S):
+    def __init__(self, name: str, timeout_s: float = SILENCE_LIMIT_S, typed: bool = False):
         reason = unavailable(name)
         if reason is not None:
             raise PeerFailed(f"peer {name!r} {reason}")
+        adapter = PEERS[name].typed_adapter if typed else PEERS[name].adapter
+        if adapter is None:
+            raise PeerFailed(f"peer {name!r} {NO_TYPED_PATH}")
         self.name, self.timeout_s = name, timeout_s
         self.opened: dict[str, Any] = {}  # the reply to "open": the peer's versions, threads
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
         self._proc = subprocess.Popen(
-            [str(peer_python(name)), "-m", "gnnrepro.peers.serve", PEERS[name].adapter],
+            [str(peer_python(name)), "-m", "gnnrepro.peers.serve", adapter],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=str(REPO_ROOT))
         self._pending = b""  # bytes read from the peer's stdout after the last whole line
 
@@ -124,16 +129,20 @@ def open_peers(names: Sequence[str], setup: dict[str, Any],
                timeout_s: float = SILENCE_LIMIT_S) -> Iterator[tuple[dict[str, PeerProcess],
                                                              dict[str, str]]]:
     """Start each named peer and send it `setup` ("open"); yields ({name: process} of the
-    peers that started, {name: why not run} of the rest). All are closed on exit."""
+    peers that started, {name: why not run} of the rest). All are closed on exit. A typed
+    dataset (TYPED_DATASETS) runs each peer's typed adapter."""
+    from gnnrepro.datasets import TYPED_DATASETS
+    typed = setup.get("dataset") in TYPED_DATASETS
     running: dict[str, PeerProcess] = {}
     not_run: dict[str, str] = {}
     try:
         for name in names:
-            reason = unavailable(name)
+            reason = unavailable(name) or (
+                NO_TYPED_PATH if typed and PEERS[name].typed_adapter is None else None)
             if reason is not None:
                 not_run[name] = reason
                 continue
-            peer = PeerProcess(name, timeout_s)
+            peer = PeerProcess(name, timeout_s, typed)
             try:
                 peer.opened = peer.request("open", **setup)
             except PeerFailed as exc:

@@ -1,17 +1,21 @@
-"""PyG's example GraphSAGE, as the PyG peer trains it and as a PyG user brings it to our loader.
+"""PyG's example GraphSAGE, as the PyG peer trains it and as a PyG user brings it to our loader,
+and its heterogeneous form, as the PyG peer trains it on a typed graph.
 
 SAGEConv (mean) layers on the whole sampled subgraph, ReLU and dropout between them; it takes
-(x, edge_index) or (x, adj_t) and returns a row per node, the seeds' first. torch_geometric is
-imported when the model is made, so this module imports anywhere.
+(x, edge_index) or (x, adj_t) and returns a row per node, the seeds' first. The heterogeneous
+one has a SAGEConv per relation, summed into each destination type (HeteroConv, as
+`to_hetero(..., aggr="sum")` builds it in PyG's ogbn-mag example). torch_geometric is imported
+when a model is made, so this module imports anywhere.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
-__all__ = ["PyGSAGE"]
+__all__ = ["PyGHeteroSAGE", "PyGSAGE"]
 
 
 class PyGSAGE(nn.Module):
@@ -32,3 +36,38 @@ class PyGSAGE(nn.Module):
             if i < len(self.layers) - 1:
                 h = self.dropout(torch.relu(h))
         return h
+
+
+class PyGHeteroSAGE(nn.Module):
+    """`num_layers` HeteroConv layers of a SAGEConv per relation (aggr "sum" over the relations
+    into a type), from each type's input width (its features', `in_dims`, or its learnt
+    embedding's, `embed_dim`, sparse gradients, for the types without features) through
+    `hidden` to `out_dim`; forward(batch) gives the `target` seeds' rows of a NeighborLoader
+    batch of a HeteroData whose relations are `adj_t`."""
+
+    def __init__(self, relations: Sequence[tuple[str, str, str]], num_nodes: Mapping[str, int],
+                 in_dims: Mapping[str, int], embed_dim: int, hidden: int, out_dim: int,
+                 num_layers: int, dropout: float, target: str):
+        super().__init__()
+        from torch_geometric.nn import HeteroConv, SAGEConv
+        self.embeddings = nn.ModuleDict({t: nn.Embedding(n, embed_dim, sparse=True)
+                                         for t, n in num_nodes.items() if t not in in_dims})
+        dims = {t: in_dims.get(t, embed_dim) for t in num_nodes}
+        layers = []
+        for i in range(num_layers):
+            width = out_dim if i == num_layers - 1 else hidden
+            layers.append(HeteroConv({rel: SAGEConv((dims[rel[0]], dims[rel[2]]), width)
+                                      for rel in relations}, aggr="sum"))
+            dims = dict.fromkeys(dims, width)
+        self.layers = nn.ModuleList(layers)
+        self.dropout = nn.Dropout(dropout)
+        self.target = target
+
+    def forward(self, batch: Any) -> torch.Tensor:
+        h = {t: batch[t].x for t in batch.node_types if "x" in batch[t]}
+        h |= {t: table(batch[t].n_id) for t, table in self.embeddings.items()}
+        for i, layer in enumerate(self.layers):
+            h = layer(h, batch.adj_t_dict)
+            if i < len(self.layers) - 1:
+                h = {t: self.dropout(torch.relu(rows)) for t, rows in h.items()}
+        return h[self.target][:batch[self.target].batch_size]
