@@ -208,14 +208,44 @@ def test_a_peer_without_a_typed_path_is_not_run_on_a_typed_dataset(standin):
     assert PEERS["pyg"].typed_adapter == "gnnrepro.peers.pyg_hetero_peer"
 
 
-def test_the_pyg_peer_samples_and_trains_a_typed_graph_when_set_up(tmp_path):
-    """PyG's heterogeneous NeighborLoader and its SAGEConv per relation on mag-sim: every
-    batch holds its seeds, and training learns (loss falls) with sparse embeddings."""
-    if unavailable("pyg"):
-        pytest.skip(f"pyg: {unavailable('pyg')}")
-    with open_peers(["pyg"], TYPED_SETUP) as (running, not_run):
+def test_graphbolts_typed_csc_holds_each_relations_lists_in_order():
+    """GraphBolt's one CSC over all node types: each destination's in-edges grouped by
+    relation, in the relation's own order, sources at their type's offset."""
+    from gnnrepro.peers.graphbolt_hetero_peer import fused_typed_csc
+    from gnnrepro.typed_graph import TypedGraph
+    generator = torch.Generator().manual_seed(0)
+    num_nodes = {"a": 5, "b": 3}
+    edges = {("a", "x", "b"): (torch.randint(0, 5, (12,), generator=generator),
+                               torch.randint(0, 3, (12,), generator=generator)),
+             ("b", "y", "b"): (torch.randint(0, 3, (7,), generator=generator),
+                               torch.randint(0, 3, (7,), generator=generator)),
+             ("b", "z", "a"): (torch.randint(0, 3, (9,), generator=generator),
+                               torch.randint(0, 5, (9,), generator=generator))}
+    graph = TypedGraph.from_edges(num_nodes, edges)
+    fused = fused_typed_csc(graph.num_nodes, graph.relations)
+    assert fused["node_type_offset"].tolist() == [0, 5, 8]
+    assert fused["edge_type_to_id"] == {"a:x:b": 0, "b:y:b": 1, "b:z:a": 2}
+    indptr, indices, kinds = fused["csc_indptr"], fused["indices"], fused["type_per_edge"]
+    offset = {"a": 0, "b": 5}
+    for kind, ((src, _, dst), csc) in enumerate(graph.relations.items()):
+        for v in range(num_nodes[dst]):
+            g = v + offset[dst]
+            mine = kinds[indptr[g]:indptr[g + 1]]
+            assert torch.equal(mine, mine.sort().values)  # grouped by relation
+            got = indices[indptr[g]:indptr[g + 1]][mine == kind].long() - offset[src]
+            assert torch.equal(got, csc.indices[csc.indptr[v]:csc.indptr[v + 1]].long())
+    assert indptr[-1] == sum(e[0].numel() for e in edges.values())
+
+
+@pytest.mark.parametrize("name", ["graphbolt", "pyg"])
+def test_a_real_peer_samples_and_trains_a_typed_graph_when_set_up(name, tmp_path):
+    """The peer's heterogeneous loader and its SAGEConv per relation on mag-sim: every batch
+    holds its seeds, and training learns (loss falls) with sparse embeddings."""
+    if unavailable(name):
+        pytest.skip(f"{name}: {unavailable(name)}")
+    with open_peers([name], TYPED_SETUP) as (running, not_run):
         assert not_run == {}, not_run
-        peer = running["pyg"]
+        peer = running[name]
         reply = peer.request("sample", seeds_file=seeds_file(tmp_path, 64))
         assert all(n >= 64 for n in reply["input_nodes"]) and all(e > 0 for e in reply["edges"])
         assert peer.request("loader_epoch", epoch=1)["batches"] > 0

@@ -34,8 +34,9 @@ class Peer:
 
 PEERS: dict[str, Peer] = {
     "graphbolt": Peer("graphbolt", "GraphBolt (DGL 2.1.0 on torch 2.2.1): ItemSampler -> "
-                                   "sample_neighbor -> fetch_feature, DGL's SAGEConv",
-                      "gnnrepro.peers.graphbolt_peer"),
+                                   "sample_neighbor -> fetch_feature, DGL's SAGEConv; on a "
+                                   "typed graph HeteroGraphConv, one SAGEConv per relation",
+                      "gnnrepro.peers.graphbolt_peer", "gnnrepro.peers.graphbolt_hetero_peer"),
     "pyg": Peer("pyg", "PyG 2.8.1 NeighborLoader + SAGEConv, sampling with torch-sparse 0.6.18 "
                        "(without pyg-lib, its faster sampler, which no registry here serves); "
                        "on a typed graph a HeteroData, one SAGEConv per relation",

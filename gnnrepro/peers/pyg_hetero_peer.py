@@ -19,12 +19,10 @@ import torch
 from torch import nn
 
 from gnnrepro.peers.adapter import PeerAdapter
+from gnnrepro.peers.embedding_optimizer import DenseAndSparseAdam
 from gnnrepro.peers.pyg_model import PyGHeteroSAGE
 
-__all__ = ["Adapter", "EMBED_DIM"]
-
-#: The width of the featureless types' embeddings (as our R-GCN's: TypedModel.for_dataset).
-EMBED_DIM = 128
+__all__ = ["Adapter"]
 
 
 class Adapter(PeerAdapter):
@@ -80,8 +78,8 @@ class Adapter(PeerAdapter):
     def make_model(self, hidden: int, dropout: float) -> nn.Module:
         data = self.data
         return PyGHeteroSAGE(list(data.graph.relations), data.graph.num_nodes,
-                             data.num_features, EMBED_DIM, hidden, data.num_classes,
-                             len(self.fanouts), dropout, data.target)
+                             data.num_features, hidden, data.num_classes, len(self.fanouts),
+                             dropout, data.target)
 
     def make_optimizer(self, model: nn.Module, lr: float) -> torch.optim.Optimizer:
         """Adam for the dense weights, torch's SparseAdam for the embedding tables."""
@@ -89,26 +87,3 @@ class Adapter(PeerAdapter):
 
     def logits(self, model: nn.Module, batch: Any) -> torch.Tensor:
         return model(batch)
-
-
-class DenseAndSparseAdam(torch.optim.Optimizer):
-    """Adam over a model's dense parameters and SparseAdam over its sparse embeddings, stepped
-    as one (what a PyG user writes for `nn.Embedding(sparse=True)` tables)."""
-
-    def __init__(self, model: nn.Module, lr: float):
-        sparse = [m.weight for m in model.modules()
-                  if isinstance(m, nn.Embedding) and m.sparse]
-        ids = {id(p) for p in sparse}
-        dense = [p for p in model.parameters() if id(p) not in ids]
-        self.parts = [torch.optim.Adam(dense, lr=lr)] + (
-            [torch.optim.SparseAdam(sparse, lr=lr)] if sparse else [])
-        super().__init__([p for part in self.parts for group in part.param_groups
-                          for p in group["params"]], {"lr": lr})
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for part in self.parts:
-            part.zero_grad(set_to_none=set_to_none)
-
-    def step(self, closure: Any = None) -> None:
-        for part in self.parts:
-            part.step()

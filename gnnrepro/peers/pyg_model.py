@@ -15,6 +15,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from gnnrepro.peers.embedding_optimizer import embedding_tables, layer_widths
+
 __all__ = ["PyGHeteroSAGE", "PyGSAGE"]
 
 
@@ -41,25 +43,20 @@ class PyGSAGE(nn.Module):
 class PyGHeteroSAGE(nn.Module):
     """`num_layers` HeteroConv layers of a SAGEConv per relation (aggr "sum" over the relations
     into a type), from each type's input width (its features', `in_dims`, or its learnt
-    embedding's, `embed_dim`, sparse gradients, for the types without features) through
+    embedding's, sparse gradients, for the types without features) through
     `hidden` to `out_dim`; forward(batch) gives the `target` seeds' rows of a NeighborLoader
     batch of a HeteroData whose relations are `adj_t`."""
 
     def __init__(self, relations: Sequence[tuple[str, str, str]], num_nodes: Mapping[str, int],
-                 in_dims: Mapping[str, int], embed_dim: int, hidden: int, out_dim: int,
-                 num_layers: int, dropout: float, target: str):
+                 in_dims: Mapping[str, int], hidden: int, out_dim: int, num_layers: int,
+                 dropout: float, target: str):
         super().__init__()
         from torch_geometric.nn import HeteroConv, SAGEConv
-        self.embeddings = nn.ModuleDict({t: nn.Embedding(n, embed_dim, sparse=True)
-                                         for t, n in num_nodes.items() if t not in in_dims})
-        dims = {t: in_dims.get(t, embed_dim) for t in num_nodes}
-        layers = []
-        for i in range(num_layers):
-            width = out_dim if i == num_layers - 1 else hidden
-            layers.append(HeteroConv({rel: SAGEConv((dims[rel[0]], dims[rel[2]]), width)
-                                      for rel in relations}, aggr="sum"))
-            dims = dict.fromkeys(dims, width)
-        self.layers = nn.ModuleList(layers)
+        self.embeddings = embedding_tables(num_nodes, in_dims)
+        self.layers = nn.ModuleList(
+            HeteroConv({rel: SAGEConv((dims[rel[0]], dims[rel[2]]), width) for rel in relations},
+                       aggr="sum")
+            for dims, width in layer_widths(num_nodes, in_dims, hidden, out_dim, num_layers))
         self.dropout = nn.Dropout(dropout)
         self.target = target
 
