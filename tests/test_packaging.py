@@ -45,7 +45,8 @@ def test_every_extra_is_in_all():
 def _peer_adapters() -> set[Path]:
     """The peers' adapter modules: they run in the peers' own environments (make peers)."""
     from gnnrepro.peers import PEERS
-    return {ROOT / (peer.adapter.replace(".", "/") + ".py") for peer in PEERS.values()}
+    return {ROOT / (module.replace(".", "/") + ".py") for peer in PEERS.values()
+            for module in (peer.adapter, peer.typed_adapter) if module}
 
 
 def _third_party_imports(paths: Iterable[Path] | None = None) -> set[str]:

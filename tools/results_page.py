@@ -182,11 +182,13 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
         LOADER),
     "peers-train-cpu-mag.json": (
         "`bench end-to-end --dataset mag-sim --scale 0.1 --pipelines fused+pinned --model rgcn "
-        "--hidden 64 --fanouts 25,20 --epochs 2 --threads 2 --peers pyg` (`make peers` first)",
+        "--hidden 64 --fanouts 25,20 --epochs 2 --threads 2 --peers graphbolt,pyg` (`make peers` "
+        "first)",
         "README, headline table", END_TO_END),
     "peers-loader-cpu-mag.json": (
         "`bench loader --dataset mag-sim --scale 0.1 --fanouts 25,20 --batch-size 1024 "
-        "--pipelines fused+pinned --threads 2 --rounds 3 --peers pyg` (`make peers` first)",
+        "--pipelines fused+pinned --threads 2 --rounds 3 --peers graphbolt,pyg` (`make peers` "
+        "first)",
         "README, headline table", LOADER),
     "train-cpu-mag-0.25.json": (
         "`bench end-to-end --dataset mag-sim --scale 0.25 --pipelines dgl,fused+pinned --model "
