@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,23 @@ def has_module(name: str) -> bool:
 DISTRIBUTIONS = {"yaml": "pyyaml"}
 
 
+def _install_each(names: list[str], site: Path, arguments: Callable[[list[str]], list[str]]
+                  ) -> None:
+    """pip install (no network, into `site`) `names` in one call, what `arguments(names)`
+    says to install; one at a time where that fails, so that one bad wheel costs only its own
+    name. `site` then goes first on sys.path."""
+    def pip(some: list[str]) -> int:
+        return subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--target",
+                               str(site), "--upgrade", *arguments(some)]).returncode
+
+    if pip(names) != 0:
+        for name in names:
+            pip([name])
+    if str(site) not in sys.path:
+        sys.path.insert(0, str(site))
+    importlib.invalidate_caches()
+
+
 def install_missing(modules: list[str], wheels: Path, site: Path = SITE) -> dict[str, str]:
     """Each module: 'present', 'installed' (from the wheels in `wheels`, into `site`, no
     network) or 'missing'. One pip call for all (one at a time if that fails, so one missing
@@ -36,17 +54,8 @@ def install_missing(modules: list[str], wheels: Path, site: Path = SITE) -> dict
     steps."""
     missing = [m for m in modules if not has_module(m)]
     if missing and wheels.is_dir() and any(wheels.glob("*.whl")):
-        def pip(names: list[str]) -> int:
-            return subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index",
-                                   "--find-links", str(wheels), "--target", str(site),
-                                   "--upgrade", *[DISTRIBUTIONS.get(n, n) for n in names]]
-                                  ).returncode
-        if pip(missing) != 0:
-            for module in missing:
-                pip([module])
-        if str(site) not in sys.path:
-            sys.path.insert(0, str(site))
-        importlib.invalidate_caches()
+        _install_each(missing, site, lambda names: [
+            "--find-links", str(wheels), *[DISTRIBUTIONS.get(n, n) for n in names]])
     return {m: "present" if m not in missing else "installed" if has_module(m) else "missing"
             for m in modules}
 
@@ -68,18 +77,8 @@ def install_lacking(wheels: Path, site: Path = SITE) -> dict[str, str]:
     found = {re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower(): w
              for w in sorted(wheels.glob("*.whl"))} if wheels.is_dir() else {}
     lacking = [name for name in found if not have(name)]
-    def pip(names: list[str]) -> int:
-        return subprocess.run([PY, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
-                               "--target", str(site), "--upgrade",
-                               *[str(found[n]) for n in names]]).returncode
-
     if lacking:
-        if pip(lacking) != 0:  # one bad wheel costs only its own distribution
-            for name in lacking:
-                pip([name])
-        if str(site) not in sys.path:
-            sys.path.insert(0, str(site))
-        importlib.invalidate_caches()
+        _install_each(lacking, site, lambda names: ["--no-deps", *[str(found[n]) for n in names]])
     return {name: "present" if name not in lacking else "installed" if have(name) else "missing"
             for name in found}
 
