@@ -283,7 +283,12 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "these runs), let a result name its commit where the tree came without .git "
              "(GNNREPRO_COMMIT, read only where git fails) and gave the notebooks' experiments "
              "rows for DGL not run, ratios over our reference pipeline and the ladder's order "
-             "(with DGL the same rows as before): nothing these runs measure changed")
+             "(with DGL the same rows as before): nothing these runs measure changed. It also gave "
+             "the peers typed adapters (a homogeneous run starts the same adapter as before, "
+             "which steps the same Adam) and measured peers-sampling-cpu, peers-loader-cpu, "
+             "peers-train-cpu and own-model-pyg-cpu again at its final code, the peers' "
+             "environments being set up on this VM; their products-size runs take tens of "
+             "minutes each and were not")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
