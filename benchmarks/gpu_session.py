@@ -5,7 +5,7 @@ cut off still leaves what finished): build the extension for this GPU's architec
 core; tests/gpu with CUDA required; compute-sanitizer memcheck over the CUDA op tests and
 racecheck over a few; the paper's 1-GPU measurements at products-sim `--scale` (per-batch
 sampling per placement, the copy overlap, the end-to-end ladder); the host-to-device ceiling;
-MLPerf's R-GAT preset for a fixed number of steps on igbh-sim (its result in session.json).
+the CPU sampler at 1-16 threads with each relabel (benchmarks/sampler_threads.py); MLPerf's R-GAT preset for a fixed number of steps on igbh-sim (its result in session.json).
 The dataset is generated in the background from the start (it needs one core; the build and
 tests use the others), and the measurements wait for it.
 
@@ -13,7 +13,7 @@ OUT holds 4 files (a lent machine returns at most 8): session.json (every step's
 seconds, findings and the headline figures, rewritten after each step), session.log (every
 step's output, appended as it runs), results.tar.gz (one JSON per measurement, the archive
 rewritten as each is kept: placements.json, copy-overlap.json, end-to-end.json, h2d.json,
-own-model-pyg.json: PyG's model on PyG's loader and on ours, last,
+sampler-threads.json, own-model-pyg.json: PyG's model on PyG's loader and on ours, last,
 benchmarks/gpu_pyg_peer.py) and the built extension (_C*.so: carried back, `--reuse-build`
 spares a second session on the same GPU kind the build). The folder is stored as it comes
 back (gnnrepro.experiments.gpu_results reads the archive).
@@ -65,7 +65,7 @@ SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows
 RACECHECK_SELECTION = "test_blocks_are_right_and_equal_the_cpu_op and cuda and fanouts1 and device"
 MEASUREMENTS = ("placements", "copy-overlap", "end-to-end")
 #: What `--steps` can name (the dataset and the build come with whatever needs them).
-STEPS = ("tests", "sanitizers", "measurements", "h2d", "mlperf", "pyg")
+STEPS = ("tests", "sanitizers", "measurements", "h2d", "threads", "mlperf", "pyg")
 REFUSED = "skipped: compute-sanitizer refused this device"
 
 
@@ -210,6 +210,27 @@ def step_h2d(s: Session, cuda: bool) -> None:
                                            for k in ("pinned", "pageable") if k in result}
 
 
+def step_sampler_threads(s: Session, built: bool, scale: float) -> None:
+    """The CPU sampler at 1-16 threads with each relabel, beside the machine's random-read rate
+    at the same counts (issue 49 item 6, benchmarks/sampler_threads.py): the only 16-core
+    machines we have are these."""
+    dataset = s.report["steps"].get("dataset", {})
+    if not built or not dataset.get("ok"):
+        s.skip("sampler-threads", "skipped: no build or no dataset")
+        return
+    out = WORK / "threads"
+    (out / "sampler-threads.json").unlink(missing_ok=True)
+    threads = "1,2" if s.dry_run else "1,2,4,8,16"
+    step = s.run("sampler-threads", [PY, "benchmarks/sampler_threads.py", "--out", str(out),
+                                     "--scale", str(scale), "--typed-scale",
+                                     str(min(max(scale, 0.01), 0.1)), "--threads", threads,
+                                     "--batch-size", "64" if s.dry_run else "1024",
+                                     "--batches", "10", "--passes", "2"],
+                 timeout_s=60, reserve_s=250)
+    if step["ok"]:
+        s.keep("sampler-threads", out / "sampler-threads.json")
+
+
 def step_mlperf(s: Session, cuda: bool, built: bool) -> None:
     """MLPerf's R-GAT preset (3 layers, hidden 512 in 4 heads, fanouts 5,10,15, 1024 seeds)
     for a fixed number of steps on igbh-sim, features in memory, then its sampled validation
@@ -294,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     s.save()
     began = time.monotonic()
-    dataset = step_dataset(s, scale) if steps & {"measurements", "pyg"} else None
+    dataset = step_dataset(s, scale) if steps & {"measurements", "threads", "pyg"} else None
     try:
         built = step_build(s, cuda, args.reuse_build)
         if built and "tests" in steps:
@@ -307,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
             wait_dataset(s, dataset, began)
         if "h2d" in steps:
             step_h2d(s, cuda)
+        if "threads" in steps:
+            step_sampler_threads(s, built, scale)
         if "mlperf" in steps:
             step_mlperf(s, cuda, built)
         if "pyg" in steps:

@@ -11,6 +11,7 @@
 #include "features/clock_cache.h"
 #include "features/disk_gather.h"
 #include "features/disk_reader.h"
+#include "sampling/relabel_mode.h"
 
 TORCH_LIBRARY(gnnrepro, m) {
   // Fake-tensor (Meta) kernels of these ops live in Python: data-dependent output sizes need
@@ -134,6 +135,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   gnnrepro::register_clock_cache(m);  // ClockCache: the disk store's CLOCK row cache
   gnnrepro::register_disk_gather(m);  // DiskGather: the disk store's gather, one call a batch
   gnnrepro::register_random_reads(m);  // random_line_reads: the random-read ceiling probe
+  gnnrepro::register_relabel_mode(m);  // parallel_relabel_threads: the sampler's relabel
   m.def("output_pool_stats", &gnnrepro::output_pool_stats,
         "[bytes cached, most bytes cached, allocations from the cache, allocations of new "
         "memory] of the pool the CPU sampler's outputs come from (csrc/common/output_pool.h).");

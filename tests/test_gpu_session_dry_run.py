@@ -16,7 +16,8 @@ from gnnrepro.experiments.gpu_results import GpuSession
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = {"session.json", "session.log", "results.tar.gz"}
-MEASUREMENTS = {"placements.json", "copy-overlap.json", "end-to-end.json", "h2d.json"}
+MEASUREMENTS = {"placements.json", "copy-overlap.json", "end-to-end.json", "h2d.json",
+                "sampler-threads.json"}
 
 
 def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
@@ -39,8 +40,11 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     names = list(steps)
     assert names[:7] == ["dataset", "build", "tests-gpu", "memcheck", "racecheck", "placements",
                          "copy-overlap"]
-    assert names[-3:] == ["h2d", "mlperf-rgat", "own-model-pyg"] and len(names) >= 13
-    assert all(name.startswith("end-to-end-") for name in names[7:-3])
+    assert names[-4:] == ["h2d", "sampler-threads", "mlperf-rgat", "own-model-pyg"]
+    assert len(names) >= 14 and all(name.startswith("end-to-end-") for name in names[7:-4])
+    threads = stored.result("sampler-threads")  # both relabels and the read rate per count
+    assert set(threads["relabel"]) == set(threads["random_reads"]) == {"1", "2"}
+    assert all(ms > 0 for both in threads["relabel"].values() for ms in both.values())
     mlperf = report["mlperf_rgat"]  # the preset ran, on igbh-sim, with its own settings
     assert mlperf["params"]["model"] == "rgat-mlperf" and mlperf["params"]["batch_size"] == 1024
     assert mlperf["params"]["fanouts"] == [5, 10, 15] and mlperf["dataset"]["name"] == "igbh-sim"

@@ -3,7 +3,9 @@
 // Per layer, outward from the seeds: (1) count picks per destination, (2) sample neighbours in
 // parallel over destinations straight into the block's `indices` (global ids, CSC order), and
 // (3) relabel in place with a dense node map: destinations keep their ids 0..num_dst-1 and new
-// sources get the next ids in first-occurrence order. No COO frontier and no hash table is built.
+// sources get the next ids in first-occurrence order, either in one ordered pass beside the
+// sampling or, on many threads, in parallel passes (relabel_mode.h) that give the same ids. No
+// COO frontier and no hash table is built.
 // A layer's sources, in order, are the next layer's destinations, so the map carries over
 // between layers and is cleared once, at the end, over the input nodes only. The per-destination
 // rules (random numbers, picks, relabel order, map contract) are the common/ headers the CUDA
@@ -28,6 +30,7 @@
 #include "../common/temporal_picks.h"
 #include "../common/weighted_picks.h"
 #include "prefetch_distances.h"
+#include "relabel_mode.h"
 #include "sample_args.h"
 #include "sample_errors.h"
 #include "typed_spec.h"
@@ -40,6 +43,27 @@ namespace {
 constexpr int64_t kChunk = 1024;
 constexpr int64_t kCountChunk = 4096;
 constexpr int64_t kClearChunk = 16384;
+// Edges per item of the parallel relabel's last pass.
+constexpr int64_t kResolveChunk = 16384;
+
+// The parallel relabel's marks on a block's entries between its passes: a node new in the layer
+// (its id not known yet), and a claim on its first appearance. Node ids stay below both.
+constexpr int64_t kNewNode = int64_t{1} << 62;
+constexpr int64_t kFirstSeen = int64_t{1} << 61;
+constexpr int64_t kNodeBits = kFirstSeen - 1;
+
+// A map entry during the parallel relabel: the position (over the layer's blocks, relations in
+// order) of a new node's first appearance so far, below -1 so that it is neither an id nor
+// unmapped, and ordered as the positions are (the smallest wins an atomic min).
+int32_t first_position_code(int64_t position) {
+  return static_cast<int32_t>(std::numeric_limits<int32_t>::min() + position);
+}
+
+// The map entry a block entry marked `mark` refers to, else entry 0 (a line in the cache): the
+// passes prefetch and load through it without a branch on the mark (taken about half the time).
+int64_t marked_node(int64_t entry, int64_t mark) {
+  return entry & kNodeBits & -static_cast<int64_t>((entry & mark) != 0);
+}
 // How many items ahead the loops prefetch: prefetch_distances.h.
 
 // Writes the positions in `indices` of `count` of the `degree` neighbours stored from `start`.
@@ -223,9 +247,11 @@ class NodeMapGuard {
 
 // One call of the op on a graph whose `indices` hold IdT. The layers run as steps of one thread
 // team (step_team.h): per layer, outward from the seeds, (1) counting and (2)+(3) sampling with
-// the ordered relabel; then clearing the map. Step 2k counts layer num_layers-1-k, step 2k+1
-// samples it, step 2L clears. Each `plan(s)` runs serially once step s-1 is complete: it checks
-// what that step found and sets up step s. The members below are the state those steps share.
+// the ordered relabel; then clearing the map. With the parallel relabel (relabel_mode.h) a layer
+// is counted, sampled with each chunk claiming its new nodes' first positions, marked and
+// assigned; its resolve pass runs beside the next layer's counting. Each `plan(s)` runs
+// serially once step s-1 is complete: it checks what that step found and sets up step s. The
+// members below are the state those steps share.
 //
 // A typed graph (typed_spec.h) is sampled the same way: a step's items are chunks of every
 // relation's destinations, relation by relation, and the ordered relabel numbers each node
@@ -295,7 +321,10 @@ class SampleCall {
   std::vector<at::Tensor> run() {
     NodeMapGuard guard(map_, num_nodes_);
     map_seeds();
-    run_steps(2 * num_layers_ + 1, at::get_num_threads(),
+    const int64_t threads = at::get_num_threads();
+    parallel_relabel_ = !disjoint_ && threads >= parallel_relabel_threads();
+    const int64_t tail_steps = parallel_relabel_ ? 2 : 1;  // (resolve,) clear
+    run_steps(steps_per_layer() * num_layers_ + tail_steps, threads,
               [this](int64_t step) { return plan(step); });
     guard.done();
     return std::move(out_);
@@ -325,6 +354,11 @@ class SampleCall {
   // A step's item: destinations [begin, end) of relation rel.
   struct Item {
     int64_t rel, begin, end;
+  };
+  // An item of the parallel relabel's last pass: a block's entries ids[begin, end).
+  struct ResolveItem {
+    int64_t* ids;
+    int64_t begin, end;
   };
 
   // Checks the seeds and gives them local ids 0, 1, ... type by type. Range, then a clean map at
@@ -390,14 +424,45 @@ class SampleCall {
     }
   }
 
-  // Sets up step `step` (see the class comment); an even step first ends the layer that the
-  // step before it sampled.
+  // Steps a layer takes: count, sample (with the ordered relabel), or count, sample (with the
+  // parallel relabel's claims), verify, verify again (no items unless the first verification
+  // repaired a claim) and assign; the parallel relabel's resolve pass of a layer shares the next
+  // layer's counting step (or has one of its own after the last layer).
+  int64_t steps_per_layer() const { return parallel_relabel_ ? 5 : 2; }
+
+  // Sets up step `step` (see the class comment); a layer's first step first ends the layer
+  // before it.
   TeamStep plan(int64_t step) {
-    if (step % 2 == 0 && step > 0) finish_layer();
-    if (step == 2 * num_layers_) return plan_clear();
-    if (step == 2 * num_layers_ + 1) return {};  // the final tail: nothing left to do
-    if (step % 2 == 0) return plan_count();      // the next layer outward
-    return plan_sample();                         // the layer just counted
+    const int64_t per_layer = steps_per_layer(), layer_steps = per_layer * num_layers_;
+    if (step < layer_steps) {
+      switch (step % per_layer) {
+        case 0:
+          if (step > 0) finish_layer();
+          return plan_count();  // the next layer outward
+        case 1:
+          return plan_sample();  // the layer just counted
+        case 2:
+          return plan_verify(true);
+        case 3:
+          return plan_verify(repaired_.load());
+        default:
+          return plan_assign();
+      }
+    }
+    if (step == layer_steps) {
+      finish_layer();
+      if (parallel_relabel_) return plan_resolve();
+      return plan_clear();
+    }
+    if (parallel_relabel_ && step == layer_steps + 1) {
+      raise_dirty_map();  // found by the last layer's resolve pass
+      return plan_clear();
+    }
+    return {};  // the final tail: nothing left to do
+  }
+
+  void raise_dirty_map() {
+    if (map_dirty_.load()) raise_sample_error(kDirtyMap, detail_, num_nodes_);
   }
 
   // The items of a step over every relation's destinations, `chunk` destinations an item.
@@ -413,6 +478,7 @@ class SampleCall {
   // Step (1) of the next layer outward: per relation its block indptr, its destinations (those
   // of its destination type) and room for their starts and degrees.
   TeamStep plan_count() {
+    if (parallel_relabel_ && layer_ < num_layers_) collect_resolve_items();  // the layer before
     --layer_;
     const int64_t* d = dst_.data_ptr<int64_t>();
     const uint64_t layer_stream = layer_key(static_cast<uint64_t>(seed_),
@@ -439,8 +505,14 @@ class SampleCall {
     }
     bad_indptr_.store(kNoError);
     make_items(kCountChunk);
-    return {static_cast<int64_t>(items_.size()),
-            [this](int64_t c) { count_range(items_[c]); }};
+    const auto counting = static_cast<int64_t>(items_.size());
+    return {counting + static_cast<int64_t>(resolve_items_.size()), [this, counting](int64_t c) {
+              if (c < counting) {
+                count_range(items_[c]);
+              } else {
+                resolve_chunk(resolve_items_[c - counting]);
+              }
+            }};
   }
 
   // Destination v's neighbour positions [lo, hi) in relation r's indptr `ip` (`edges` edges);
@@ -568,6 +640,7 @@ class SampleCall {
   // Steps (2)+(3) of the layer just counted: raises what counting found, turns the counts into
   // the block indptrs and sizes the blocks' indices and the source list.
   TeamStep plan_sample() {
+    raise_dirty_map();  // the parallel relabel's resolve pass of the layer before
     if (bad_indptr_.load() != kNoError) {
       detail_.bad_indptr_rel = bad_indptr_.load() >> kRelShift;
       detail_.bad_indptr_node = bad_indptr_.load() & kPosMask;
@@ -576,7 +649,10 @@ class SampleCall {
     // Local ids are int32 in the map: sources (<= num_dst + edges) must stay below 2^31 - 1.
     const int64_t limit = std::numeric_limits<int32_t>::max() - 1 - num_dst_;
     int64_t block_edges = 0;
-    for (Rel& rel : rels_) {
+    rel_base_.assign(num_rels_, 0);
+    for (int64_t r = 0; r < num_rels_; ++r) {
+      Rel& rel = rels_[r];
+      rel_base_[r] = block_edges;  // positions over the layer's blocks (the parallel relabel's)
       int64_t* bp = rel.bp;
       bp[0] = 0;
       for (int64_t i = 0; i < rel.n; ++i) {
@@ -586,6 +662,7 @@ class SampleCall {
       }
       block_edges += bp[rel.n];
     }
+    layer_edges_ = block_edges;
     // Per type its sources in order of their local ids: its destinations, then at most one
     // new source per edge of the relations from that type.
     std::vector<int64_t> capacity(num_types_ + 1, 0);
@@ -609,7 +686,7 @@ class SampleCall {
         rel.eid = rel.eids.template data_ptr<int64_t>();
       }
     }
-    map_ok_ = true;
+    map_dirty_.store(false);
     bad_index_.store(kNoError);
     bad_table_.store(kNoError);
     make_items(kChunk);
@@ -624,8 +701,54 @@ class SampleCall {
               [this](int64_t c) { sample_chunk(items_[c]); },
               [this](int64_t c) { relabel_disjoint_chunk(items_[c]); }};
     }
+    if (parallel_relabel_) {  // each chunk claims its new nodes' first positions as it goes
+      firsts_.assign(items_.size(), 0);
+      return {static_cast<int64_t>(items_.size()), [this](int64_t c) {
+                sample_chunk(items_[c]);
+                claim_chunk(c);
+              }};
+    }
     return {static_cast<int64_t>(items_.size()), [this](int64_t c) { sample_chunk(items_[c]); },
             [this](int64_t c) { relabel_chunk(items_[c]); }};
+  }
+
+  // The parallel relabel's second pass, once every chunk has claimed (if `needed`: else no
+  // items): each claim checks that it holds its node's map entry.
+  TeamStep plan_verify(bool needed) {
+    repaired_.store(false);
+    return {needed ? static_cast<int64_t>(items_.size()) : 0,
+            [this](int64_t c) { verify_chunk(c); }};
+  }
+
+  // Its third pass: each chunk's first appearances take the next ids of their type from the
+  // chunk's offset (the firsts of the chunks before it, relations in order), as the ordered
+  // pass would number them.
+  TeamStep plan_assign() {
+    for (size_t c = 0; c < items_.size(); ++c) {
+      const int64_t t = rels_[items_[c].rel].src_type;
+      const int64_t firsts = firsts_[c];
+      firsts_[c] = next_[t];  // from here on: the chunk's first id
+      next_[t] += firsts;
+    }
+    return {static_cast<int64_t>(items_.size()), [this](int64_t c) { assign_chunk(c); }};
+  }
+
+  // Its last pass over the layer just finished, after the assign pass: the entries of nodes
+  // that are not first appearances read their ids from the map.
+  void collect_resolve_items() {
+    resolve_items_.clear();
+    for (const Rel& rel : rels_) {
+      const int64_t edges = rel.bp[rel.n];
+      for (int64_t b = 0; b < edges; b += kResolveChunk) {
+        resolve_items_.push_back({rel.bi, b, std::min(edges, b + kResolveChunk)});
+      }
+    }
+  }
+
+  TeamStep plan_resolve() {
+    collect_resolve_items();
+    return {static_cast<int64_t>(resolve_items_.size()),
+            [this](int64_t c) { resolve_chunk(resolve_items_[c]); }};
   }
 
   // Empties the disjoint map for the layer planned: `entries` keys, its destinations and at
@@ -658,6 +781,148 @@ class SampleCall {
       gather_chunk(rel, item.rel, rel.bp[item.begin], rel.bp[item.end]);
     }
     if (disjoint_) tag_seeds(rel, item.begin, item.end);
+  }
+
+  // The parallel relabel, pass 1 (chunk c, just sampled): a node mapped before the layer takes
+  // its id (its map entry checked as relabel_chunk does); a new node is marked kNewNode, and
+  // where its position is smaller than the one its map entry holds, it claims its first
+  // appearance there (kFirstSeen) and writes its position. Plain stores, no locked
+  // instruction: two threads may write one entry at once and the smaller position be lost,
+  // which the verification repairs. Branch-free, as relabel_chunk: a new node is about as
+  // likely as a mapped one, a claim as likely as none.
+  void claim_chunk(int64_t c) {
+    const Item& item = items_[c];
+    const Rel& rel = rels_[item.rel];
+    int64_t* ids = rel.bi;  // locals: see count_range
+    const int64_t* sources = srcs_[rel.src_type];
+    int32_t* const node_map = map_;
+    const int64_t mapped = next_[rel.src_type];  // ids given before this layer
+    const int64_t base = rel_base_[item.rel];
+    const int32_t layer_end = first_position_code(layer_edges_);
+    int32_t unused = 0;  // where a store that claims nothing goes
+    bool all_ok = true;
+    const int64_t e_end = rel.bp[item.end];
+    for (int64_t e = rel.bp[item.begin]; e < e_end; ++e) {
+      if (e + kRelabelPrefetchAhead < e_end && ids[e + kRelabelPrefetchAhead] >= 0) {
+        __builtin_prefetch(node_map + ids[e + kRelabelPrefetchAhead], 1);
+      }
+      if (e + kOwnerPrefetchAhead < e_end && ids[e + kOwnerPrefetchAhead] >= 0) {
+        // The map entry was prefetched above; prefetch the check's read of `sources` next.
+        const int32_t m_ahead = std::atomic_ref<int32_t>(node_map[ids[e + kOwnerPrefetchAhead]])
+                                    .load(std::memory_order_relaxed);
+        __builtin_prefetch(sources + (map_id_in_range(m_ahead, mapped) ? m_ahead : 0));
+      }
+      const int64_t u = ids[e];
+      if (u < 0) {  // a bad index (raised after the layer)
+        ids[e] = 0;
+        continue;
+      }
+      const int32_t m = std::atomic_ref<int32_t>(node_map[u]).load(std::memory_order_relaxed);
+      const int32_t code = first_position_code(base + e);
+      // A destination or a source of an earlier layer (m >= 0), checked; else unmapped (-1) or
+      // a position of this layer (below -1; one outside the layer was there on entry).
+      const bool in_range = map_id_in_range(m, mapped);
+      const int64_t mapped_mask = -static_cast<int64_t>(m >= 0);
+      const int64_t owner = sources[in_range ? m : 0];
+      all_ok &= m >= 0 ? in_range & (owner == u) : (m == kUnmapped) | (m < layer_end);
+      const bool claim = (m < 0) & (code < m);
+      std::atomic_ref<int32_t>(claim ? node_map[u] : unused)
+          .store(code, std::memory_order_relaxed);
+      const int64_t marked = u | kNewNode | (claim ? kFirstSeen : 0);
+      ids[e] = ((in_range ? m : 0) & mapped_mask) | (marked & ~mapped_mask);
+    }
+    if (!all_ok) map_dirty_.store(true, std::memory_order_relaxed);
+  }
+
+  // Pass 2 (every chunk claimed): a claim keeps its mark where the map entry holds its
+  // position, drops it where the entry holds a smaller one, and where the entry holds a larger
+  // one (its store was lost to another thread's) lowers it to its own (an atomic minimum) and
+  // asks for a second verification, since claims verified before the repair may have seen the
+  // larger one. After one verification the entry holds the smallest claim, which a second one
+  // leaves alone, so two always suffice. Counts the chunk's first appearances (the claims whose
+  // position the entry holds); writes no block entry.
+  void verify_chunk(int64_t c) {
+    const Item& item = items_[c];
+    const Rel& rel = rels_[item.rel];
+    int64_t* ids = rel.bi;  // locals: see count_range
+    int32_t* const node_map = map_;
+    const int64_t base = rel_base_[item.rel];
+    int32_t unclaimed = 0;  // what a load for an entry without a claim reads
+    int64_t firsts = 0;
+    bool repaired = false;
+    const int64_t e_end = rel.bp[item.end];
+    for (int64_t e = rel.bp[item.begin]; e < e_end; ++e) {
+      if (e + kRelabelPrefetchAhead < e_end) {
+        __builtin_prefetch(node_map + marked_node(ids[e + kRelabelPrefetchAhead], kFirstSeen));
+      }
+      const int64_t v = ids[e];
+      const bool claim = v & kFirstSeen;
+      std::atomic_ref<int32_t> entry(claim ? node_map[v & kNodeBits] : unclaimed);
+      int32_t m = entry.load(std::memory_order_relaxed);
+      const int32_t code = claim ? first_position_code(base + e) : 0;
+      if (m > code) [[unlikely]] {  // a lost store: take the entry back
+        while (code < m && !entry.compare_exchange_weak(m, code, std::memory_order_relaxed)) {
+        }
+        repaired = true;
+        m = code;
+      }
+      firsts += claim & (m == code);  // read only: the assign pass checks the claim again
+    }
+    firsts_[c] = firsts;
+    if (repaired) repaired_.store(true, std::memory_order_relaxed);
+  }
+
+  // Pass 3: the chunk's first appearances (the claims whose position their map entry holds)
+  // take their ids, in order, and enter the map and the type's source list. Another chunk's
+  // claim on the same node, checked at once, sees either the first's position or its id: never
+  // its own position. Branch-free (see claim_chunk).
+  void assign_chunk(int64_t c) {
+    const Item& item = items_[c];
+    const Rel& rel = rels_[item.rel];
+    int64_t* ids = rel.bi;  // locals: see count_range
+    int64_t* sources = srcs_[rel.src_type];
+    int32_t* const node_map = map_;
+    const int64_t base = rel_base_[item.rel];
+    int32_t unused_entry = 0;  // where the stores of an entry that is no first appearance go:
+    int64_t unused_source = 0;  // the next chunk's threads write its first ids
+    int64_t fresh_id = firsts_[c];
+    const int64_t e_end = rel.bp[item.end];
+    for (int64_t e = rel.bp[item.begin]; e < e_end; ++e) {
+      if (e + kRelabelPrefetchAhead < e_end) {
+        __builtin_prefetch(node_map + marked_node(ids[e + kRelabelPrefetchAhead], kFirstSeen), 1);
+      }
+      const int64_t v = ids[e];
+      const int64_t u = v & kNodeBits;
+      const bool claim = v & kFirstSeen;
+      std::atomic_ref<int32_t> entry(claim ? node_map[u] : unused_entry);
+      const bool first = claim & (entry.load(std::memory_order_relaxed) ==
+                                  first_position_code(base + e));
+      std::atomic_ref<int32_t>(first ? node_map[u] : unused_entry)
+          .store(static_cast<int32_t>(fresh_id), std::memory_order_relaxed);
+      (first ? sources[fresh_id] : unused_source) = u;
+      ids[e] = first ? fresh_id : v;
+      fresh_id += first;
+    }
+  }
+
+  // Pass 4 (beside the next layer's counting): the other appearances of new nodes read the ids
+  // their first ones took. A new node whose entry is still a position had no first appearance:
+  // its entry held a smaller position on entry to the op. Branch-free (see claim_chunk).
+  void resolve_chunk(const ResolveItem& item) {
+    int64_t* ids = item.ids;
+    const int32_t* const node_map = map_;
+    bool all_ok = true;
+    for (int64_t e = item.begin; e < item.end; ++e) {
+      if (e + kRelabelPrefetchAhead < item.end) {
+        __builtin_prefetch(node_map + marked_node(ids[e + kRelabelPrefetchAhead], kNewNode));
+      }
+      const int64_t v = ids[e];
+      const bool fresh = v & kNewNode;
+      const int32_t m = node_map[marked_node(v, kNewNode)];
+      all_ok &= !fresh | (m >= 0);
+      ids[e] = fresh ? (m >= 0 ? m : 0) : v;
+    }
+    if (!all_ok) map_dirty_.store(true, std::memory_order_relaxed);
   }
 
   // A temporal call's picks of destinations [begin, end) take their destination's seed index
@@ -822,7 +1087,7 @@ class SampleCall {
     int64_t* sources = srcs_[rel.src_type];
     int32_t* const node_map = map_;
     int64_t fresh_id = next_[rel.src_type];
-    bool all_ok = map_ok_;
+    bool all_ok = true;
     const int64_t e_end = rel.bp[item.end];
     for (int64_t e = rel.bp[item.begin]; e < e_end; ++e) {
       if (e + kRelabelPrefetchAhead < e_end && ids[e + kRelabelPrefetchAhead] >= 0) {
@@ -851,7 +1116,7 @@ class SampleCall {
       ids[e] = id;
     }
     next_[rel.src_type] = fresh_id;
-    map_ok_ = all_ok;
+    if (!all_ok) map_dirty_.store(true, std::memory_order_relaxed);
   }
 
   // relabel_chunk for a temporal call: the keys (seed, node) through disjoint_map_, which holds
@@ -904,7 +1169,7 @@ class SampleCall {
       detail_.bad_index_limit = rels_[r].num_src_nodes;
       raise_sample_error(kBadIndex, detail_, num_nodes_, !spec_.homogeneous());
     }
-    if (!map_ok_) raise_sample_error(kDirtyMap, detail_, num_nodes_);
+    raise_dirty_map();
     const int64_t base = per_layer_ * layer_;
     const int64_t per_rel = return_eids_ ? 3 : 2;
     for (int64_t r = 0; r < num_rels_; ++r) {
@@ -996,12 +1261,20 @@ class SampleCall {
   std::vector<int64_t*> srcs_;
   std::vector<int64_t> next_;
   int64_t segs_ = 0;
+  // The parallel relabel (relabel_mode.h): the layer's edges, per relation its first position
+  // over the layer's blocks; per item of the sample step its first appearances (verify), then
+  // its first id (assign); the resolve pass's items.
+  bool parallel_relabel_ = false;
+  int64_t layer_edges_ = 0;
+  std::vector<int64_t> rel_base_, firsts_;
+  std::atomic<bool> repaired_{false};  // a verification took back a lost store
+  std::vector<ResolveItem> resolve_items_;
   // A temporal call with a timed and weighted relation: per destination (as start_) its
   // candidates [begin, end) as offsets into its list (count_timed; weighted_pick_chunk).
   bool weighted_timed_ = false;
   std::vector<int64_t> candidates_;
   // What its steps found: a map entry the op did not write, the smallest bad node / position.
-  bool map_ok_ = true;
+  std::atomic<bool> map_dirty_{false};
   std::atomic<int64_t> bad_indptr_{kNoError}, bad_index_{kNoError}, bad_table_{kNoError};
   // A temporal call (spec.temporal()): its nodes are keys (seed index << shift_ | global id),
   // relabelled through disjoint_map_; seed_time_ holds every seed's time, types in order.
