@@ -18,8 +18,10 @@ benchmarks/gpu_pyg_peer.py) and the built extension (_C*.so: carried back, `--re
 spares a second session on the same GPU kind the build). The folder is stored as it comes
 back (gnnrepro.experiments.gpu_results reads the archive).
 
-`--steps` names the steps to run (default all): a second call within one loan runs only what
-the first left failed, the dataset and the build coming with them.
+`--steps` names the steps to run (default all but `ranks`: the multi-GPU code path with 1, 2, 4
+and 8 ranks on the one GPU, benchmarks/rank_equivalence.py, which needs a loan of its own); a
+second call within one loan runs only what the first left failed, the dataset and the build
+coming with them.
 
 `--dry-run` runs the same steps and writes the same files on the CPU at a tiny scale (tests run
 it): steps that need a GPU or compute-sanitizer say why they were skipped.
@@ -65,7 +67,10 @@ SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows
 RACECHECK_SELECTION = "test_blocks_are_right_and_equal_the_cpu_op and cuda and fanouts1 and device"
 MEASUREMENTS = ("placements", "copy-overlap", "end-to-end")
 #: What `--steps` can name (the dataset and the build come with whatever needs them).
-STEPS = ("tests", "sanitizers", "measurements", "h2d", "threads", "mlperf", "pyg")
+STEPS = ("tests", "sanitizers", "measurements", "h2d", "threads", "mlperf", "pyg", "ranks")
+#: What runs without --steps: all but "ranks" (issue 49 item 3), which has a window of its own
+#: (`--steps ranks`): the two do not fit one loan together.
+DEFAULT_STEPS = tuple(name for name in STEPS if name != "ranks")
 REFUSED = "skipped: compute-sanitizer refused this device"
 
 
@@ -231,6 +236,25 @@ def step_sampler_threads(s: Session, built: bool, scale: float) -> None:
         s.keep("sampler-threads", out / "sampler-threads.json")
 
 
+def step_ranks(s: Session, cuda: bool, built: bool) -> None:
+    """The multi-GPU code path on the one GPU (issue 49 item 3, benchmarks/rank_equivalence.py):
+    one rank over NCCL against 2, 4 and 8 ranks sharing it over gloo, 50 steps, products-sim
+    0.05 (its own small dataset: the ranks' weights, not their speed, are the result)."""
+    if not built:
+        s.skip("rank-equivalence", "skipped: the build failed")
+        return
+    out = WORK / "ranks"
+    (out / "rank-equivalence.json").unlink(missing_ok=True)
+    args = (["--device", "cuda", "--world-sizes", "2,4,8"] if cuda else
+            ["--device", "cpu", "--scale", "0.003", "--world-sizes", "2", "--steps", "10",
+             "--batch-size", "64", "--threads", "1"])
+    step = s.run("rank-equivalence", [PY, "benchmarks/rank_equivalence.py", "--out", str(out),
+                                      *args], timeout_s=300)
+    result = s.keep("rank-equivalence", out / "rank-equivalence.json") if step["ok"] else None
+    if result:
+        s.report["figures"]["rank_equivalence"] = result["rows"]
+
+
 def step_mlperf(s: Session, cuda: bool, built: bool) -> None:
     """MLPerf's R-GAT preset (3 layers, hidden 512 in 4 heads, fanouts 5,10,15, 1024 seeds)
     for a fixed number of steps on igbh-sim, features in memory, then its sampled validation
@@ -283,9 +307,10 @@ def main(argv: list[str] | None = None) -> int:
                              "with its CUDA kernels (one returned by an earlier session)")
     parser.add_argument("--commit", default=os.environ.get("GNNREPRO_COMMIT"),
                         help="the commit the tree is (where .git did not travel)")
-    parser.add_argument("--steps", default=",".join(STEPS),
+    parser.add_argument("--steps", default=",".join(DEFAULT_STEPS),
                         help="the steps to run, comma-separated, of " + ", ".join(STEPS) +
-                             " (default all; a second call in one loan runs only what failed)")
+                             " (default all but ranks; a second call in one loan runs only "
+                             "what failed)")
     args = parser.parse_args(argv)
     steps = {name.strip() for name in args.steps.split(",") if name.strip()}
     if not steps or steps - set(STEPS):
@@ -334,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
             step_mlperf(s, cuda, built)
         if "pyg" in steps:
             step_pyg_peer(s, cuda, built, scale, args.pyg_wheels)
+        if "ranks" in steps:
+            step_ranks(s, cuda, built)
         headline(s)
     finally:
         settle_dataset(s, dataset)

@@ -40,7 +40,10 @@ def test_shard_plan_trains_every_id_once_in_equal_steps(num_ids, batch_size, wor
     assert covered == list(range(full if drop_last else num_ids))
     for p in plans:
         assert all(1 <= len(range(*p.bounds(s))) <= p.max_batch_size for s in range(p.steps))
-    ids = [p.batch_id(e, s) for p in plans for e in range(3) for s in range(p.steps)]
+    for e in range(3):  # one batch id per global step, the same on every rank
+        for s in range(plans[0].steps):
+            assert len({p.batch_id(e, s) for p in plans}) == 1
+    ids = [plans[0].batch_id(e, s) for e in range(3) for s in range(plans[0].steps)]
     assert len(set(ids)) == len(ids)
 
 
@@ -60,8 +63,8 @@ def test_loader_ranks_split_each_epoch(dataset: datasets.Dataset) -> None:
         epochs = [list(loader) for loader in loaders]
         seeds = torch.cat([mb.seeds for mb in itertools.chain(*epochs)])
         assert torch.equal(seeds.sort().values, dataset.train_idx.sort().values)
-        ids = [mb.batch_id for mb in itertools.chain(*epochs)]
-        assert len(set(ids)) == len(ids)
+        assert [mb.batch_id for mb in epochs[0]] == [mb.batch_id for mb in epochs[1]]
+        assert len({mb.batch_id for mb in epochs[0]}) == len(epochs[0])
         for mb in itertools.chain(*epochs):  # each batch is what its batch id samples
             assert torch.equal(mb.input_nodes, sampler.sample(mb.seeds, mb.batch_id).input_nodes)
 

@@ -89,3 +89,19 @@ def test_steps_runs_only_the_named_steps_with_what_they_need(tmp_path: Path) -> 
     assert report["steps_asked"] == ["pyg"]
     assert list(report["steps"]) == ["dataset", "build", "own-model-pyg"]
     assert report["steps"]["dataset"]["ok"] and report["steps"]["build"]["ok"]
+
+
+def test_the_ranks_step_runs_alone_and_keeps_its_result(tmp_path: Path) -> None:
+    """`--steps ranks` (issue 49 item 3's window): the build and the rank equivalence only,
+    rehearsed with CPU ranks over gloo."""
+    out = tmp_path / "out"
+    env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
+    run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out",
+                          str(out), "--steps", "ranks"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads((out / "session.json").read_text())
+    assert list(report["steps"]) == ["build", "rank-equivalence"]
+    rows = GpuSession(out, report).result("rank-equivalence")["rows"]
+    assert [r["world_size"] for r in rows] == [1, 2] and rows[1]["ranks_identical"]
+    assert rows[1]["relative_difference"] <= 1e-5

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from gnnrepro.checks import check_int
+from gnnrepro.checks import check_bool, check_int
 from gnnrepro.datasets import load_scaled
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.machine_share import share_dataset_
@@ -70,7 +70,8 @@ class DistributedResult:
 
 
 def _rank_main(rank: int, world_size: int, host: str, port: int, config: TrainConfig,
-               dataset: Dataset, inbox: multiprocessing.connection.Connection,
+               dataset: Dataset, share_device: bool,
+               inbox: multiprocessing.connection.Connection,
                outbox: multiprocessing.connection.Connection) -> None:
     """A rank (a Supervisor child): train, report ("ok", result) or ("error", traceback)."""
 
@@ -81,7 +82,7 @@ def _rank_main(rank: int, world_size: int, host: str, port: int, config: TrainCo
     def body() -> dict[str, Any]:
         store = dist.TCPStore(host, port, world_size, is_master=False,
                               timeout=timedelta(seconds=config.timeout_s))
-        init_process_group(config, rank, world_size, rank, store)
+        init_process_group(config, rank, world_size, rank, store, share_device)
         try:
             return train_rank(config, dataset, at_end, Heartbeat(outbox))
         finally:
@@ -90,27 +91,33 @@ def _rank_main(rank: int, world_size: int, host: str, port: int, config: TrainCo
     run_reporting(body, outbox)
 
 
-def unavailable(world_size: int, device: str) -> str | None:
+def unavailable(world_size: int, device: str, share_device: bool = False) -> str | None:
     """Why this machine cannot run `world_size` ranks on `device` (resolved), or None: GPU
-    ranks need a GPU each; CPU ranks can always run (they may share cores)."""
-    if device.startswith("cuda") and world_size > torch.cuda.device_count():
+    ranks need a GPU each (one for all with `share_device`); CPU ranks can always run (they
+    may share cores)."""
+    if device.startswith("cuda") and share_device and torch.cuda.device_count() < 1:
+        return "needs a GPU (the ranks share GPU 0); this machine has none"
+    if device.startswith("cuda") and not share_device and world_size > torch.cuda.device_count():
         return (f"needs {world_size} GPUs (one per rank); this machine has "
                 f"{torch.cuda.device_count()}")
     return None
 
 
 def launch(world_size: int, dataset: str | Dataset = "products-sim", *,
-        scale: float | None = None, root: str | None = None,
+        scale: float | None = None, root: str | None = None, share_device: bool = False,
         **settings: Any) -> DistributedResult:
     """Train on `world_size` ranks (processes; GPUs 0..world_size-1 with device="cuda") and
     return the all-reduced result. `dataset` is a name (loaded once, with `scale` for
     products-sim and `root`) or a Dataset; `settings` are TrainConfig fields (pipeline,
     fanouts, batch_size per rank, epochs, lr, hidden, threads per rank, workers, seed, device,
-    timeout_s, ...). A rank that raises, dies, or sends nothing for timeout_s raises
-    RuntimeError naming it and the cause."""
+    timeout_s, ...). `share_device`: with device="cuda", every rank on GPU 0, collectives over
+    gloo (a rehearsal of the multi-GPU path on one GPU: never a scaling measurement). A rank
+    that raises, dies, or sends nothing for timeout_s raises RuntimeError naming it and the
+    cause."""
     check_int("world_size", world_size, 1)
+    share_device = check_bool("share_device", share_device)
     config = TrainConfig(**settings)
-    reason = unavailable(world_size, resolve_device(config.device))
+    reason = unavailable(world_size, resolve_device(config.device), share_device)
     if reason is not None:
         raise ValueError(f"world_size={world_size} {reason}")
     if isinstance(dataset, str):
@@ -127,7 +134,8 @@ def launch(world_size: int, dataset: str | Dataset = "products-sim", *,
     try:
         for rank in range(world_size):
             supervisor.start(f"rank {rank}", _rank_main,
-                             (rank, world_size, host, store.port, config, dataset))
+                             (rank, world_size, host, store.port, config, dataset,
+                              share_device))
         try:
             while len(results) < world_size:
                 for rank, message in supervisor.receive(1.0):
@@ -154,7 +162,7 @@ def launch(world_size: int, dataset: str | Dataset = "products-sim", *,
     first = results[0]
     return DistributedResult(
         params={**config.to_dict(), "world_size": world_size,
-                "backend": first["backend"],
+                "backend": first["backend"], "share_device": share_device,
                 "dataset": dataset.name, "dataset_params": dict(dataset.params),
                 "loader": first["loader"], "loader_workers": first["loader_workers"],
                 "threads": first["threads"],

@@ -9,7 +9,8 @@ raises within `timeout_s` instead of waiting forever.
 What the ranks agree on without talking: the initial weights (torch.manual_seed(seed), and DDP
 broadcasts rank 0's anyway), the epoch's permutation of the training ids (seeded by (seed,
 epoch); see gnnrepro.pipeline.shard) and so the number of steps. Each rank then draws its own
-dropout stream (seeded by (seed, rank)) and samples with its own batch ids.
+dropout stream (seeded by (seed, rank)) and samples its seeds with the global step's batch id
+(so that, without dropout, k ranks train as one rank with the global batch).
 """
 from __future__ import annotations
 
@@ -31,10 +32,11 @@ from gnnrepro.training import Checkpointing, reduce_stages, run_training
 __all__ = ["exit_rank", "init_process_group", "rank_device", "train_rank"]
 
 
-def rank_device(config: TrainConfig, local_rank: int) -> torch.device:
-    """The rank's device: the CPU, or GPU `local_rank` of this machine (one GPU per rank)."""
+def rank_device(config: TrainConfig, local_rank: int, share_device: bool = False) -> torch.device:
+    """The rank's device: the CPU, or GPU `local_rank` of this machine (one GPU per rank), or
+    GPU 0 for every rank with `share_device` (a rehearsal of k GPUs on one)."""
     if resolve_device(config.device).startswith("cuda"):
-        return torch.device("cuda", local_rank)
+        return torch.device("cuda", 0 if share_device else local_rank)
     return torch.device("cpu")
 
 
@@ -52,12 +54,14 @@ def _restarted_group_store(world_size: int, timeout: timedelta) -> dist.Store | 
 
 
 def init_process_group(config: TrainConfig, rank: int, world_size: int, local_rank: int,
-                       store: dist.Store | None = None) -> torch.device:
+                       store: dist.Store | None = None, share_device: bool = False
+                       ) -> torch.device:
     """Join the process group (NCCL on GPUs, gloo on CPUs) with `config.timeout_s` on every
-    collective; `store` None means env:// (torchrun's MASTER_ADDR/MASTER_PORT). Returns the
-    rank's device."""
-    device = rank_device(config, local_rank)
-    backend = "nccl" if device.type == "cuda" else "gloo"
+    collective; `store` None means env:// (torchrun's MASTER_ADDR/MASTER_PORT). With
+    `share_device` every rank runs on GPU 0 and the collectives go over gloo (on CUDA tensors):
+    NCCL refuses two ranks on one device. Returns the rank's device."""
+    device = rank_device(config, local_rank, share_device)
+    backend = "nccl" if device.type == "cuda" and not share_device else "gloo"
     if device.type == "cuda":
         torch.cuda.set_device(device)
         # Let a failed or timed-out NCCL collective abort the process instead of hanging it.

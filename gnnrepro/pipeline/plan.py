@@ -3,7 +3,7 @@
 Epoch e visits the ids in an order seeded by (seed, e) (`epoch_order`), so what each batch
 holds depends only on (seed, epoch), never on how many workers or streams prepare it. A
 data-parallel rank takes its share of every global batch (gnnrepro.pipeline.shard), and the
-batch ids follow `rank_batch_id`: `epoch * steps + step` with one rank.
+batch ids follow `rank_batch_id`: `epoch * steps + step`, the global step's on every rank.
 """
 from __future__ import annotations
 

@@ -17,8 +17,11 @@ ranks would then get an empty batch. Instead those ids join the step before, who
 hold batch_size or batch_size + 1 ids (`max_batch_size`). With drop_last, only full global
 batches are trained.
 
-Batch ids (the sampler's random stream) are `epoch * steps * world_size + step * world_size +
-rank`: unique across ranks and epochs, and `epoch * steps + step` with one rank, as before.
+Batch ids (the sampler's random stream) are the global step's, `epoch * steps + step`, the same
+on every rank: the sampler's random numbers are keyed by (seed, batch id, layer, node), so a
+node sampled by two ranks of a step gets the same neighbours, and the ranks' batches of a step
+together are exactly the one batch a single process draws for the global batch (what makes k
+ranks train as one rank with the global batch: gnnrepro.distributed.equivalence).
 """
 from __future__ import annotations
 
@@ -29,11 +32,11 @@ from gnnrepro.checks import check_bool, check_int
 __all__ = ["ShardPlan", "rank_batch_id"]
 
 
-def rank_batch_id(epoch: int, step: int, steps: int, world_size: int, rank: int) -> int:
-    """The sampler's batch id of `rank`'s batch `step` of `epoch` (of `steps` per epoch):
-    unique across ranks and epochs, `epoch * steps + step` with one rank. Every loader that
-    shards batches between ranks (this plan, the partitioned loader) numbers them so."""
-    return (epoch * steps + step) * world_size + rank
+def rank_batch_id(epoch: int, step: int, steps: int) -> int:
+    """The sampler's batch id of every rank's batch `step` of `epoch` (of `steps` per epoch):
+    the global step's, unique across steps and epochs. Every loader that shards batches
+    between ranks (this plan, the partitioned loader) numbers them so."""
+    return epoch * steps + step
 
 
 class ShardPlan:
@@ -75,8 +78,8 @@ class ShardPlan:
         return start, start + size + (self.rank < extra)
 
     def batch_id(self, epoch: int, step: int) -> int:
-        """The sampler's batch id for this rank's batch `step` of `epoch` (unique per rank)."""
-        return rank_batch_id(epoch, step, self.steps, self.world_size, self.rank)
+        """The sampler's batch id for this rank's batch `step` of `epoch` (the global step's)."""
+        return rank_batch_id(epoch, step, self.steps)
 
     @property
     def max_batch_size(self) -> int:

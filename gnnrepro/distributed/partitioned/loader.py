@@ -77,7 +77,7 @@ class PartitionedPlan(Plan):
         return b * self.batch_size, stop
 
     def batch_id(self, epoch: int, b: int) -> int:
-        return rank_batch_id(epoch, b, self.steps, self.world_size, self.rank)
+        return rank_batch_id(epoch, b, self.steps)
 
 
 def partitioned_loader(sampler: PartitionedSampler, features: PartitionedFeatures,
