@@ -134,8 +134,9 @@ def test_loader_epochs_use_every_id_once(small: Dataset, partitions: dict[int, P
             for s, y, nodes, x, _ in r[epoch]:
                 assert torch.equal(y, small.labels[s])
                 assert torch.equal(x, small.features[nodes])  # rows from both machines
-    ids = [b for r in ranks for e in r for *_, b in e]
-    assert len(set(ids)) == len(ids)  # batch ids unique over ranks and epochs
+    # batch ids: the global step's, the same on both ranks, unique over steps and epochs
+    ids = [[b for e in r for *_, b in e] for r in ranks]
+    assert ids[0] == ids[1] and len(set(ids[0])) == len(ids[0])
     assert ranks[0][0][0][0].tolist() != ranks[0][1][0][0].tolist()  # reshuffled per epoch
 
 
