@@ -287,7 +287,8 @@ plots.save_figure(fig, params, meta, "08_scale_growth", scales=params.growth_sca
         "input layer first): DGL's sample_neighbors + to_block (dgl-unfused) and its "
         "NeighborSampler (dgl-fused) on the heterograph against our fused per-relation op, the "
         "same batches interleaved. Then, at the first fanouts: the pipeline alone (DGL's "
-        "DataLoader on the heterograph against fused+pinned, no model) and training end to "
+        "DataLoader on the heterograph against fused+pinned, no model; GraphBolt's and PyG's "
+        "typed stacks beside them where `make peers` set them up) and training end to "
         "end, the same R-GCN (`hetero_hidden` wide, one layer per fanout) from the same "
         "initial weights on both loaders, with its accuracy. Where DGL cannot be imported, its "
         "samplers and its pipeline are listed as not run, with the reason.",

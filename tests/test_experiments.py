@@ -563,14 +563,18 @@ def fake_typed_sampling(**kw) -> dict:
 
 
 def fake_loader(**kw) -> dict:
-    """gnnrepro.bench.loader.measure's documented result: DGL's loader 4x slower than ours."""
-    epoch = {"dgl": 4.0, "fused+pinned": 1.0}
+    """gnnrepro.bench.loader.measure's documented result: DGL's loader 4x slower than ours;
+    of the peers asked, GraphBolt ran (2x slower than ours) and PyG's environment is not set
+    up."""
+    epoch = {"dgl": 4.0, "fused+pinned": 1.0, "graphbolt": 2.0}
+    ran = [*kw["pipelines"], *(p for p in kw.get("peers", []) if p == "graphbolt")]
     return {"params": {"step_ms": kw["step_ms"]},
             "pipelines": {p: {"epoch_s": epoch[p], "batches_per_s": 50 / epoch[p],
                               "epoch_s_min": 0.9 * epoch[p], "epoch_s_max": 1.1 * epoch[p]}
-                          for p in kw["pipelines"]},
-            "speedup_vs_dgl": ({p: epoch["dgl"] / epoch[p] for p in kw["pipelines"]}
-                               if "dgl" in kw["pipelines"] else {})}
+                          for p in ran},
+            "speedup_vs_dgl": ({p: epoch["dgl"] / epoch[p] for p in ran}
+                               if "dgl" in kw["pipelines"] else {}),
+            "peers_not_run": {p: "not set up" for p in kw.get("peers", []) if p == "pyg"}}
 
 
 @pytest.fixture
@@ -603,10 +607,10 @@ def test_heterogeneous_measures_every_fanout_list_and_both_loaders(fake_hetero, 
     for run in (loaded, trained):  # the typed dataset at the first fanouts, both loaders
         assert (run["dataset"], run["scale"], run["fanouts"]) == ("mag-sim", 0.005, [4, 3])
         assert run["pipelines"] == ["dgl", "fused+pinned"]
-    assert loaded["peers"] == [] and loaded["rounds"] == params.loader_rounds
+    assert loaded["peers"] == ["graphbolt", "pyg"] and loaded["rounds"] == params.loader_rounds
     assert (trained["model"], trained["hidden"]) == ("rgcn", params.hetero_hidden)
     assert trained["repeats"] == params.train_repeats and trained["epochs"] == params.epochs
-    assert meta["target"] == "paper" and meta["not_run"] == {}
+    assert meta["target"] == "paper" and meta["not_run"] == {"pyg": "not set up"}
     assert meta["model"].startswith("R-GCN") and meta["hidden"] == params.hetero_hidden
 
     sampling = experiments.heterogeneous_sampling_table(data)
@@ -614,14 +618,24 @@ def test_heterogeneous_measures_every_fanout_list_and_both_loaders(fake_hetero, 
     assert sampling["sampler"].tolist() == ["dgl-unfused", "dgl-fused", "fused"] * 2
     assert sampling["fused's speedup (x)"].tolist() == pytest.approx([3, 2, 1] * 2)
     table = experiments.heterogeneous_table(data).set_index("pipeline")
-    assert table.index.tolist() == ["dgl", "fused+pinned"]
+    assert table.index.tolist() == ["dgl", "fused+pinned", "graphbolt", "pyg"]
     assert table.at["fused+pinned", "speedup vs dgl (x)"] == pytest.approx(2)
     assert table.at["fused+pinned", "alone: speedup vs dgl (x)"] == 4
     assert table.at["dgl", "alone: batches/s"] == 12.5 and table.at["dgl", "test acc"] == 0.55
-    assert (table["reason"] == "-").all()
+    # a peer: the pipeline alone only (its own model is not ours); one not set up says why
+    assert table.at["graphbolt", "alone: batches/s"] == 25
+    assert table.at["graphbolt", "alone: speedup vs dgl (x)"] == 2
+    assert math.isnan(table.at["graphbolt", "epoch (s)"])
+    assert table.at["graphbolt", "status"] == "run"
+    assert table.at["pyg", "status"] == "not run" and table.at["pyg", "reason"] == "not set up"
+    assert (table["reason"].drop("pyg") == "-").all()
 
     fig = plots.heterogeneous_bars(data, meta["step_note"], meta["model"])
     assert {"12\n3.00x", "8\n2.00x"} <= set(_texts(fig))  # the fused speedup over each
+    middle, right = fig.axes[1], fig.axes[2]
+    assert [t.get_text() for t in middle.get_xticklabels()] == ["dgl", "fused+pinned",
+                                                                 "graphbolt"]
+    assert [t.get_text() for t in right.get_xticklabels()] == ["dgl", "fused+pinned"]
     plots.save_figure(fig, params, meta, "09_heterogeneous",
                       **experiments.heterogeneous_label(params))
     matplotlib.pyplot.close(fig)
@@ -641,12 +655,12 @@ def test_heterogeneous_without_dgl_measures_ours_and_says_why_not_dgl(fake_heter
     assert fake_hetero["loader"][0]["pipelines"] == ["fused+pinned"]
     assert fake_hetero["train"][0]["pipelines"] == ["fused+pinned"]
     assert meta["not_run"] == dict.fromkeys(["dgl-unfused", "dgl-fused", "dgl"],
-                                            "DGL is not installed")
+                                            "DGL is not installed") | {"pyg": "not set up"}
     missing = data[data["status"] == "not run"]
-    assert missing["name"].tolist() == ["dgl-unfused", "dgl-fused"] * 2 + ["dgl"]
+    assert missing["name"].tolist() == ["dgl-unfused", "dgl-fused"] * 2 + ["dgl", "pyg"]
     assert missing["ms_per_batch"].isna().all() and missing["epoch_s"].isna().all()
     ours = data[data["status"] == "run"]
-    assert ours["name"].tolist() == ["fused", "fused", "fused+pinned"]
+    assert ours["name"].tolist() == ["fused", "fused", "fused+pinned", "graphbolt"]
     fig = plots.heterogeneous_bars(data, meta["step_note"], meta["model"])
     footer = [t.get_text() for t in fig.texts]
     assert any("not run: dgl-unfused, dgl-fused, dgl (DGL is not installed)" in t

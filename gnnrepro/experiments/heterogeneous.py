@@ -7,8 +7,11 @@ sample_neighbors + to_block and its NeighborSampler on the heterograph against o
 per-relation op, the same batches interleaved) at each of `hetero_fanouts`; the pipeline alone
 (`bench loader`: DGL's DataLoader on the heterograph against fused+pinned, no model); and
 training end to end (`bench end-to-end`: the same R-GCN, `hetero_hidden` wide, one layer per
-fanout of the first list, on both loaders). Where DGL cannot be imported its samplers and its
-pipeline are rows marked "not run" with the reason, and ours are measured alone."""
+fanout of the first list, on both loaders). The pipeline-alone run measures the `peers`
+(GraphBolt's and PyG's typed stacks: gnnrepro.peers) beside them, each from its own environment;
+a peer not set up is a row marked "not run" with the reason. Where DGL cannot be imported its
+samplers and its pipeline are rows marked "not run" with the reason, and ours are measured
+alone."""
 from __future__ import annotations
 
 import dataclasses
@@ -41,7 +44,7 @@ PARAMETERS = ("hetero_dataset", "hetero_scale", "root", "hetero_fanouts", "heter
               "batch_size", "epochs", "device", "sampler_device", "feature_source",
               "feature_store", "threads", "workers", "worker_kind", "streams", "seed",
               "train_repeats", "sampling_batches", "sampling_repeats", "loader_rounds",
-              "loader_step_ms")
+              "loader_step_ms", "peers")
 #: Every row's measured columns, NaN where a row's part or status has none.
 _MEASURED = ("ms_per_batch", "ms_p10", "ms_p90", "edges", "input_nodes", "fused_speedup",
              "batches_per_s", "batches_per_s_min", "batches_per_s_max", "alone_speedup_vs_dgl",
@@ -92,10 +95,12 @@ def _sampling_rows(params: Params, store: Store, fanouts: list[int],
 def _pipeline_rows(params: Params, store: Store,
                    missing: str | None) -> tuple[list[dict[str, Any]], str]:
     """Per pipeline (DGL's not run where `missing` says why): the pipeline alone and training
-    MODEL on the first fanout list; and the pipeline-alone run's step note."""
+    MODEL on the first fanout list; per peer (`params.peers`) the pipeline alone only (its own
+    model is not ours: issue 50's peers-train runs compare them); and the pipeline-alone run's
+    step note."""
     fanouts = params.hetero_fanouts[0]
     at = dataclasses.replace(params, dataset=params.hetero_dataset, scale=params.hetero_scale,
-                             fanouts=list(fanouts), peers=[])
+                             fanouts=list(fanouts))
     pipelines = PIPELINES[1:] if missing else PIPELINES
     alone = measurements.loader_run(at, store, pipelines)
     trained = measurements.end_to_end_run(at, store, pipelines, repeats=params.train_repeats,
@@ -118,10 +123,27 @@ def _pipeline_rows(params: Params, store: Store,
             speedup_vs_dgl=trained["speedup_vs_dgl"].get(name, math.nan),
             val_acc=run["val_acc"], test_acc=run["test_acc"],
             peak_rss_bytes=run["peak_rss_bytes"]))
+    rows += _peer_rows(alone, fanouts)
     step = alone["params"]["step_ms"]
     note = (f"pipeline alone: {step:g} ms busy-wait per batch (a stand-in, no model)" if step
             else "pipeline alone: no model step")
     return rows, note
+
+
+def _peer_rows(alone: dict[str, Any], fanouts: list[int]) -> list[dict[str, Any]]:
+    """The pipeline-alone rows of the peers that ran beside ours, then of those that did not
+    (with why)."""
+    rows = []
+    for name, loader in alone["pipelines"].items():
+        if name in PIPELINES:
+            continue
+        batches = loader["batches_per_s"] * loader["epoch_s"]
+        rows.append(_row("pipeline", fanouts, name, batches_per_s=loader["batches_per_s"],
+                         batches_per_s_min=batches / loader["epoch_s_max"],
+                         batches_per_s_max=batches / loader["epoch_s_min"],
+                         alone_speedup_vs_dgl=alone["speedup_vs_dgl"].get(name, math.nan)))
+    return rows + [_row("pipeline", fanouts, name, why)
+                   for name, why in alone.get("peers_not_run", {}).items()]
 
 
 def heterogeneous(params: Params) -> tuple[pd.DataFrame, dict[str, Any]]:
