@@ -103,5 +103,6 @@ def test_the_ranks_step_runs_alone_and_keeps_its_result(tmp_path: Path) -> None:
     report = json.loads((out / "session.json").read_text())
     assert list(report["steps"]) == ["build", "rank-equivalence"]
     rows = GpuSession(out, report).result("rank-equivalence")["rows"]
-    assert [r["world_size"] for r in rows] == [1, 2] and rows[1]["ranks_identical"]
+    assert [r["world_size"] for r in rows] == [1, 2, 2] and rows[1]["ranks_identical"]
+    assert rows[2]["data"] == "own copy per rank"
     assert rows[1]["relative_difference"] <= 1e-5

@@ -13,10 +13,14 @@ from gnnrepro.distributed.equivalence import rank_equivalence, relative_differen
 def test_two_ranks_end_where_one_rank_with_the_global_batch_ends(dataset: Dataset) -> None:
     result = rank_equivalence(dataset, [2], steps=50, batch_size=64, fanouts=[5, 5],
                               hidden=32, threads=1, workers=0)
-    one, two = result["rows"]
+    one, two, own = result["rows"]
     assert one["world_size"] == 1 and two["world_size"] == 2 and two["steps"] >= 50
     assert two["backend"] == "gloo" and two["ranks_identical"]
     assert two["relative_difference"] <= 1e-5
+    # every rank on its own private copy of the data: the same training, the same weights
+    assert (own["world_size"], own["data"]) == (2, "own copy per rank")
+    assert own["ranks_identical"] and own["relative_difference"] <= 1e-5
+    assert result["cuda_context_pss_bytes"] is None and result["dataset_bytes"] > 0
     assert result["params"]["dropout"] == 0.0
     assert result["params"]["train_ids_used"] % 64 == 0
     assert two["extra_pss_per_rank_bytes"] is not None and two["pss_bytes"] > 0

@@ -15,7 +15,9 @@ tensors, since NCCL refuses two ranks on one device): the multi-GPU code path ru
 sharing a chip are not scaling, and no time from it is reported as such. What each added rank
 costs the host is reported beside it: the launcher's whole process tree's PSS at the end of
 training (shared pages, the one shared copy of the data among them, counted once), less the
-one-rank run's, per added rank; a rank's CUDA context is part of that.
+one-rank run's, per added rank; against the same at the largest k with every rank holding its
+own copy of the data (`launch(own_data=True)`: processes that each load the dataset); and, on a
+GPU, what one CUDA context costs the host (part of each GPU rank's share, reported apart).
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ import torch
 from gnnrepro.checks import check_int
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.launch import DistributedResult, launch
+from gnnrepro.distributed.memory import cuda_context_pss_bytes
 from gnnrepro.env import environment
 from gnnrepro.progress import announce
 
@@ -88,21 +91,26 @@ def rank_equivalence(dataset: Dataset, world_sizes: Sequence[int] = (2, 4, 8), *
     announce(f"rank equivalence: 1 rank, {per_epoch * epochs} steps of {batch_size} seeds")
     one = launch(1, whole, batch_size=batch_size, **run)
     rows = [{"world_size": 1, "backend": one.params["backend"], "share_device": False,
-             "steps": per_epoch * epochs, "ranks_identical": True,
+             "data": "one shared copy", "steps": per_epoch * epochs, "ranks_identical": True,
              "relative_difference": 0.0, "test_acc": one.test_acc,
              "pss_bytes": one.memory.get("pss_bytes"), "extra_pss_per_rank_bytes": None}]
-    for k in sizes:
-        announce(f"rank equivalence: {k} ranks, {batch_size // k} seeds each")
-        result = launch(k, whole, batch_size=batch_size // k, share_device=share_device, **run)
+    for k, own in [(k, False) for k in sizes] + [(max(sizes), True)]:
+        data = "own copy per rank" if own else "one shared copy"
+        announce(f"rank equivalence: {k} ranks, {batch_size // k} seeds each, {data}")
+        result = launch(k, whole, batch_size=batch_size // k, share_device=share_device,
+                        own_data=own, **run)
         rows.append({"world_size": k, "backend": result.params["backend"],
-                     "share_device": share_device, "steps": per_epoch * epochs,
+                     "share_device": share_device, "data": data, "steps": per_epoch * epochs,
                      "ranks_identical": _ranks_identical(result),
                      "relative_difference": relative_difference(result.states[0],
                                                                 one.states[0]),
                      "test_acc": result.test_acc,
                      "pss_bytes": result.memory.get("pss_bytes"),
                      "extra_pss_per_rank_bytes": _extra_per_rank(result, one, k)})
+    cuda_context = cuda_context_pss_bytes() if device.startswith("cuda") else None
     return {"benchmark": "rank-equivalence", "method": METHOD,
+            "cuda_context_pss_bytes": cuda_context,
+            "dataset_bytes": sum(a.numel() * a.element_size() for a in whole.arrays().values()),
             "params": {"dataset": dataset.name, "dataset_params": dict(dataset.params),
                        "global_batch": batch_size, "train_ids_used": whole.train_idx.numel(),
                        **run},

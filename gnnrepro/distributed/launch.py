@@ -69,11 +69,21 @@ class DistributedResult:
         return {k: v for k, v in self.__dict__.items() if k != "states"}
 
 
+def _private_copy(dataset: Dataset) -> Dataset:
+    """The dataset with every array copied into this process's own memory (what a process
+    that loads its own copy holds), the shared one no longer referenced."""
+    arrays = {name: array.clone() for name, array in dataset.arrays().items()}
+    return Dataset.from_arrays(arrays, num_classes=dataset.num_classes, name=dataset.name,
+                               params=dict(dataset.params))
+
+
 def _rank_main(rank: int, world_size: int, host: str, port: int, config: TrainConfig,
-               dataset: Dataset, share_device: bool,
+               dataset: Dataset, share_device: bool, own_data: bool,
                inbox: multiprocessing.connection.Connection,
                outbox: multiprocessing.connection.Connection) -> None:
     """A rank (a Supervisor child): train, report ("ok", result) or ("error", traceback)."""
+    if own_data:
+        dataset = _private_copy(dataset)
 
     def at_end() -> None:  # the launcher samples memory while every rank waits here
         outbox.send(("measure",))
@@ -105,17 +115,19 @@ def unavailable(world_size: int, device: str, share_device: bool = False) -> str
 
 def launch(world_size: int, dataset: str | Dataset = "products-sim", *,
         scale: float | None = None, root: str | None = None, share_device: bool = False,
-        **settings: Any) -> DistributedResult:
+        own_data: bool = False, **settings: Any) -> DistributedResult:
     """Train on `world_size` ranks (processes; GPUs 0..world_size-1 with device="cuda") and
     return the all-reduced result. `dataset` is a name (loaded once, with `scale` for
     products-sim and `root`) or a Dataset; `settings` are TrainConfig fields (pipeline,
     fanouts, batch_size per rank, epochs, lr, hidden, threads per rank, workers, seed, device,
     timeout_s, ...). `share_device`: with device="cuda", every rank on GPU 0, collectives over
-    gloo (a rehearsal of the multi-GPU path on one GPU: never a scaling measurement). A rank
-    that raises, dies, or sends nothing for timeout_s raises RuntimeError naming it and the
-    cause."""
+    gloo (a rehearsal of the multi-GPU path on one GPU: never a scaling measurement).
+    `own_data`: every rank copies the dataset into its own memory first (what processes that
+    each load their own copy hold; the memory the shared copy saves). A rank that raises, dies,
+    or sends nothing for timeout_s raises RuntimeError naming it and the cause."""
     check_int("world_size", world_size, 1)
     share_device = check_bool("share_device", share_device)
+    own_data = check_bool("own_data", own_data)
     config = TrainConfig(**settings)
     reason = unavailable(world_size, resolve_device(config.device), share_device)
     if reason is not None:
@@ -135,7 +147,7 @@ def launch(world_size: int, dataset: str | Dataset = "products-sim", *,
         for rank in range(world_size):
             supervisor.start(f"rank {rank}", _rank_main,
                              (rank, world_size, host, store.port, config, dataset,
-                              share_device))
+                              share_device, own_data))
         try:
             while len(results) < world_size:
                 for rank, message in supervisor.receive(1.0):
@@ -163,6 +175,7 @@ def launch(world_size: int, dataset: str | Dataset = "products-sim", *,
     return DistributedResult(
         params={**config.to_dict(), "world_size": world_size,
                 "backend": first["backend"], "share_device": share_device,
+                "own_data": own_data,
                 "dataset": dataset.name, "dataset_params": dict(dataset.params),
                 "loader": first["loader"], "loader_workers": first["loader_workers"],
                 "threads": first["threads"],

@@ -26,11 +26,26 @@ import torch
 
 from gnnrepro.distributed.machine_share import machine_id
 
-__all__ = ["PSS_KINDS", "data_copies", "machine_data_bytes", "release_free_heap", "tree_memory"]
+__all__ = ["PSS_KINDS", "cuda_context_pss_bytes", "data_copies", "machine_data_bytes",
+           "release_free_heap", "tree_memory"]
 
 
 PSS_KINDS = ("anon", "file", "shmem")  # smaps_rollup's split of PSS by kind of page
 _KINDS = ("rss", "uss", "pss", *(f"pss_{kind}" for kind in PSS_KINDS))
+
+
+def cuda_context_pss_bytes() -> int:
+    """The host memory (PSS) a CUDA context adds to a process that has imported torch: a fresh
+    child process's PSS after its first CUDA allocation less its PSS before (each data-parallel
+    GPU rank holds one context). Needs a CUDA device."""
+    import subprocess
+    import sys
+    code = ("import psutil, torch; p = psutil.Process(); before = p.memory_full_info().pss; "
+            "torch.empty(1, device='cuda'); torch.cuda.synchronize(); "
+            "print(p.memory_full_info().pss - before)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return int(run.stdout.strip().splitlines()[-1])
 
 
 def release_free_heap() -> None:
