@@ -224,6 +224,7 @@ gpu-pyg-wheels: $(DEPS)
 # Sanitizer reports go to build/asan/report.* (pytest's capture would swallow them) and are
 # printed if the run fails.
 ASAN_TESTS := tests/test_sampler.py tests/test_sampler_errors.py tests/test_sampler_adversarial.py \
+              tests/test_parallel_relabel.py \
               tests/test_features.py tests/gpu/test_sample_errors.py tests/test_disk_store.py
 asan: setup
 	rm -rf build/asan && mkdir -p build/asan
