@@ -348,11 +348,14 @@ def test_the_op_checks_its_temporal_arguments():
         call([times], [torch.zeros(3, dtype=torch.long)], strategy=1, replace=True)
     with pytest.raises(RuntimeError, match="edge_times needs seed_times"):
         call([times], [])
-    w = torch.ones(g.num_edges)
+    # "last" on a weighted relation: its weights are a mask; a positive count that overstates
+    # them (not what weight_table wrote) gives picks inside the list, never a bad read
+    w = (torch.arange(g.num_edges) % 2).float()
     table, nonzero = _ops.ops.weight_table(g.indptr, g.indices, w)
-    with pytest.raises(RuntimeError, match="relation 0 is weighted"):
-        call([times], [torch.zeros(3, dtype=torch.long)], strategy=1,
-             weights=([w], [table], [nonzero]))
+    for counts in (nonzero, nonzero + 5):
+        flat = call([times], [torch.full((3,), 50, dtype=torch.long)], strategy=1,
+                    weights=([w], [table], [counts]))
+        assert bool((flat[1] >= 0).all()) and bool((node_map == -1).all())
     # unsorted times give some candidates, never a read outside the list
     shuffled = times[torch.randperm(g.num_edges, generator=torch.Generator().manual_seed(0))]
     flat = call([shuffled], [torch.full((3,), 50, dtype=torch.long)])

@@ -151,10 +151,64 @@ def test_a_typed_relation_weighted_and_timed_beside_a_timed_one():
 def test_last_with_weights_is_refused_by_name():
     g, times = random_timed_graph()
     w = torch.ones(g.num_edges)
-    with pytest.raises(ValueError, match="temporal_strategy='last'.*weights"):
+    with pytest.raises(ValueError, match="temporal_strategy='last'.*weights.*boolean mask"):
         FusedSampler(g, [2], times=times, weights=w, temporal_strategy="last")
     with pytest.raises(ValueError, match="weights must be finite"):
         FusedSampler(g, [2], times=times, weights=-w)
+
+
+MASK = torch.tensor([True, False, True, True, False, True, True, False, True, True])  # by time
+
+
+@pytest.mark.parametrize("seed_time", [0, 1, 4, 7, 9])
+@pytest.mark.parametrize("fanout", [1, 2, 3, -1])
+def test_last_with_a_mask_takes_the_most_recent_kept_edges(seed_time, fanout):
+    """A boolean mask under "last": each destination takes its `fanout` most recent edges that
+    the mask keeps, no later than its seed, in time order; a third of them also excluded."""
+    d = len(MASK)
+    g = CSCGraph(torch.arange(0, (COPIES + 1) * d, d), torch.arange(COPIES * d) % COPIES)
+    times = (d - 1 - torch.arange(d)).repeat(COPIES)  # each list's edges at times 9..0
+    mask = MASK.flip(0).repeat(COPIES)
+    sampler = FusedSampler(g, [fanout], weights=mask, times=times, edge_ids=True,
+                           temporal_strategy="last")
+    excluded = torch.arange(0, COPIES * d, 3)
+    for exclude in (None, excluded):
+        block = sampler.sample(torch.arange(COPIES), 0, exclude=exclude,
+                               seed_time=torch.full((COPIES,), seed_time)).blocks[0]
+        for v in range(0, COPIES, 397):
+            allowed = [t for t in range(seed_time + 1) if MASK[t] and (
+                exclude is None or (v * d + d - 1 - t) % 3 != 0)]
+            want = allowed if fanout < 0 else allowed[max(0, len(allowed) - fanout):]
+            got = times[block.edge_ids[block.indptr[v]:block.indptr[v + 1]]].tolist()
+            assert sorted(got) == want, (v, seed_time, fanout, exclude is not None)
+
+
+def test_last_with_masks_on_a_typed_graph_and_float_weights_refused():
+    num = {"paper": 50, "author": 30}
+    gen = torch.Generator().manual_seed(2)
+    edges = {("author", "writes", "paper"): (torch.randint(0, 30, (300,), generator=gen),
+                                             torch.randint(0, 50, (300,), generator=gen)),
+             ("paper", "cites", "paper"): (torch.randint(0, 50, (400,), generator=gen),
+                                           torch.randint(0, 50, (400,), generator=gen))}
+    g = TypedGraph.from_edges(num, edges, keep_edge_ids=True)  # edge ids: the lists' order
+    times = {"writes": torch.randint(0, 100, (300,), generator=gen),
+             "cites": torch.randint(0, 100, (400,), generator=gen)}
+    keep = torch.rand(400, generator=gen) > 0.5
+    sampler = FusedSampler(g, [4], weights={"cites": keep}, times=times, edge_ids=True,
+                           temporal_strategy="last")
+    seeds = {"paper": torch.arange(50)}
+    block = sampler.sample(seeds, 0, seed_time={"paper": torch.full((50,), 60)}).blocks[0]
+    cites = block.blocks[("paper", "cites", "paper")]
+    assert bool(keep[cites.edge_ids].all()) and bool((times["cites"][cites.edge_ids] <= 60).all())
+    for v in range(50):  # the 4 most recent kept citations of each paper, no later than 60
+        paper = int(cites.dst_nodes[v])
+        mine = (edges[("paper", "cites", "paper")][1] == paper) & keep & (times["cites"] <= 60)
+        recent = times["cites"][mine].sort().values[-4:]
+        got = times["cites"][cites.edge_ids[cites.indptr[v]:cites.indptr[v + 1]]].sort().values
+        assert torch.equal(got, recent), v
+    with pytest.raises(ValueError, match="boolean mask"):
+        FusedSampler(g, [4], weights={"cites": keep.float()}, times=times,
+                     temporal_strategy="last")
 
 
 @pytest.mark.parametrize("worker_kind", ["thread", "process"])

@@ -392,6 +392,31 @@ GNNREPRO_HD void weighted_take_all(const float* w, int64_t count, const PickOut<
   }
 }
 
+// A timed destination's picks under temporal_strategy "last": the `count` most recent candidates
+// of positive weight (the weights act as a mask: which edges may be taken, not how likely),
+// none excluded, written in time order. If they are fewer than `count` (a count that overstates
+// them: see weighted_take_all), the most recent other candidates fill the rest.
+template <typename IdT, bool Restricted>
+GNNREPRO_HD void weighted_last(const float* w, int64_t count, const PickOut<IdT>& po,
+                               const PickContext& ctx) {
+  int64_t first = ctx.end, found = 0;  // the positive ones: from `first` on
+  while (found < count && first > ctx.begin) {
+    --first;
+    found += w[first] > 0.0f && !is_excluded<Restricted>(ctx, po.start, first);
+  }
+  int64_t other = ctx.end, others = 0;  // the fillers: from `other` on
+  while (found + others < count && other > ctx.begin) {
+    --other;
+    others += !(w[other] > 0.0f) && !is_excluded<Restricted>(ctx, po.start, other);
+  }
+  int64_t n = 0;
+  for (int64_t j = first < other ? first : other; j < ctx.end && n < count; ++j) {
+    if (!is_excluded<Restricted>(ctx, po.start, j) && (w[j] > 0.0f ? j >= first : j >= other)) {
+      po.set(n++, j);
+    }
+  }
+}
+
 // The unpicked weight: a sum over the available offsets (candidates not among out[0, n)), in
 // order.
 template <bool Restricted>
@@ -577,13 +602,17 @@ GNNREPRO_HD void weighted_positions_with(const float* w, const int64_t* table,
   }
 }
 
-// `ctx`: pick_context's, its [begin, end) within [0, code_degree(degree_code)].
+// `ctx`: pick_context's, its [begin, end) within [0, code_degree(degree_code)]. `last`: a
+// timed destination under temporal_strategy "last" (weighted_last; never with replacement).
 template <typename IdT>
 GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree_code,
                                     int64_t count, bool replace, uint64_t key,
-                                    const PickOut<IdT>& po, const PickContext& ctx) {
+                                    const PickOut<IdT>& po, const PickContext& ctx,
+                                    bool last = false) {
   if (count <= 0) return;
-  if (restricted(ctx, code_degree(degree_code))) {
+  if (last) {
+    weighted_last<IdT, true>(w, count, po, ctx);
+  } else if (restricted(ctx, code_degree(degree_code))) {
     weighted_positions_with<IdT, true>(w, table, degree_code, count, replace, key, po, ctx);
   } else {
     weighted_positions_with<IdT, false>(w, table, degree_code, count, replace, key, po, ctx);

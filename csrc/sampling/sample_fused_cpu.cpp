@@ -981,6 +981,7 @@ class SampleCall {
     int64_t* picks = rel.bi;
     const int64_t base = offsets[begin];
     const bool attempts = !replace_;
+    const bool last = spec_.temporal_strategy == kTemporalLast;  // timed destinations: a mask
     thread_local std::vector<uint8_t> thread_marks;  // exact picks' scratch (weighted_picks.h)
     std::vector<uint8_t>& marks = thread_marks;  // looked up once, not per destination
     thread_local std::vector<double> thread_sums;  // a timed destination's running sums
@@ -1023,7 +1024,7 @@ class SampleCall {
         ctx.sums = sums.data();
       }
       weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count, replace_,
-                              key, po, ctx);
+                              key, po, ctx, range && last);
     }
   }
 

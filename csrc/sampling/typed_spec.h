@@ -158,9 +158,6 @@ inline void add_times(TypedSpec& spec, const TemporalArgs& temporal, at::TensorL
                 "edge_times of relation ", r, " must be contiguous int64 [", edges, "]");
     TORCH_CHECK(times->device() == rel.indices.device(),
                 "relation ", r, "'s edge_times must be on its indices' device");
-    TORCH_CHECK(!rel.weighted() || temporal.strategy == kTemporalUniform,
-                "temporal_strategy 1 (last) takes the most recent edges: relation ", r,
-                " is weighted, and its weights would go unused");
     rel.times = *times;
   }
   spec.seed_times = temporal.seed_times;

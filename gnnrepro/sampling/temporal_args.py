@@ -17,6 +17,15 @@ from gnnrepro.typed_graph import TypedGraph
 __all__ = ["TemporalArgs", "repeatable_seeds"]
 
 
+def _masks_only(weights: object) -> bool:
+    """Whether `weights` (FusedSampler's: None, a tensor, or a dict of them per relation) holds
+    boolean masks only."""
+    if weights is None:
+        return True
+    values = weights.values() if isinstance(weights, Mapping) else [weights]
+    return all(isinstance(w, torch.Tensor) and w.dtype == torch.bool for w in values)
+
+
 @dataclass(frozen=True)
 class TemporalArgs:
     """What a temporal (or just disjoint) sampler passes the op: `graph` (its lists in time
@@ -56,10 +65,12 @@ class TemporalArgs:
         if strategy == "last" and replace:
             raise ValueError("temporal_strategy='last' picks the most recent edges without "
                              "replacement: replace must be False")
-        if strategy == "last" and weights is not None:
-            raise ValueError("temporal_strategy='last' picks the most recent edges, whatever "
-                             "their weights: give weights with temporal_strategy='uniform' "
-                             "(picks by weight among the candidates)")
+        if strategy == "last" and not _masks_only(weights):
+            raise ValueError("temporal_strategy='last' picks the most recent edges, so weights' "
+                             "magnitudes would go unused: give a boolean mask (the most recent "
+                             "edges it keeps are taken), or weights with "
+                             "temporal_strategy='uniform' (picks by weight among the "
+                             "candidates)")
         window = check_time_window(window)
         if isinstance(graph, TypedGraph):
             by_rel = relation_times(times, graph.relations, graph.relation)
