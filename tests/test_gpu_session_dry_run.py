@@ -40,7 +40,7 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     names = list(steps)
     assert names[:7] == ["dataset", "build", "tests-gpu", "memcheck", "racecheck", "placements",
                          "copy-overlap"]
-    assert names[-4:] == ["h2d", "sampler-threads", "mlperf-rgat", "own-model-pyg"]
+    assert names[-4:] == ["h2d", "mlperf-rgat", "own-model-pyg", "sampler-threads"]
     assert len(names) >= 14 and all(name.startswith("end-to-end-") for name in names[7:-4])
     threads = stored.result("sampler-threads")  # both relabels and the read rate per count
     assert set(threads["relabel"]) == set(threads["random_reads"]) == {"1", "2"}
