@@ -288,7 +288,17 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "which steps the same Adam) and measured peers-sampling-cpu, peers-loader-cpu, "
              "peers-train-cpu and own-model-pyg-cpu again at its final code, the peers' "
              "environments being set up on this VM; their products-size runs take tens of "
-             "minutes each and were not")
+             "minutes each and were not. Session 21 (issue 49 items 6 and 3, issue 51) gave the "
+             "CPU op a parallel relabel used from 8 threads (below that, as in every run here, "
+             "the ordered pass runs as before: the same blocks either way), prefetched the "
+             "clearing of its node map (the op at products-sim 0.25 on 2 threads: 8.5-9.1 ms a "
+             "batch before, 8.1-8.3 after, side by side), let temporal 'last' take a boolean "
+             "mask, gave data-parallel ranks the global step's batch id (a one-rank run samples "
+             "as before; k ranks now draw the neighbourhoods one rank draws for their global "
+             "batch), launch() a shared-GPU and an own-copy mode and notebook 09 the typed "
+             "peers; it measured peers-sampling-cpu, peers-loader-cpu, peers-loader-cpu-mag, "
+             "own-model-pyg-cpu, peers-train-cpu-mag and peers-train-cpu again at its final "
+             "code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
