@@ -33,6 +33,8 @@ def test_bad_settings_are_named(dataset: Dataset) -> None:
         rank_equivalence(dataset, [2], batch_size=100_000)
     with pytest.raises(ValueError, match="world_sizes must be >= 2"):
         rank_equivalence(dataset, [1], batch_size=64)
+    with pytest.raises(ValueError, match="at least one world size"):
+        rank_equivalence(dataset, [], batch_size=64)
 
 
 def test_relative_difference() -> None:

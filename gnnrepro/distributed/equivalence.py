@@ -77,6 +77,8 @@ def rank_equivalence(dataset: Dataset, world_sizes: Sequence[int] = (2, 4, 8), *
     steps = check_int("steps", steps, 1)
     batch_size = check_int("batch_size", batch_size, 1)
     sizes = [check_int("world_sizes", k, 2) for k in world_sizes]
+    if not sizes:
+        raise ValueError("world_sizes must name at least one world size (>= 2)")
     uneven = [k for k in sizes if batch_size % k]
     if uneven:
         raise ValueError(f"batch_size={batch_size} does not split evenly between {uneven} ranks")
