@@ -296,9 +296,10 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "mask, gave data-parallel ranks the global step's batch id (a one-rank run samples "
              "as before; k ranks now draw the neighbourhoods one rank draws for their global "
              "batch), launch() a shared-GPU and an own-copy mode and notebook 09 the typed "
-             "peers; it measured peers-sampling-cpu, peers-loader-cpu, peers-loader-cpu-mag, "
-             "own-model-pyg-cpu, peers-train-cpu-mag and peers-train-cpu again at its final "
-             "code")
+             "peers; it measured sampling-cpu, peers-sampling-cpu, peers-loader-cpu, "
+             "peers-loader-cpu-mag, own-model-pyg-cpu, peers-train-cpu-mag and peers-train-cpu "
+             "again at its final code; the other results on the sampler's path take tens of "
+             "minutes to hours each on 2 cores, or disk this VM lacks, and were not")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
