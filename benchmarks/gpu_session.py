@@ -57,6 +57,7 @@ from gpu_machine import PY, SITE, has_module, install_missing, machine, sanitize
 from gpu_runner import (ROOT, WORK, Session, log_since, pytest_counts,  # noqa: E402
                         sanitizer_findings, sanitizer_refused, stop_group)
 import gpu_pyg_peer  # noqa: E402  (stdlib only)
+from gpu_ranks_window import step_projection, step_ranks  # noqa: E402
 
 #: Modules beyond torch that building, testing and measuring need.
 MODULES = ["setuptools", "ninja", "numpy", "pandas", "yaml", "psutil", "tqdm", "pytest"]
@@ -69,10 +70,13 @@ SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows
 RACECHECK_SELECTION = "test_blocks_are_right_and_equal_the_cpu_op and cuda and fanouts1 and device"
 MEASUREMENTS = ("placements", "copy-overlap", "end-to-end")
 #: What `--steps` can name (the dataset and the build come with whatever needs them).
-STEPS = ("tests", "sanitizers", "measurements", "h2d", "mlperf", "pyg", "threads", "ranks")
-#: What runs without --steps: all but "ranks" (issue 49 item 3), which has a window of its own
-#: (`--steps ranks`): the two do not fit one loan together.
-DEFAULT_STEPS = tuple(name for name in STEPS if name != "ranks")
+STEPS = ("tests", "sanitizers", "measurements", "h2d", "mlperf", "pyg", "threads", "ranks",
+         "projection")
+#: The steps of the multi-GPU window (issue 49 items 3 and 4): `--steps ranks,projection`.
+RANKS_WINDOW = ("ranks", "projection")
+#: What runs without --steps: all but the multi-GPU window's, which has a loan of its own:
+#: the two do not fit one loan together.
+DEFAULT_STEPS = tuple(name for name in STEPS if name not in RANKS_WINDOW)
 REFUSED = "skipped: compute-sanitizer refused this device"
 
 
@@ -238,25 +242,6 @@ def step_sampler_threads(s: Session, built: bool, scale: float) -> None:
         s.keep("sampler-threads", out / "sampler-threads.json")
 
 
-def step_ranks(s: Session, cuda: bool, built: bool) -> None:
-    """The multi-GPU code path on the one GPU (issue 49 item 3, benchmarks/rank_equivalence.py):
-    one rank over NCCL against 2, 4 and 8 ranks sharing it over gloo, 50 steps, products-sim
-    0.05 (its own small dataset: the ranks' weights, not their speed, are the result)."""
-    if not built:
-        s.skip("rank-equivalence", "skipped: the build failed")
-        return
-    out = WORK / "ranks"
-    (out / "rank-equivalence.json").unlink(missing_ok=True)
-    args = (["--device", "cuda", "--world-sizes", "2,4,8"] if cuda else
-            ["--device", "cpu", "--scale", "0.003", "--world-sizes", "2", "--steps", "10",
-             "--batch-size", "64", "--threads", "1"])
-    step = s.run("rank-equivalence", [PY, "benchmarks/rank_equivalence.py", "--out", str(out),
-                                      *args], timeout_s=300)
-    result = s.keep("rank-equivalence", out / "rank-equivalence.json") if step["ok"] else None
-    if result:
-        s.report["figures"]["rank_equivalence"] = result["rows"]
-
-
 def step_mlperf(s: Session, cuda: bool, built: bool) -> None:
     """MLPerf's R-GAT preset (3 layers, hidden 512 in 4 heads, fanouts 5,10,15, 1024 seeds)
     for a fixed number of steps on igbh-sim, features in memory, then its sampled validation
@@ -342,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     s.save()
     began = time.monotonic()
-    dataset = step_dataset(s, scale) if steps & {"measurements", "threads", "pyg"} else None
+    dataset = (step_dataset(s, scale) if steps & {"measurements", "threads", "pyg", "projection"}
+               else None)
     try:
         built = step_build(s, cuda, args.reuse_build)
         if built and "tests" in steps:
@@ -363,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
             step_sampler_threads(s, built, scale)
         if "ranks" in steps:
             step_ranks(s, cuda, built)
+        if "projection" in steps:
+            step_projection(s, cuda, built, scale)
         headline(s)
     finally:
         settle_dataset(s, dataset)

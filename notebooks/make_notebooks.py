@@ -1,11 +1,7 @@
-"""Write notebooks/NN_name.ipynb from one template so they stay consistent.
-
-Every notebook: a title, the imports, the `parameters` cell (generated from
-gnnrepro.experiments.params.Params, help comments included), the validation of the parameters,
-one experiment call with its table, and its figures. Run
-`.venv/bin/python notebooks/make_notebooks.py` after changing the schema or a notebook below;
-tests/test_notebooks.py checks that the committed notebooks are what this script writes.
-"""
+"""Write notebooks/NN_name.ipynb from one template (title, imports, the `parameters` cell
+generated from gnnrepro.experiments.params.Params, its validation, the experiment with its
+table and figures). Run it after changing the schema or a notebook below; tests/test_notebooks.py
+checks that the committed notebooks are what it writes."""
 from __future__ import annotations
 
 import dataclasses
@@ -183,7 +179,14 @@ experiments.write_table(table, params.figures_dir / "04_scaling", caption="Epoch
 table""", """\
 fig = plots.scaling_lines(data, paper.SCALING_SPEEDUP, meta["ranks_are"],
                           meta.get("not_run"))
-plots.save_figure(fig, params, meta, "04_scaling")"""]),
+plots.save_figure(fig, params, meta, "04_scaling")""", """\
+# 2/4/8 GPUs projected from measured parts, the method checked on CPU ranks (stored results)
+projected = experiments.projection_rows(experiments.stored_gpu_sessions())
+experiments.write_table(projected, params.figures_dir / "04_scaling_projection",
+                        caption=experiments.PROJECTION_CAPTION)
+plots.save(plots.projection_lines(projected, experiments.PROJECTION_NOT_MEASURED),
+           params.figures_dir / "04_scaling_projection", experiments.projection_label(projected))
+projected"""]),
     "05_sensitivity": (
         "Sensitivity",
         "The fused+pinned pipeline's epoch time as batch size, fanouts, workers and streams "
@@ -363,10 +366,8 @@ plots.save_figure(fig, params, typed_meta, "10_link_prediction_typed",
 }
 
 
-# What each notebook's result depends on (the experiments' store keys); the output parameters
-# (where, re-measure, which folder) apply to every notebook.
-# (The package exports each experiment's function under its module's name: import the modules
-# by path.)
+# What each notebook's result depends on (the experiments' store keys, read from the modules
+# by path); the output parameters (where, re-measure, which folder) apply to every notebook.
 def _key(module: str, name: str = "PARAMETERS") -> tuple[str, ...]:
     return getattr(importlib.import_module(f"gnnrepro.experiments.{module}"), name)
 
@@ -402,8 +403,7 @@ def parameters_source(name: str) -> str:
     for group in ([f for f in fields if f.name in used], [f for f in fields if f.name not in used]):
         if group and lines:
             lines.append(OTHERS_NOTE)
-        for f in group:
-            # typing names would need an import to be evaluated in the notebook; quoted not
+        for f in group:  # typing names, quoted: unquoted they would need an import
             annotation = f'"{f.type}"' if "Optional" in f.type else f.type
             lines.append(f"{f.name}: {annotation} = {getattr(defaults, f.name)!r}  "
                          f"# {f.metadata['help']}")
@@ -440,9 +440,8 @@ def render(name: str) -> str:
 
 def main() -> int:
     for name in NOTEBOOKS:
-        path = HERE / f"{name}.ipynb"
-        path.write_text(render(name))
-        print(f"wrote {path}")
+        (HERE / f"{name}.ipynb").write_text(render(name))
+    print(f"wrote {len(NOTEBOOKS)} notebooks to {HERE}")
     return 0
 
 

@@ -12,6 +12,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from gnnrepro.experiments.gpu_results import GpuSession
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,18 +93,27 @@ def test_steps_runs_only_the_named_steps_with_what_they_need(tmp_path: Path) -> 
     assert report["steps"]["dataset"]["ok"] and report["steps"]["build"]["ok"]
 
 
-def test_the_ranks_step_runs_alone_and_keeps_its_result(tmp_path: Path) -> None:
-    """`--steps ranks` (issue 49 item 3's window): the build and the rank equivalence only,
-    rehearsed with CPU ranks over gloo."""
+def test_the_ranks_window_runs_alone_and_keeps_its_results(tmp_path: Path) -> None:
+    """`--steps ranks,projection` (issue 49 items 3 and 4's window): the build, the rank
+    equivalence and the projection of k ranks beside the k ranks it can run, rehearsed with
+    CPU ranks over gloo."""
     out = tmp_path / "out"
     env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
     run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out",
-                          str(out), "--steps", "ranks"], cwd=ROOT, env=env,
+                          str(out), "--steps", "ranks,projection"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads((out / "session.json").read_text())
-    assert list(report["steps"]) == ["build", "rank-equivalence"]
-    rows = GpuSession(out, report).result("rank-equivalence")["rows"]
+    assert list(report["steps"]) == ["build", "dataset", "rank-equivalence",
+                                     "scaling-projection"]
+    session = GpuSession(out, report)
+    rows = session.result("rank-equivalence")["rows"]
     assert [r["world_size"] for r in rows] == [1, 2, 2] and rows[1]["ranks_identical"]
     assert rows[2]["data"] == "own copy per rank"
     assert rows[1]["relative_difference"] <= 1e-5
+    projected = session.result("scaling-projection")["rows"]
+    assert [(r["pipeline"], r["world_size"]) for r in projected] == [("fused+pinned", 1),
+                                                                      ("fused+pinned", 2)]
+    for row in projected:  # every k ran here: each projection has its measured epoch
+        assert row["epoch_s"] > 0 and row["measured_epoch_s"] > 0
+        assert row["error"] == pytest.approx(row["epoch_s"] / row["measured_epoch_s"] - 1)

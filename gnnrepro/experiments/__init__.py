@@ -22,6 +22,8 @@ from gnnrepro.experiments.partitioned import partitioned, partitioned_table
 from gnnrepro.experiments.sampling_speedup import sampling_speedup, speedup_table
 from gnnrepro.experiments.scale_growth import growth_table, scale_growth
 from gnnrepro.experiments.scaling import scaling, scaling_table
+from gnnrepro.experiments.scaling_projection import (PROJECTION_CAPTION, PROJECTION_NOT_MEASURED,
+                                                     projection_label, projection_rows)
 from gnnrepro.experiments.sensitivity import sensitivity, sensitivity_table
 from gnnrepro.experiments.stage_breakdown import stage_breakdown, stage_table
 from gnnrepro.experiments.storage import storage, storage_table
@@ -31,12 +33,13 @@ from gnnrepro.experiments.link_prediction import link_prediction, typed_link_pre
 from gnnrepro.experiments.temporal_sampling import temporal_sampling
 from gnnrepro.experiments.weighted_sampling import weighted_sampling
 
-__all__ = ["NOT_MEASURED", "disk_training", "disk_training_table", "end_to_end",
+__all__ = ["NOT_MEASURED", "PROJECTION_CAPTION", "PROJECTION_NOT_MEASURED", "disk_training", "disk_training_table", "end_to_end",
            "end_to_end_table", "figure_label", "from_namespace", "gpu_copy", "gpu_end_to_end",
            "gpu_label", "gpu_paper_mark", "gpu_sampling", "growth_table", "heterogeneous", "heterogeneous_disk",
            "heterogeneous_disk_skip_reason", "heterogeneous_label",
            "heterogeneous_sampling_table", "heterogeneous_table", "link_prediction", "param_hash",
            "Params", "partitioned", "partitioned_table", "pipeline_alone", "pipeline_alone_table",
+           "projection_label", "projection_rows",
            "sampling_speedup", "scale_growth", "scaling", "scaling_table", "sensitivity",
            "sensitivity_table", "skip_reason", "speedup_table", "stage_breakdown", "stage_table",
            "storage", "storage_table", "Store", "stored_gpu_sessions", "temporal_sampling",

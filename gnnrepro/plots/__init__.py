@@ -15,11 +15,13 @@ from gnnrepro.plots.style import (LOG_SCALE_RATIO, PAPER, PIPELINE_COLORS, SAMPL
 from gnnrepro.plots.pipelines import (end_to_end_bars, gpu_bars, heterogeneous_bars,
                                       pipeline_alone_bars, speedup_bars, stage_bars, timeline,
                                       link_bars, temporal_bars, weighted_bars)
-from gnnrepro.plots.sweeps import growth_lines, partitioned_lines, scaling_lines, sensitivity_bars
+from gnnrepro.plots.sweeps import (growth_lines, partitioned_lines, projection_lines,
+                                   scaling_lines, sensitivity_bars)
 from gnnrepro.plots.storage import disk_training_bars, storage_lines
 from gnnrepro.plots.saving import save, save_figure
 
 __all__ = ["STYLE", "end_to_end_bars", "gpu_bars", "growth_lines", "heterogeneous_bars",
-           "partitioned_lines", "pipeline_alone_bars", "save", "save_figure", "scaling_lines",
+           "partitioned_lines", "pipeline_alone_bars", "projection_lines", "save", "save_figure",
+           "scaling_lines",
            "sensitivity_bars", "speedup_bars", "stage_bars", "storage_lines", "timeline",
            "link_bars", "temporal_bars", "weighted_bars"]

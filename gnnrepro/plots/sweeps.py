@@ -166,3 +166,51 @@ def partitioned_lines(data: pd.DataFrame) -> Figure:
             f"{names.get(s, s)}, {m} machines ({r})"
             for s, m, r in zip(missing["system"], missing["machines"], missing["reason"])))
     return fig
+
+
+def projection_lines(data: pd.DataFrame, gpu_not_measured: str) -> Figure:
+    """04_scaling's projection: one panel per source of gnnrepro.experiments.projection_rows
+    (the CPU-rank check, each GPU machine), epoch time against world size per pipeline,
+    measured solid with filled markers and projected dashed with open ones, each projection
+    beside a measurement labelled with its error. Without a GPU source a panel says
+    `gpu_not_measured`."""
+    sources = list(dict.fromkeys(data["source"]))
+    gpu_sources = [s for s in sources if s.startswith("GPUs")]
+    panels = sources + ([] if gpu_sources else [None])
+    fig, axes = _subplots(ncols=len(panels), figsize=(4.6 * len(panels), 3.9))
+    for ax, source in zip(axes, panels):
+        if source is None:
+            _note(ax, textwrap.fill(gpu_not_measured, 40))
+            ax.set_title("GPUs: projected from measured parts")
+            ax.set_axis_off()
+            continue
+        rows = data[data["source"] == source]
+        for (pipeline, kind), group in rows.groupby(["pipeline", "kind"], sort=False):
+            group = group.sort_values("world_size")
+            projected = kind == "projected"
+            color = PIPELINE_COLORS.get(pipeline)
+            ax.plot(group["world_size"], group["epoch_s"], marker="o", color=color,
+                    linestyle="--" if projected else "-",
+                    markerfacecolor="white" if projected else color,
+                    label=f"{pipeline} ({kind})")
+            if projected:
+                for _, r in group.iterrows():
+                    if pd.notna(r["error"]):
+                        ax.annotate(f"{r['error']:+.0%}", (r["world_size"], r["epoch_s"]),
+                                    textcoords="offset points", xytext=(4, 4), fontsize=7,
+                                    color=color)
+        sizes = sorted(rows["world_size"].unique())
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.minorticks_off()
+        ax.set_ylim(bottom=0)
+        gpu = source.startswith("GPUs")
+        ax.set_xlabel("world size (GPUs; >1 projected)" if gpu else
+                      "world size (CPU processes)")
+        ax.set_ylabel("epoch time (s)")
+        ax.set_title(textwrap.fill(source, 48), fontsize=9)
+        ax.legend(fontsize=7)
+    _footer(fig, "dashed: projected from measured parts (gnnrepro.distributed.projection); "
+                 "labels: projected / measured - 1 where k ranks ran. GPU ratios are over our "
+                 "reference pipeline, not the paper's DGL.")
+    return fig
