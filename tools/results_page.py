@@ -69,6 +69,11 @@ RESULTS: dict[str, tuple[str, str, list[str]]] = {
     "scaling-cpu-products.json": (
         "`bench scaling --scale 1.0 --ranks 1,2 --pipelines dgl,fused+pinned --epochs 2`",
         "README, headline table", SCALING),
+    "scaling-projection-cpu.json": (
+        "`benchmarks/scaling_projection.py --out DIR --scale 0.05 --ranks 1,2,4 --pipelines "
+        "reference,fused+pinned --batches 10 --validate --epochs 2`",
+        "[data-parallel](data-parallel.md#k-ranks-projected-from-measured-parts); figure "
+        "04_scaling_projection", script("scaling_projection")),
     "partitioned-cpu-10ep.json": ("the `bench partitioned` command in "
                                   "[partitioned](partitioned.md)", "README, headline table",
                                   PARTITIONED),

@@ -4,8 +4,9 @@
 C cores (torch threads, which the fused op uses too): it samples its share of each step with the
 pipeline's sampler, gathers the input rows into a staging buffer (pinned where CUDA is present,
 as the pipelines stage them) and, for CPU ranks, runs the model's forward, backward and
-optimizer step on the batch. The ranks start together after two warm-up batches and time every
-batch; the part is the slowest rank's mean. Between CPU ranks it also times the gradient
+optimizer step on the batch, and then waits for the other ranks (their gradients' all-reduce
+makes CPU ranks move in step). The ranks start together after six warm-up batches and time
+every batch; the part is the slowest rank's mean. Between CPU ranks it also times the gradient
 all-reduce (gloo, the model's gradient bytes, after the batches). On a GPU it measures, alone,
 what a rank's own GPU does: the model's forward and backward on the batches, the pinned copy
 rate and the host memory's read rate.
@@ -97,8 +98,20 @@ def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
                rank_batch: int, batches: int, model: dict[str, Any] | None,
                store_port: int | None, inbox: Any, outbox: Any) -> None:
     """One rank's CPU side (a Supervisor child): warm up, report ready, wait for go, time
-    `batches` batches, then (CPU ranks, k > 1) the gradient all-reduce."""
+    `batches` batches, then (CPU ranks, k > 1) the gradient all-reduce. CPU ranks (k > 1)
+    wait for each other after every batch, as their gradients' all-reduce makes them: a rank
+    held up by another's use of the cores holds up every rank."""
     def body() -> dict[str, Any]:
+        synced = model["compute"] and store_port is not None and k > 1
+        if synced:
+            _join(rank, k, store_port)
+        try:
+            return _timed_batches(synced)
+        finally:
+            if synced:
+                dist.destroy_process_group()
+
+    def _timed_batches(synced: bool) -> dict[str, Any]:
         torch.set_num_threads(threads)
         seed, fanouts = model["seed"], model["fanouts"]
         sampler = _make_sampler(kind, dataset, fanouts, seed)
@@ -127,6 +140,8 @@ def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
+                if synced:
+                    dist.barrier()
             t3 = time.perf_counter()
             if i >= _WARMUP:
                 for name, value in (("sample_s", t1 - t0), ("gather_s", t2 - t1),
@@ -136,31 +151,32 @@ def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
         result: dict[str, Any] = {name: statistics.fmean(v) for name, v in times.items()}
         result["copy_bytes"] = statistics.fmean(nbytes)
         result["input_rows"] = int(mb.input_nodes.numel())
-        if net is not None and store_port is not None and k > 1:
-            result["allreduce_s"] = _time_allreduce(net, rank, k, store_port)
+        if synced:
+            result["allreduce_s"] = _time_allreduce(net)
         return result
 
     run_reporting(body, outbox)
 
 
-def _time_allreduce(net: torch.nn.Module, rank: int, k: int, port: int) -> float:
-    """Median seconds of a gloo all-reduce of the model's gradients, flattened (one DDP
-    bucket: they are far under its 25 MB)."""
+def _join(rank: int, k: int, port: int) -> None:
+    """Join the parts' gloo group (the parent serves its store)."""
     store = dist.TCPStore("127.0.0.1", port, k, is_master=False,
                           timeout=timedelta(seconds=120))
     dist.init_process_group("gloo", store=store, rank=rank, world_size=k,
                             timeout=timedelta(seconds=120))
-    try:
-        flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
-        dist.barrier()
-        calls = []
-        for _ in range(_ALLREDUCE_CALLS):
-            t0 = time.perf_counter()
-            dist.all_reduce(flat)
-            calls.append(time.perf_counter() - t0)
-        return statistics.median(calls)
-    finally:
-        dist.destroy_process_group()
+
+
+def _time_allreduce(net: torch.nn.Module) -> float:
+    """Median seconds of a gloo all-reduce of the model's gradients, flattened (one DDP
+    bucket: they are far under its 25 MB)."""
+    flat = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    dist.barrier()
+    calls = []
+    for _ in range(_ALLREDUCE_CALLS):
+        t0 = time.perf_counter()
+        dist.all_reduce(flat)
+        calls.append(time.perf_counter() - t0)
+    return statistics.median(calls)
 
 
 def _run_ranks(k: int, cores: int, dataset: Dataset, kind: str, rank_batch: int,
