@@ -128,6 +128,9 @@ def check_values(out_dir: Path, name: str) -> None:
         assert table.at[64, "status"] == "not run" and "needs 64" in table.at[64, "reason"]
         ran = stored_data(out_dir, name).query("status == 'run'")
         check_accuracy(ran["test_acc"])
+        projection = pd.read_csv(out_dir / "figures" / "smoke" / "04_scaling_projection.csv")
+        assert set(projection["kind"]) == {"measured", "projected"}  # the stored CPU check
+        assert (out_dir / "figures" / "smoke" / "04_scaling_projection.png").exists()
     elif name == "05_sensitivity":
         data = stored_data(out_dir, name)
         ran = data[data["status"] == "run"]

@@ -123,3 +123,42 @@ def test_bad_parts_settings_are_named(dataset: Dataset) -> None:
             measure_parts(dataset, [1], ["fused"], device="cuda", **common)
     with pytest.raises(ValueError, match="ranks"):
         measure_parts(dataset, [0], ["fused"], **common)
+
+
+def test_stored_projections_become_rows_and_a_figure(tmp_path) -> None:
+    """The notebook's panel: a CPU check (projected beside measured, with the error) and a GPU
+    session's projection (measured at one GPU only), each row saying which it is."""
+    import json
+
+    from gnnrepro import plots
+    from gnnrepro.experiments import PROJECTION_NOT_MEASURED, projection_label, projection_rows
+    from gnnrepro.experiments.gpu_results import GpuSession
+
+    def result(measured_k: tuple[int, ...]) -> dict:
+        rows = [{"pipeline": p, "world_size": k, "epoch_s": e * k ** -0.5,
+                 "measured_epoch_s": e if k in measured_k else None,
+                 "error": (k ** -0.5 - 1) if k in measured_k else None, "bound_by": "sum"}
+                for p, e in (("reference", 4.0), ("fused+pinned", 2.0)) for k in (1, 2, 4)]
+        return {"rows": rows, "params": {"dataset": "products-sim", "scale": 0.05},
+                "env": {"cpu": "test CPU", "cpu_count": 2}}
+
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text(json.dumps(result((1, 2, 4))))
+    folder = tmp_path / "gpu-x"
+    folder.mkdir()
+    (folder / "scaling-projection.json").write_text(json.dumps(result((1,))))
+    session = GpuSession(folder, {"machine": {"gpu": "Test GPU"}, "commit": "abc1234"})
+    rows = projection_rows([session], cpu)
+    cpu_rows = rows[rows["source"].str.startswith("CPU ranks, test CPU (2 cores)")]
+    gpu_rows = rows[rows["source"].str.startswith("GPUs: Test GPU")]
+    assert len(cpu_rows) == 12 and len(gpu_rows) == 8  # per pipeline: 1 GPU measured, 3 projected
+    assert gpu_rows.query("kind == 'measured'")["world_size"].tolist() == [1, 1]
+    fused = cpu_rows.query("pipeline == 'fused+pinned' and kind == 'measured'")
+    assert fused["speedup_vs_reference"].tolist() == pytest.approx([2.0, 2.0, 2.0])
+    assert "Test GPU" in projection_label(rows)
+    assert plots.projection_lines(rows, PROJECTION_NOT_MEASURED).axes  # two panels
+    nothing = projection_rows([], tmp_path / "absent.json")
+    assert nothing.empty and projection_label(nothing) == "no stored projection"
+    figure = plots.projection_lines(nothing, PROJECTION_NOT_MEASURED)
+    assert any(PROJECTION_NOT_MEASURED[:20] in t.get_text() for ax in figure.axes
+               for t in ax.texts)
