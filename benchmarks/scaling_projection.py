@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gnnrepro.bench.scaling_projection import scaling_projection  # noqa: E402
+from gnnrepro.bench.scaling_projection import (scaling_projection,  # noqa: E402
+                                               validate_projection)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,16 +49,19 @@ def main(argv: list[str] | None = None) -> int:
     result = scaling_projection(
         "products-sim", args.scale, ranks, args.pipelines.split(","), device=args.device,
         batch_size=args.batch_size, per_rank_batch=args.per_rank_batch or cuda,
-        batches=args.batches, validate=args.validate, epochs=args.epochs,
-        eval_ids=args.eval_ids)
+        batches=args.batches, epochs=args.epochs, eval_ids=args.eval_ids)
+    out = args.out / "scaling-projection.json"
+    args.out.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")  # kept if the validation is cut short
+    if args.validate:
+        validate_projection(result)
+        out.write_text(json.dumps(result, indent=1) + "\n")
     for row in result["rows"]:
         measured = row.get("measured_epoch_s")
         print(f"{row['pipeline']:<13} {row['world_size']} rank(s): projected "
               f"{row['epoch_s']:.3f} s ({row['steps']} steps x {row['step_s'] * 1e3:.2f} ms)"
               + (f", measured {measured:.3f} s, error {row['error']:+.1%}"
                  if measured is not None else ""), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "scaling-projection.json").write_text(json.dumps(result, indent=1) + "\n")
     return 0
 
 

@@ -104,7 +104,7 @@ def test_the_ranks_window_runs_alone_and_keeps_its_results(tmp_path: Path) -> No
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads((out / "session.json").read_text())
-    assert list(report["steps"]) == ["build", "dataset", "rank-equivalence",
+    assert list(report["steps"]) == ["dataset", "build", "rank-equivalence",
                                      "scaling-projection"]
     session = GpuSession(out, report)
     rows = session.result("rank-equivalence")["rows"]

@@ -2,6 +2,7 @@
 projection, and the parts measured with k CPU ranks at once."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -43,9 +44,9 @@ def test_serial_pipeline_adds_its_parts_and_overlapped_takes_the_slowest() -> No
     assert one["copy_s"] == pytest.approx(1e8 / 50e9)  # the link is the slower
     assert one["step_s"] == pytest.approx(0.010 + 0.002 + 0.004)
     assert one["epoch_s"] == pytest.approx(10 * one["step_s"]) and one["bound_by"] == "sum"
-    # a last partial step costs its share of the seeds
+    # a last partial step is priced as a whole one
     part = project_epoch(serial, 1, 1050, allreduce_s=0.0, **rates)
-    assert part["steps"] == 11 and part["epoch_s"] == pytest.approx(10.5 * one["step_s"])
+    assert part["steps"] == 11 and part["epoch_s"] == pytest.approx(11 * one["step_s"])
     two = project_epoch(serial, 2, 1000, allreduce_s=0.001, **rates)
     assert two["copy_s"] == pytest.approx(1e8 / 30e9)  # two links share the host's reads
     assert two["steps"] == 5
@@ -59,7 +60,8 @@ def test_serial_pipeline_adds_its_parts_and_overlapped_takes_the_slowest() -> No
 
 
 def test_cpu_ranks_add_the_measured_allreduce_to_their_step() -> None:
-    parts = {"host": {"fused+pinned": {"1": {"batch_s": 0.02}, "2": {"batch_s": 0.03}}},
+    parts = {"host": {"fused+pinned": {"1": {"batch_s": 0.02, "step_max_s": 0.02},
+                                       "2": {"batch_s": 0.025, "step_max_s": 0.03}}},
              "rank_batch": {"1": 64, "2": 32}, "allreduce_s": {"1": 0.0, "2": 0.002},
              "gradient_bytes": 4000}
     rows = projections(parts, 640)
@@ -69,7 +71,8 @@ def test_cpu_ranks_add_the_measured_allreduce_to_their_step() -> None:
 
 
 def test_gpu_parts_project_with_the_stated_link() -> None:
-    host = {"sample_s": 0.008, "gather_s": 0.002, "copy_bytes": 5e7}
+    # ranks that meet every step wait for each step's slowest: step_max_s >= batch_s
+    host = {"batch_s": 0.010, "step_max_s": 0.012, "copy_bytes": 5e7}
     parts = {"host": {"reference": {"1": host, "8": host}, "fused+pinned": {"1": host,
                                                                            "8": host}},
              "rank_batch": {"1": 1024, "8": 1024}, "gradient_bytes": 800_000,
@@ -80,8 +83,10 @@ def test_gpu_parts_project_with_the_stated_link() -> None:
     assert eight["allreduce_s"] == pytest.approx(ring_allreduce_s(800_000, 8, GPU_LINK))
     assert eight["copy_s"] == pytest.approx(5e7 / (100e9 / 8))  # host reads shared by 8
     assert eight["step_s"] == pytest.approx(max(0.010, 5e7 / 12.5e9, 0.003 + eight[
-        "allreduce_s"]))
-    assert rows[("reference", 8)]["step_s"] > eight["step_s"]
+        "allreduce_s"]))  # fused+pinned runs ahead: the slowest rank's mean
+    reference = rows[("reference", 8)]
+    assert reference["step_s"] == pytest.approx(0.012 + 5e7 / 12.5e9 + 0.003
+                                                + eight["allreduce_s"])
     assert rows[("fused+pinned", 1)]["steps"] == 8 and eight["steps"] == 1
 
 
@@ -99,17 +104,44 @@ def test_parts_of_two_cpu_ranks_at_once(dataset: Dataset) -> None:
     for pipeline in ("reference", "fused+pinned"):
         for k in (1, 2):
             part = parts["host"][pipeline][k]
-            assert part["batch_s"] >= part["sample_s"] + part["gather_s"] + part["compute_s"] \
-                - 1e-9
             assert part["compute_s"] > 0 and part["copy_bytes"] > 0  # CPU ranks: model too
             assert len(part["ranks_batch_s"]) == k
-            assert part["batch_s"] == max(part["ranks_batch_s"])  # the slowest rank
-    # fused and fused+pinned do the same host work: one measurement for both
+            assert part["step_max_s"] >= max(part["ranks_batch_s"]) - 1e-12
+        assert parts["host"][pipeline][1]["wait_s"] == 0.0  # one rank waits for no one
+        # 32 seeds a rank against 64: fewer input rows, fewer bytes
+        assert parts["host"][pipeline][2]["copy_bytes"] < parts["host"][pipeline][1][
+            "copy_bytes"]
     assert parts["allreduce_s"][1] == 0.0 and parts["allreduce_s"][2] > 0
-    net = build_model(dataset, 2, 16, 0.5, 0, torch.device("cpu"))
-    assert parts["gradient_bytes"] == sum(p.numel() * 4 for p in net.parameters())
     rows = projections(parts, dataset.train_idx.numel())
+    assert [(r["pipeline"], r["world_size"]) for r in rows] == [
+        ("reference", 1), ("reference", 2), ("fused+pinned", 1), ("fused+pinned", 2)]
     assert all(math.isfinite(r["epoch_s"]) and r["epoch_s"] > 0 for r in rows)
+
+
+def test_gpu_parts_feed_the_projection(dataset: Dataset, monkeypatch) -> None:
+    """The CUDA branch's output as projections() reads it, its GPU-only parts stubbed (no
+    GPU here; tests/gpu and the GPU session run them): no model step on the host, the
+    device's parts per k, one rank batch per k."""
+    from gnnrepro.distributed import scaling_parts
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _=None: "Stub GPU")
+    monkeypatch.setattr(scaling_parts, "_device_parts", lambda *_: (0.004, 20e9))
+    monkeypatch.setattr(scaling_parts, "_host_read_rate", lambda: 40e9)
+    parts = measure_parts(dataset, [1, 2], ["reference", "fused+pinned"], fanouts=[5, 5],
+                          batch_size=32, per_rank_batch=True, hidden=16, lr=0.01, seed=0,
+                          batches=2, device="cuda", cores=2)
+    assert "allreduce_s" not in parts and parts["gpu"]["name"] == "Stub GPU"
+    assert parts["gpu"]["device_s"] == {1: 0.004, 2: 0.004}
+    for k in (1, 2):
+        assert parts["host"]["fused+pinned"][k]["compute_s"] == 0.0
+    rows = {(r["pipeline"], r["world_size"]): r
+            for r in projections(json.loads(json.dumps(parts)), dataset.train_idx.numel())}
+    two = rows[("fused+pinned", 2)]
+    assert two["device_s"] == 0.004 and two["bound_by"] in ("host", "copy", "device")
+    assert two["copy_s"] == pytest.approx(parts["host"]["fused+pinned"][2]["copy_bytes"]
+                                          / min(20e9, 40e9 / 2))
+    assert rows[("reference", 2)]["step_s"] > two["step_s"] - 1e-12
 
 
 def test_bad_parts_settings_are_named(dataset: Dataset) -> None:
@@ -123,13 +155,13 @@ def test_bad_parts_settings_are_named(dataset: Dataset) -> None:
             measure_parts(dataset, [1], ["fused"], device="cuda", **common)
     with pytest.raises(ValueError, match="ranks"):
         measure_parts(dataset, [0], ["fused"], **common)
+    with pytest.raises(ValueError, match="exceeds the dataset's"):
+        measure_parts(dataset, [1], ["fused"], **{**common, "batch_size": 10**6})
 
 
 def test_stored_projections_become_rows_and_a_figure(tmp_path) -> None:
     """The notebook's panel: a CPU check (projected beside measured, with the error) and a GPU
     session's projection (measured at one GPU only), each row saying which it is."""
-    import json
-
     from gnnrepro import plots
     from gnnrepro.experiments import PROJECTION_NOT_MEASURED, projection_label, projection_rows
     from gnnrepro.experiments.gpu_results import GpuSession

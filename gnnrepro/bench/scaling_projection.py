@@ -14,19 +14,18 @@ from gnnrepro.distributed.projection import GPU_LINK, METHOD, projections
 from gnnrepro.distributed.scaling_parts import measure_parts
 from gnnrepro.env import environment
 
-__all__ = ["scaling_projection"]
+__all__ = ["scaling_projection", "validate_projection"]
 
 
 def scaling_projection(dataset_name: str, scale: float, ranks: Sequence[int],
                        pipelines: Sequence[str], *, device: str = "cpu",
                        batch_size: int = 1024, per_rank_batch: bool = False,
-                       batches: int = 10, validate: bool = False, epochs: int = 2,
-                       eval_ids: int | None = 2048, seed: int = 0) -> dict[str, Any]:
-    """Measure the parts at every k in `ranks`, project every pipeline's epoch, and with
-    `validate` train (bench scaling, `epochs` epochs, the same settings) at every k this
-    machine can run: rows [{pipeline, world_size, epoch_s (projected), steps, step_s, host_s,
-    copy_s, device_s, allreduce_s, bound_by, measured_epoch_s, error}] (error = projected /
-    measured - 1; None where not run)."""
+                       batches: int = 10, epochs: int = 2, eval_ids: int | None = 2048,
+                       seed: int = 0) -> dict[str, Any]:
+    """Measure the parts at every k in `ranks` and project every pipeline's epoch: rows
+    [{pipeline, world_size, epoch_s (projected), steps, step_s, host_s, copy_s, device_s,
+    allreduce_s, bound_by, measured_epoch_s, error}], the last two None until
+    validate_projection (which trains `epochs` epochs evaluating `eval_ids` ids)."""
     dataset = load_scaled(dataset_name, None, scale)
     config = TrainConfig(batch_size=batch_size, device=device, epochs=epochs, seed=seed,
                          eval_ids=eval_ids)
@@ -38,18 +37,6 @@ def scaling_projection(dataset_name: str, scale: float, ranks: Sequence[int],
     rows = projections(parts, num_train)
     for row in rows:
         row.update(measured_epoch_s=None, error=None)
-    validation = None
-    if validate:
-        runnable = [k for k in ranks if unavailable(k, device) is None]
-        validation = scaling.measure(config, dataset=dataset_name, scale=scale,
-                                     ranks=runnable, pipelines=pipelines,
-                                     per_rank_batch=per_rank_batch)
-        measured = {(r["pipeline"], r["world_size"]): r["epoch_s"]
-                    for r in validation["runs"] if not r["skipped"]}
-        for row in rows:
-            epoch_s = measured.get((row["pipeline"], row["world_size"]))
-            if epoch_s is not None:
-                row.update(measured_epoch_s=epoch_s, error=row["epoch_s"] / epoch_s - 1)
     cuda = "gpu" in parts
     return {
         "benchmark": "scaling-projection",
@@ -57,7 +44,7 @@ def scaling_projection(dataset_name: str, scale: float, ranks: Sequence[int],
                    "pipelines": list(pipelines), "device": device, "batch_size": batch_size,
                    "batch_size_is": "per rank" if per_rank_batch else
                    "global (each rank: ceil(batch_size / world_size))",
-                   "batches": batches, "validate": validate, "epochs": epochs,
+                   "batches": batches, "epochs": epochs,
                    "eval_ids": eval_ids, "seed": seed, "fanouts": list(config.fanouts),
                    "hidden": config.hidden, "lr": config.lr},
         "method": METHOD,
@@ -69,8 +56,30 @@ def scaling_projection(dataset_name: str, scale: float, ranks: Sequence[int],
         "num_train_ids": num_train,
         "parts": parts,
         "rows": rows,
-        "validation": ({k: v for k, v in validation.items() if k not in ("env", "dataset")}
-                       if validation else None),
+        "validation": None,
         "dataset": dataset.summary(),
         "env": environment(),
     }
+
+
+def validate_projection(result: dict[str, Any]) -> dict[str, Any]:
+    """Train (bench scaling, the result's settings) at every k of `result` this machine can
+    run, and write each measured epoch and the projection's error (projected / measured - 1)
+    beside its row; `result` updated in place and returned."""
+    params = result["params"]
+    config = TrainConfig(batch_size=params["batch_size"], device=params["device"],
+                         epochs=params["epochs"], seed=params["seed"],
+                         eval_ids=params["eval_ids"])
+    runnable = [k for k in params["ranks"] if unavailable(k, params["device"]) is None]
+    per_rank = params["batch_size_is"] == "per rank"
+    validation = scaling.measure(config, dataset=params["dataset"], scale=params["scale"],
+                                 ranks=runnable, pipelines=params["pipelines"],
+                                 per_rank_batch=per_rank)
+    measured = {(r["pipeline"], r["world_size"]): r["epoch_s"]
+                for r in validation["runs"] if not r["skipped"]}
+    for row in result["rows"]:
+        epoch_s = measured.get((row["pipeline"], row["world_size"]))
+        if epoch_s is not None:
+            row.update(measured_epoch_s=epoch_s, error=row["epoch_s"] / epoch_s - 1)
+    result["validation"] = {k: v for k, v in validation.items() if k not in ("env", "dataset")}
+    return result

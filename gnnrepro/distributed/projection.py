@@ -2,18 +2,20 @@
 
 A data-parallel rank's step has four parts, each measured or stated (never fitted):
 - host: the pipeline's CPU-side work per batch (sampling, gathering the rows into staging; on
-  CPU ranks the model's forward and backward too), measured with k ranks doing it at once on
-  the machine's cores, C // k cores each (gnnrepro.distributed.scaling_parts): what the ranks'
+  CPU ranks the model's forward, backward and optimizer step too), measured with k ranks doing
+  it at once on the machine's cores, max(1, C // k) cores each (gnnrepro.distributed.scaling_parts): what the ranks'
   contention for cores, caches and memory costs is in the measurement, not assumed;
 - copy (GPU ranks): the batch's bytes over the rank's own PCIe link, at the slower of the link's
   measured rate and the host memory's measured read rate shared by the k links;
-- device (GPU ranks): forward and backward per batch, measured on one GPU (each rank has its own);
+- device (GPU ranks): forward, backward and optimizer step per batch, measured on one GPU (each
+  rank has its own);
 - all-reduce of the gradients: measured between CPU ranks (gloo); for GPUs a stated
   interconnect rate in NCCL's ring (2 (k-1)/k of the bytes over the bus, 2 (k-1) latencies).
 A serial pipeline adds them; an overlapped one (fused+pinned on a GPU: workers and side streams)
 takes the slowest of host, copy and device + all-reduce; on CPU ranks the model shares the cores
 with the host work, so the step is always their sum. The epoch is the step times the rank's
-steps, a last partial step counted by its share of the seeds (train ids / (k * rank batch)).
+steps, ceil(train ids / (k * rank batch)): a last, partial step is priced as a whole one (a
+step's rows and its fixed costs shrink far less than its seeds).
 """
 from __future__ import annotations
 
@@ -27,12 +29,15 @@ from gnnrepro.checks import check_int
 __all__ = ["GPU_LINK", "METHOD", "OVERLAPPED", "Interconnect", "RankParts", "project_epoch",
            "projections", "rank_steps", "ring_allreduce_s"]
 
-METHOD = ("epoch(k) = full_steps(k) * step(k), full_steps(k) = train ids / (k * rank batch) "
-          "(a last, partial step costs its share of seeds); "
+METHOD = ("epoch(k) = steps(k) * step(k), steps(k) = ceil(train ids / (k * rank batch)) "
+          "(a last, partial step priced as a whole one); "
           "step(k) = host(k) + copy(k) + device + allreduce(k) for a serial pipeline, "
           "max(host(k), copy(k), device + allreduce(k)) for an overlapped one on a GPU, "
-          "host(k) + allreduce(k) on CPU ranks (host(k) then holds the model's step); host(k) "
-          "measured with k ranks at once on C // k cores each; copy(k) = bytes / min(PCIe, "
+          "host(k) + allreduce(k) on CPU ranks (host(k) then holds the model's step and the "
+          "ranks' wait for each other); host(k) measured with k ranks at once on max(1, C // k) "
+          "cores each: for ranks that meet every step (serial pipelines, CPU ranks) the mean "
+          "over steps of the slowest rank's batch, for fused+pinned on a GPU (which runs ahead) "
+          "the slowest rank's mean; copy(k) = bytes / min(PCIe, "
           "host read rate / k); device measured on one GPU; allreduce(k) measured between CPU "
           "ranks, or NCCL's ring at a stated interconnect rate for GPUs")
 
@@ -98,7 +103,6 @@ def project_epoch(parts: RankParts, k: int, num_train: int, *,
                          f"(measured: {sorted(parts.host_s)})")
     host = parts.host_s[k]
     steps = rank_steps(num_train, k, parts.rank_batch[k])
-    full_steps = num_train / (k * parts.rank_batch[k])
     if parts.device_s is None:  # CPU ranks: the model runs on the host cores
         copy = device = 0.0
         step = host + allreduce_s
@@ -110,9 +114,9 @@ def project_epoch(parts: RankParts, k: int, num_train: int, *,
         device = parts.device_s
         step = (max(host, copy, device + allreduce_s) if parts.overlapped
                 else host + copy + device + allreduce_s)
-    return {"world_size": k, "steps": steps, "full_steps": full_steps, "host_s": host,
-            "copy_s": copy, "device_s": device, "allreduce_s": allreduce_s, "step_s": step,
-            "epoch_s": full_steps * step,
+    return {"world_size": k, "steps": steps, "host_s": host, "copy_s": copy,
+            "device_s": device, "allreduce_s": allreduce_s, "step_s": step,
+            "epoch_s": steps * step,
             "bound_by": _bound(parts, host, copy, device + allreduce_s)}
 
 
@@ -134,18 +138,19 @@ def projections(parts: Mapping[str, Any], num_train: int, *,
     rows = []
     for pipeline, by_k in parts["host"].items():
         host = {int(k): v for k, v in by_k.items()}
-        if gpu is None:
+        if gpu is None:  # CPU ranks meet every step: step_max_s, their barrier's wait in it
             measured = {int(k): v for k, v in parts["allreduce_s"].items()}
-            rank_parts = RankParts({k: v["batch_s"] for k, v in host.items()}, rank_batch)
+            rank_parts = RankParts({k: v["step_max_s"] for k, v in host.items()}, rank_batch)
         else:
             device = {int(k): v for k, v in gpu["device_s"].items()}
+            overlapped = pipeline in OVERLAPPED  # runs ahead: waits for the slowest rank's mean
+            host_s = {k: v["batch_s" if overlapped else "step_max_s"] for k, v in host.items()}
         for k in sorted(host):
             if gpu is None:
                 row = project_epoch(rank_parts, k, num_train, allreduce_s=measured.get(k, 0.0))
             else:
-                one = RankParts({k: host[k]["sample_s"] + host[k]["gather_s"]}, rank_batch,
-                                device_s=device[k], copy_bytes=host[k]["copy_bytes"],
-                                overlapped=pipeline in OVERLAPPED)
+                one = RankParts({k: host_s[k]}, rank_batch, device_s=device[k],
+                                copy_bytes=host[k]["copy_bytes"], overlapped=overlapped)
                 row = project_epoch(one, k, num_train,
                                     allreduce_s=ring_allreduce_s(parts["gradient_bytes"], k,
                                                                  link),

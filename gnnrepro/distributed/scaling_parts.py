@@ -1,19 +1,22 @@
 """The measured parts of a k-rank step (issue 49 item 4; gnnrepro.distributed.projection).
 
-`measure_parts` starts k processes at once, each a rank's CPU side with C // k of the machine's
-C cores (torch threads, which the fused op uses too): it samples its share of each step with the
-pipeline's sampler, gathers the input rows into a staging buffer (pinned where CUDA is present,
-as the pipelines stage them) and, for CPU ranks, runs the model's forward, backward and
-optimizer step on the batch, and then waits for the other ranks (their gradients' all-reduce
-makes CPU ranks move in step). The ranks start together after six warm-up batches and time
-every batch; the part is the slowest rank's mean. Between CPU ranks it also times the gradient
-all-reduce (gloo, the model's gradient bytes, after the batches). On a GPU it measures, alone,
-what a rank's own GPU does: the model's forward and backward on the batches, the pinned copy
-rate and the host memory's read rate.
+`measure_parts` starts k processes at once, each a rank's CPU side with max(1, C // k) of the
+machine's C cores (torch threads, which the fused op uses too): it samples its share of each
+step with the pipeline's sampler, gathers the input rows into a staging buffer (pinned where
+CUDA is present, as the pipelines stage them) and, for CPU ranks, runs the model's forward,
+backward and optimizer step on the batch, and then waits for the other ranks at a gloo barrier
+(their gradients' all-reduce makes CPU ranks move in step; the wait is timed apart). The ranks
+start together after six warm-up batches and time every batch. A rank's host part is reported
+two ways: the slowest rank's mean (`batch_s`: what a pipeline that runs ahead of its step
+waits for, fused+pinned on a GPU) and the mean over steps of the slowest rank's batch at each
+step (`step_max_s`: what ranks that meet every step wait for, the serial pipelines). Between
+CPU ranks it also times the gradient all-reduce (gloo, the model's gradient bytes, after the
+batches). On a GPU it measures, alone, what a rank's own GPU does: the model's forward, backward
+and optimizer step on the batches, the copy rate of the batches' bytes and the host memory's
+read rate.
 """
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from collections.abc import Sequence
@@ -24,12 +27,13 @@ import torch
 import torch.distributed as dist
 
 from gnnrepro.checks import check_int
+from gnnrepro.config import resolve_threads
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.machine_share import share_dataset_
 from gnnrepro.progress import announce
 from gnnrepro.sampling import FusedSampler, ReferenceSampler
 from gnnrepro.sampling.block import MiniBatch
-from gnnrepro.supervisor import Supervisor, run_reporting
+from gnnrepro.supervisor import ChildFailed, Heartbeat, Supervisor, run_reporting
 from gnnrepro.training.loop import build_model
 
 __all__ = ["SAMPLERS", "measure_parts", "rank_batch_size"]
@@ -39,6 +43,7 @@ __all__ = ["SAMPLERS", "measure_parts", "rank_batch_size"]
 SAMPLERS = {"reference": "reference", "fused": "fused", "fused+pinned": "fused"}
 _WARMUP = 6
 _ALLREDUCE_CALLS = 20
+_GRACE_S = 2.0  # after a rank fails: how long the others may still report theirs
 
 
 def rank_batch_size(batch_size: int, k: int, per_rank_batch: bool) -> int:
@@ -63,7 +68,7 @@ def _rank_batches(dataset: Dataset, rank: int, k: int, rank_batch: int, count: i
     order = dataset.train_idx[torch.randperm(dataset.train_idx.numel(),
                                              generator=torch.Generator().manual_seed(seed))]
     per_step = k * rank_batch
-    steps = max(1, order.numel() // per_step)
+    steps = order.numel() // per_step  # whole steps only (measure_parts checks there is one)
     out = []
     for i in range(count):
         step = i % steps
@@ -95,23 +100,24 @@ _NO_STAGING = torch.empty((0, 0))
 
 
 def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
-               rank_batch: int, batches: int, model: dict[str, Any] | None,
-               store_port: int | None, inbox: Any, outbox: Any) -> None:
+               rank_batch: int, batches: int, model: dict[str, Any], store_port: int | None,
+               timeout_s: float, inbox: Any, outbox: Any) -> None:
     """One rank's CPU side (a Supervisor child): warm up, report ready, wait for go, time
     `batches` batches, then (CPU ranks, k > 1) the gradient all-reduce. CPU ranks (k > 1)
     wait for each other after every batch, as their gradients' all-reduce makes them: a rank
     held up by another's use of the cores holds up every rank."""
+    synced = model["compute"] and store_port is not None and k > 1
+
     def body() -> dict[str, Any]:
-        synced = model["compute"] and store_port is not None and k > 1
         if synced:
-            _join(rank, k, store_port)
+            _join(rank, k, store_port, timeout_s)
         try:
-            return _timed_batches(synced)
+            return _timed_batches()
         finally:
             if synced:
                 dist.destroy_process_group()
 
-    def _timed_batches(synced: bool) -> dict[str, Any]:
+    def _timed_batches() -> dict[str, Any]:
         torch.set_num_threads(threads)
         seed, fanouts = model["seed"], model["fanouts"]
         sampler = _make_sampler(kind, dataset, fanouts, seed)
@@ -122,9 +128,10 @@ def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
             net = build_model(dataset, len(fanouts), model["hidden"], 0.5, seed,
                               torch.device("cpu"))
             optimizer = torch.optim.Adam(net.parameters(), lr=model["lr"])
-        times: dict[str, list[float]] = {"sample_s": [], "gather_s": [], "compute_s": [],
-                                         "batch_s": []}
+        names = ("sample_s", "gather_s", "compute_s", "wait_s", "batch_s")
+        times: dict[str, list[float]] = {name: [] for name in names}
         nbytes: list[int] = []
+        beat = Heartbeat(outbox)
         for i, (step, seeds) in enumerate(plan):
             if i == _WARMUP:
                 outbox.send(("ready",))
@@ -133,22 +140,25 @@ def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
             mb = sampler.sample(seeds, batch_id=step)
             t1 = time.perf_counter()
             x, staging = _gather(dataset, mb, staging)
-            t2 = time.perf_counter()
+            t2 = t3 = time.perf_counter()
             if net is not None:
                 logits = net(mb.blocks, x)
                 loss = torch.nn.functional.cross_entropy(logits, dataset.labels[seeds])
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
-                if synced:
-                    dist.barrier()
-            t3 = time.perf_counter()
+                t3 = time.perf_counter()
+            t4 = t3
+            if synced:
+                dist.barrier()
+                t4 = time.perf_counter()
             if i >= _WARMUP:
-                for name, value in (("sample_s", t1 - t0), ("gather_s", t2 - t1),
-                                    ("compute_s", t3 - t2), ("batch_s", t3 - t0)):
+                for name, value in zip(names, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):
                     times[name].append(value)
                 nbytes.append(_batch_bytes(x, mb))
+            beat()
         result: dict[str, Any] = {name: statistics.fmean(v) for name, v in times.items()}
+        result["batches_s"] = times["batch_s"]
         result["copy_bytes"] = statistics.fmean(nbytes)
         result["input_rows"] = int(mb.input_nodes.numel())
         if synced:
@@ -158,12 +168,11 @@ def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
     run_reporting(body, outbox)
 
 
-def _join(rank: int, k: int, port: int) -> None:
+def _join(rank: int, k: int, port: int, timeout_s: float) -> None:
     """Join the parts' gloo group (the parent serves its store)."""
-    store = dist.TCPStore("127.0.0.1", port, k, is_master=False,
-                          timeout=timedelta(seconds=120))
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=k,
-                            timeout=timedelta(seconds=120))
+    timeout = timedelta(seconds=timeout_s)
+    store = dist.TCPStore("127.0.0.1", port, k, is_master=False, timeout=timeout)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=k, timeout=timeout)
 
 
 def _time_allreduce(net: torch.nn.Module) -> float:
@@ -181,7 +190,8 @@ def _time_allreduce(net: torch.nn.Module) -> float:
 
 def _run_ranks(k: int, cores: int, dataset: Dataset, kind: str, rank_batch: int,
                batches: int, model: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
-    """k ranks at once; each rank's result, in rank order."""
+    """k ranks at once; each rank's result, in rank order. A rank that fails raises
+    RuntimeError naming the first cause (a rank that died before others lost their peer)."""
     store = (dist.TCPStore("127.0.0.1", 0, k, is_master=True, wait_for_workers=False,
                            timeout=timedelta(seconds=timeout_s))
              if model["compute"] and k > 1 else None)
@@ -193,34 +203,49 @@ def _run_ranks(k: int, cores: int, dataset: Dataset, kind: str, rank_batch: int,
         for rank in range(k):
             supervisor.start(f"rank {rank}", _rank_main,
                              (rank, k, threads, dataset, kind, rank_batch, batches, model,
-                              store.port if store is not None else None))
-        while len(results) < k:
-            for rank, message in supervisor.receive(1.0):
-                if message[0] == "ready":
-                    ready.add(rank)
-                    if len(ready) == k:  # every rank warmed up: start them together
-                        for r in range(k):
-                            supervisor.send(r, ("go",))
-                elif message[0] == "ok":
-                    results[rank] = message[1]
-            supervisor.check_silence((r for r in range(k) if r not in results
-                                      and (r not in ready or len(ready) == k)), timeout_s)
+                              store.port if store is not None else None, timeout_s))
+        try:
+            while len(results) < k:
+                for rank, message in supervisor.receive(1.0):
+                    if message[0] == "ready":
+                        ready.add(rank)
+                        if len(ready) == k:  # every rank warmed up: start them together
+                            for r in range(k):
+                                supervisor.send(r, ("go",))
+                    elif message[0] == "ok":
+                        results[rank] = message[1]
+                # a ready rank waits silently for the others' warm-up; then it beats
+                supervisor.check_silence((r for r in range(k) if r not in results
+                                          and (r not in ready or len(ready) == k)), timeout_s)
+        except ChildFailed:
+            deadline = time.monotonic() + _GRACE_S
+            while (time.monotonic() < deadline
+                   and len(results) + len(supervisor.failures) < k):
+                supervisor.receive(max(0.0, deadline - time.monotonic()), raise_failure=False)
+            raise RuntimeError(f"scaling parts ({kind}, {k} ranks) failed: "
+                               f"{supervisor.first_cause()}") from None
     finally:
         supervisor.stop()
     return [results[r] for r in range(k)]
 
 
-def _slowest(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The slowest rank's times (ranks wait for each other every step), mean bytes."""
+def _combine(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ranks' parts: the slowest rank's means (batch_s: what a pipeline running ahead of
+    its step waits for), step_max_s (the mean over steps of the slowest rank's batch: what
+    ranks meeting every step wait for), each rank's mean, the mean bytes."""
     slowest = max(rows, key=lambda r: r["batch_s"])
-    return {**slowest, "copy_bytes": statistics.fmean(r["copy_bytes"] for r in rows),
+    per_step = list(zip(*(r["batches_s"] for r in rows)))
+    return {**{name: value for name, value in slowest.items() if name != "batches_s"},
+            "step_max_s": statistics.fmean(max(step) for step in per_step),
+            "copy_bytes": statistics.fmean(r["copy_bytes"] for r in rows),
             "ranks_batch_s": [r["batch_s"] for r in rows]}
 
 
 def _device_parts(dataset: Dataset, model: dict[str, Any], rank_batch: int, batches: int
                   ) -> tuple[float, float]:
     """On GPU 0, alone: (forward + backward + optimizer step per batch of `rank_batch` seeds,
-    mean; the pinned host-to-device rate of those batches' bytes, median)."""
+    mean; the host-to-device rate of those batches' bytes, median: rows from pinned staging,
+    blocks and labels from pageable memory, as the copy the projection prices)."""
     device = torch.device("cuda", 0)
     fanouts = model["fanouts"]
     sampler = _make_sampler("fused", dataset, fanouts, model["seed"])
@@ -232,11 +257,12 @@ def _device_parts(dataset: Dataset, model: dict[str, Any], rank_batch: int, batc
                                                     _WARMUP + batches, model["seed"])):
         mb = sampler.sample(seeds, batch_id=step)
         x, staging = _gather(dataset, mb, staging)
+        labels = dataset.labels[seeds]
         torch.cuda.synchronize(device)
         t0 = time.perf_counter()
         gpu_x = x.to(device, non_blocking=True)
         blocks = [b.to(device, non_blocking=True) for b in mb.blocks]
-        y = dataset.labels[seeds].to(device, non_blocking=True)
+        y = labels.to(device, non_blocking=True)
         torch.cuda.synchronize(device)
         t1 = time.perf_counter()
         loss = torch.nn.functional.cross_entropy(net(blocks, gpu_x), y)
@@ -246,7 +272,7 @@ def _device_parts(dataset: Dataset, model: dict[str, Any], rank_batch: int, batc
         torch.cuda.synchronize(device)
         t2 = time.perf_counter()
         if i >= _WARMUP:
-            rates.append(_batch_bytes(x, mb) / (t1 - t0))
+            rates.append((_batch_bytes(x, mb) + labels.nbytes) / (t1 - t0))
             compute.append(t2 - t1)
     return statistics.fmean(compute), statistics.median(rates)
 
@@ -269,7 +295,8 @@ def measure_parts(dataset: Dataset, ranks: Sequence[int], pipelines: Sequence[st
                   device: str = "cpu", cores: int | None = None,
                   timeout_s: float = 300.0) -> dict[str, Any]:
     """The parts of every pipeline's step at every k in `ranks` (see the module doc):
-    {"host": {pipeline: {k: {sample_s, gather_s, compute_s, batch_s, copy_bytes, ...}}},
+    {"host": {pipeline: {k: {sample_s, gather_s, compute_s, wait_s, batch_s, step_max_s,
+    copy_bytes, ...}}},
     "rank_batch": {k: seeds}, "gradient_bytes", "allreduce_s": {k: s} (CPU ranks), "gpu":
     {device_s: {k: s}, pcie_bytes_per_s, host_read_bytes_per_s, name} (device cuda), "cores",
     "threads_per_rank": {k: threads}}."""
@@ -284,7 +311,11 @@ def measure_parts(dataset: Dataset, ranks: Sequence[int], pipelines: Sequence[st
     for k in ranks:
         check_int("ranks", k, 1)
     check_int("batches", batches, 1)
-    cores = cores or os.cpu_count() or 1
+    largest = max(k * rank_batch_size(batch_size, k, per_rank_batch) for k in ranks)
+    if largest > dataset.train_idx.numel():
+        raise ValueError(f"batch_size: a step of {largest} seeds (k ranks x rank batch) "
+                         f"exceeds the dataset's {dataset.train_idx.numel()} training ids")
+    cores = cores or resolve_threads(None)
     share_dataset_(dataset)
     model = {**_model_settings(fanouts, hidden, lr, seed), "compute": device == "cpu"}
     net = build_model(dataset, len(fanouts), hidden, 0.5, seed, torch.device("cpu"))
@@ -299,7 +330,7 @@ def measure_parts(dataset: Dataset, ranks: Sequence[int], pipelines: Sequence[st
             rows = _run_ranks(k, cores, dataset, kind,
                               rank_batch_size(batch_size, k, per_rank_batch), batches, model,
                               timeout_s)
-            host.setdefault(kind, {})[k] = _slowest(rows)
+            host.setdefault(kind, {})[k] = _combine(rows)
             if model["compute"]:
                 allreduce[k] = max((r.get("allreduce_s", 0.0) for r in rows), default=0.0)
     result: dict[str, Any] = {

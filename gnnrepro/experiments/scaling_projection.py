@@ -26,7 +26,7 @@ PROJECTION_NOT_MEASURED = ("GPUs: not measured. A GPU machine measures the parts
 PROJECTION_CAPTION = ("Epochs on k ranks projected from measured parts, beside the measured "
                       "ones where k ranks ran (stored results of "
                       "benchmarks/scaling_projection.py); speedups over our reference.")
-COLUMNS = ["source", "pipeline", "world_size", "kind", "epoch_s", "error",
+COLUMNS = ["source", "pipeline", "world_size", "cores_per_rank", "kind", "epoch_s", "error",
            "speedup_vs_reference", "bound_by"]
 
 
@@ -35,8 +35,10 @@ def _rows(source: str, result: dict[str, Any]) -> list[dict[str, Any]]:
     beside it where k ranks ran; the speedup over the reference pipeline at the same k and of
     the same kind."""
     rows = []
+    cores = {int(k): c for k, c in result.get("parts", {}).get("threads_per_rank", {}).items()}
     for r in result["rows"]:
-        common = {"source": source, "pipeline": r["pipeline"], "world_size": r["world_size"]}
+        common = {"source": source, "pipeline": r["pipeline"], "world_size": r["world_size"],
+                  "cores_per_rank": cores.get(r["world_size"])}
         rows.append({**common, "kind": "projected", "epoch_s": r["epoch_s"],
                      "error": r.get("error"), "bound_by": r.get("bound_by")})
         if r.get("measured_epoch_s") is not None:

@@ -200,8 +200,10 @@ def projection_lines(data: pd.DataFrame, gpu_not_measured: str) -> Figure:
                                     textcoords="offset points", xytext=(4, 4), fontsize=7,
                                     color=color)
         sizes = sorted(rows["world_size"].unique())
+        cores = rows.groupby("world_size")["cores_per_rank"].first()
         ax.set_xscale("log", base=2)
-        ax.set_xticks(sizes, [str(s) for s in sizes])
+        ax.set_xticks(sizes, [f"{s}\n({cores[s]:.0f} cores each)" if pd.notna(cores[s])
+                              else str(s) for s in sizes])
         ax.minorticks_off()
         ax.set_ylim(bottom=0)
         gpu = source.startswith("GPUs")
@@ -211,6 +213,6 @@ def projection_lines(data: pd.DataFrame, gpu_not_measured: str) -> Figure:
         ax.set_title(textwrap.fill(source, 48), fontsize=9)
         ax.legend(fontsize=7)
     _footer(fig, "dashed: projected from measured parts (gnnrepro.distributed.projection); "
-                 "labels: projected / measured - 1 where k ranks ran. GPU ratios are over our "
-                 "reference pipeline, not the paper's DGL.")
+                 "labels: projected / measured - 1 where k ranks ran. The paper's multi-GPU "
+                 "ratios are over DGL's pipeline: not drawn here.")
     return fig
