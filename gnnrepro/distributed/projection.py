@@ -3,8 +3,9 @@
 A data-parallel rank's step has four parts, each measured or stated (never fitted):
 - host: the pipeline's CPU-side work per batch (sampling, gathering the rows into staging; on
   CPU ranks the model's forward, backward and optimizer step too), measured with k ranks doing
-  it at once on the machine's cores, max(1, C // k) cores each (gnnrepro.distributed.scaling_parts): what the ranks'
-  contention for cores, caches and memory costs is in the measurement, not assumed;
+  it at once on the machine's cores, max(1, C // k) cores each
+  (gnnrepro.distributed.scaling_parts): what the ranks' contention for cores, caches and
+  memory costs is in the measurement, not assumed;
 - copy (GPU ranks): the batch's bytes over the rank's own PCIe link, at the slower of the link's
   measured rate and the host memory's measured read rate shared by the k links;
 - device (GPU ranks): forward, backward and optimizer step per batch, measured on one GPU (each
@@ -20,7 +21,7 @@ step's rows and its fixed costs shrink far less than its seeds).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +81,8 @@ def rank_steps(num_train: int, k: int, rank_batch: int) -> int:
 @dataclass(frozen=True)
 class RankParts:
     """One pipeline's measured parts. host_s: {k: seconds per batch of one rank's host work
-    while k ranks do theirs} (the slowest rank's); rank_batch: {k: seeds per rank};
-    device_s: forward + backward per batch on a GPU (None on CPU ranks: in host_s);
+    while k ranks do theirs}; rank_batch: {k: seeds per rank}; device_s: forward, backward
+    and optimizer step per batch on a GPU (None on CPU ranks: in host_s);
     copy_bytes: bytes a batch moves to the GPU; overlapped: whether the pipeline overlaps its
     host work, copies and model step (fused+pinned on a GPU)."""
 

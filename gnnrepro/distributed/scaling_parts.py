@@ -1,23 +1,26 @@
 """The measured parts of a k-rank step (issue 49 item 4; gnnrepro.distributed.projection).
 
 `measure_parts` starts k processes at once, each a rank's CPU side with max(1, C // k) of the
-machine's C cores (torch threads, which the fused op uses too): it samples its share of each
-step with the pipeline's sampler, gathers the input rows into a staging buffer (pinned where
-CUDA is present, as the pipelines stage them) and, for CPU ranks, runs the model's forward,
-backward and optimizer step on the batch, and then waits for the other ranks at a gloo barrier
-(their gradients' all-reduce makes CPU ranks move in step; the wait is timed apart). The ranks
-start together after six warm-up batches and time every batch. A rank's host part is reported
-two ways: the slowest rank's mean (`batch_s`: what a pipeline that runs ahead of its step
-waits for, fused+pinned on a GPU) and the mean over steps of the slowest rank's batch at each
-step (`step_max_s`: what ranks that meet every step wait for, the serial pipelines). Between
-CPU ranks it also times the gradient all-reduce (gloo, the model's gradient bytes, after the
-batches). On a GPU it measures, alone, what a rank's own GPU does: the model's forward, backward
-and optimizer step on the batches, the copy rate of the batches' bytes and the host memory's
-read rate.
+machine's C cores (torch threads, which the fused op uses too). Each samples its share of each
+step with the pipeline's sampler and gathers the input rows into a staging buffer (pinned where
+CUDA is present, as the pipelines stage them); on a GPU machine fused+pinned's batches are
+prepared by the worker threads its Loader would run there. CPU ranks also run the model's
+forward, backward and optimizer step on the batch, then wait for the other ranks at a gloo
+barrier (their gradients' all-reduce makes CPU ranks move in step; the wait is timed apart).
+The ranks start together after six warm-up batches and time every batch. A rank's host part
+is reported two ways: the slowest rank's mean (`batch_s`: what a pipeline that runs ahead of
+its step waits for, fused+pinned on a GPU) and the mean over steps of the slowest rank's batch
+at each step (`step_max_s`: what ranks that meet every step wait for, the serial pipelines).
+Between CPU ranks it also times the gradient all-reduce (gloo, the model's gradient bytes,
+after the batches). On a GPU it measures, alone, what a rank's own GPU does: the model's
+forward, backward and optimizer step on the batches, the copy rate of the batches' bytes and
+the host memory's read rate.
 """
 from __future__ import annotations
 
+import copy
 import statistics
+import threading
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -27,14 +30,17 @@ import torch
 import torch.distributed as dist
 
 from gnnrepro.checks import check_int
-from gnnrepro.config import resolve_threads
+from gnnrepro.config import resolve_threads, resolve_workers
 from gnnrepro.datasets.dataset import Dataset
 from gnnrepro.distributed.machine_share import share_dataset_
+from gnnrepro.distributed.projection import OVERLAPPED
 from gnnrepro.progress import announce
 from gnnrepro.sampling import FusedSampler, ReferenceSampler
 from gnnrepro.sampling.block import MiniBatch
+from gnnrepro.pipeline.thread_workers import set_local_num_threads
 from gnnrepro.supervisor import ChildFailed, Heartbeat, Supervisor, run_reporting
 from gnnrepro.training.loop import build_model
+from gnnrepro.training.pipelines import worker_threads
 
 __all__ = ["SAMPLERS", "measure_parts", "rank_batch_size"]
 
@@ -101,14 +107,19 @@ _NO_STAGING = torch.empty((0, 0))
 
 def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
                rank_batch: int, batches: int, model: dict[str, Any], store_port: int | None,
-               timeout_s: float, inbox: Any, outbox: Any) -> None:
+               timeout_s: float, workers: tuple[int, int], inbox: Any, outbox: Any) -> None:
     """One rank's CPU side (a Supervisor child): warm up, report ready, wait for go, time
     `batches` batches, then (CPU ranks, k > 1) the gradient all-reduce. CPU ranks (k > 1)
     wait for each other after every batch, as their gradients' all-reduce makes them: a rank
-    held up by another's use of the cores holds up every rank."""
+    held up by another's use of the cores holds up every rank. `workers`: (W, threads each);
+    W > 0 times the batches as W sampling worker threads prepare them, as fused+pinned's
+    Loader does on a GPU (no model step on the host)."""
     synced = model["compute"] and store_port is not None and k > 1
 
     def body() -> dict[str, Any]:
+        if workers[0] > 0:
+            return _worker_batches(rank, k, threads, dataset, kind, rank_batch, batches,
+                                   model, workers, inbox, outbox)
         if synced:
             _join(rank, k, store_port, timeout_s)
         try:
@@ -168,6 +179,68 @@ def _rank_main(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
     run_reporting(body, outbox)
 
 
+def _worker_batches(rank: int, k: int, threads: int, dataset: Dataset, kind: str,
+                    rank_batch: int, batches: int, model: dict[str, Any],
+                    workers: tuple[int, int], inbox: Any, outbox: Any) -> dict[str, Any]:
+    """The rank's batches prepared by W worker threads (each its own sampler copy, staging and
+    intra-op threads: the Loader's thread workers), after warm-up batches on every thread:
+    batch_s is the wall time of the timed batches over their count (the throughput the
+    trainer sees), sample_s and gather_s the work per batch summed over the threads."""
+    count, per_worker = workers
+    torch.set_num_threads(threads)
+    sampler = _make_sampler(kind, dataset, model["fanouts"], model["seed"])
+    plan = _rank_batches(dataset, rank, k, rank_batch, count * _WARMUP + batches,
+                         model["seed"])
+    warm, timed = plan[:count * _WARMUP], plan[count * _WARMUP:]
+    lock = threading.Lock()
+    work = {"sample_s": 0.0, "gather_s": 0.0, "bytes": [], "rows": 0}
+    failures: list[BaseException] = []
+
+    def run(w: int, items: list[tuple[int, torch.Tensor]], record: bool) -> None:
+        try:
+            set_local_num_threads(per_worker)
+            mine, staging = copy.copy(sampler), _NO_STAGING
+            for step, seeds in items[w::count]:
+                t0 = time.perf_counter()
+                mb = mine.sample(seeds, batch_id=step)
+                t1 = time.perf_counter()
+                x, staging = _gather(dataset, mb, staging)
+                t2 = time.perf_counter()
+                if record:
+                    with lock:
+                        work["sample_s"] += t1 - t0
+                        work["gather_s"] += t2 - t1
+                        work["bytes"].append(_batch_bytes(x, mb))
+                        work["rows"] = int(mb.input_nodes.numel())
+        except BaseException as exc:  # raised in the rank's main thread
+            failures.append(exc)
+
+    def all_threads(items: list[tuple[int, torch.Tensor]], record: bool) -> float:
+        pool = [threading.Thread(target=run, args=(w, items, record)) for w in range(count)]
+        start = time.perf_counter()
+        for t in pool:
+            t.start()
+        beat = Heartbeat(outbox)
+        for t in pool:
+            while t.is_alive():
+                t.join(0.5)
+                beat()
+        if failures:
+            raise failures[0]
+        return time.perf_counter() - start
+
+    all_threads(warm, False)
+    outbox.send(("ready",))
+    inbox.recv()
+    wall = all_threads(timed, True)
+    n = len(timed)
+    batch_s = wall / n
+    return {"sample_s": work["sample_s"] / n, "gather_s": work["gather_s"] / n,
+            "compute_s": 0.0, "wait_s": 0.0, "batch_s": batch_s, "batches_s": [batch_s] * n,
+            "copy_bytes": statistics.fmean(work["bytes"]), "input_rows": work["rows"],
+            "workers": count, "threads_per_worker": per_worker}
+
+
 def _join(rank: int, k: int, port: int, timeout_s: float) -> None:
     """Join the parts' gloo group (the parent serves its store)."""
     timeout = timedelta(seconds=timeout_s)
@@ -189,7 +262,8 @@ def _time_allreduce(net: torch.nn.Module) -> float:
 
 
 def _run_ranks(k: int, cores: int, dataset: Dataset, kind: str, rank_batch: int,
-               batches: int, model: dict[str, Any], timeout_s: float) -> list[dict[str, Any]]:
+               batches: int, model: dict[str, Any], timeout_s: float,
+               workers: tuple[int, int] = (0, 0)) -> list[dict[str, Any]]:
     """k ranks at once; each rank's result, in rank order. A rank that fails raises
     RuntimeError naming the first cause (a rank that died before others lost their peer)."""
     store = (dist.TCPStore("127.0.0.1", 0, k, is_master=True, wait_for_workers=False,
@@ -203,7 +277,7 @@ def _run_ranks(k: int, cores: int, dataset: Dataset, kind: str, rank_batch: int,
         for rank in range(k):
             supervisor.start(f"rank {rank}", _rank_main,
                              (rank, k, threads, dataset, kind, rank_batch, batches, model,
-                              store.port if store is not None else None, timeout_s))
+                              store.port if store is not None else None, timeout_s, workers))
         try:
             while len(results) < k:
                 for rank, message in supervisor.receive(1.0):
@@ -227,6 +301,17 @@ def _run_ranks(k: int, cores: int, dataset: Dataset, kind: str, rank_batch: int,
     finally:
         supervisor.stop()
     return [results[r] for r in range(k)]
+
+
+def _host_workers(pipeline: str, device: str, cores: int, k: int) -> tuple[int, int]:
+    """(worker threads, intra-op threads each) of the pipeline's host work on k ranks: on a
+    GPU, fused+pinned's Loader's (resolve_workers, worker_threads); else none (the serial
+    pipelines; CPU ranks, whose model step shares the cores: their host part is serial)."""
+    if device != "cuda" or pipeline not in OVERLAPPED:
+        return 0, 0
+    threads = max(1, cores // k)
+    count = resolve_workers(None, "cuda", "cpu", ranks_per_machine=k)
+    return count, worker_threads(torch.device("cuda"), count, threads)
 
 
 def _combine(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -320,21 +405,25 @@ def measure_parts(dataset: Dataset, ranks: Sequence[int], pipelines: Sequence[st
     model = {**_model_settings(fanouts, hidden, lr, seed), "compute": device == "cpu"}
     net = build_model(dataset, len(fanouts), hidden, 0.5, seed, torch.device("cpu"))
     gradient_bytes = sum(p.numel() * p.element_size() for p in net.parameters())
-    host: dict[str, dict[int, dict[str, Any]]] = {}
+    host: dict[tuple, dict[int, dict[str, Any]]] = {}
     allreduce: dict[int, float] = {}
-    kinds = {SAMPLERS[p] for p in pipelines}
-    for kind in sorted(kinds):
-        for k in sorted(set(ranks)):
-            announce(f"scaling parts: {kind} host work on {k} rank(s) at once, "
-                     f"{max(1, cores // k)} core(s) each")
+    plans = {(p, k): (SAMPLERS[p], _host_workers(p, device, cores, k))
+             for p in pipelines for k in ranks}
+    for key in sorted(set(plans.values())):
+        kind, workers = key
+        for k in sorted({k for (_, k), v in plans.items() if v == key}):
+            threads = max(1, cores // k)
+            announce(f"scaling parts: {kind} host work on {k} rank(s) at once, {threads} "
+                     f"core(s) each" + (f", {workers[0]} worker threads of {workers[1]}"
+                                        if workers[0] else ""))
             rows = _run_ranks(k, cores, dataset, kind,
                               rank_batch_size(batch_size, k, per_rank_batch), batches, model,
-                              timeout_s)
-            host.setdefault(kind, {})[k] = _combine(rows)
+                              timeout_s, workers)
+            host.setdefault(key, {})[k] = _combine(rows)
             if model["compute"]:
                 allreduce[k] = max((r.get("allreduce_s", 0.0) for r in rows), default=0.0)
     result: dict[str, Any] = {
-        "host": {p: host[SAMPLERS[p]] for p in pipelines},
+        "host": {p: {k: host[plans[p, k]][k] for k in sorted(set(ranks))} for p in pipelines},
         "rank_batch": {k: rank_batch_size(batch_size, k, per_rank_batch) for k in ranks},
         "gradient_bytes": gradient_bytes, "cores": cores,
         "threads_per_rank": {k: max(1, cores // k) for k in ranks}}
