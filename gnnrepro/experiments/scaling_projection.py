@@ -35,10 +35,10 @@ def _rows(source: str, result: dict[str, Any]) -> list[dict[str, Any]]:
     beside it where k ranks ran; the speedup over the reference pipeline at the same k and of
     the same kind."""
     rows = []
-    cores = {int(k): c for k, c in result.get("parts", {}).get("threads_per_rank", {}).items()}
+    cores = result.get("parts", {}).get("cores")  # the machine's: k ranks share them
     for r in result["rows"]:
         common = {"source": source, "pipeline": r["pipeline"], "world_size": r["world_size"],
-                  "cores_per_rank": cores.get(r["world_size"])}
+                  "cores_per_rank": cores / r["world_size"] if cores else None}
         rows.append({**common, "kind": "projected", "epoch_s": r["epoch_s"],
                      "error": r.get("error"), "bound_by": r.get("bound_by")})
         if r.get("measured_epoch_s") is not None:

@@ -196,14 +196,14 @@ def projection_lines(data: pd.DataFrame, gpu_not_measured: str) -> Figure:
             if projected:
                 for _, r in group.iterrows():
                     if pd.notna(r["error"]):
-                        ax.annotate(f"{r['error']:+.0%}", (r["world_size"], r["epoch_s"]),
+                        ax.annotate(f"{r['error']:+.0%}" if abs(r["error"]) >= 0.005 else "0%", (r["world_size"], r["epoch_s"]),
                                     textcoords="offset points", xytext=(4, 4), fontsize=7,
                                     color=color)
         sizes = sorted(rows["world_size"].unique())
         cores = rows.groupby("world_size")["cores_per_rank"].first()
         ax.set_xscale("log", base=2)
-        ax.set_xticks(sizes, [f"{s}\n({cores[s]:.0f} cores each)" if pd.notna(cores[s])
-                              else str(s) for s in sizes])
+        ax.set_xticks(sizes, [f"{s}\n({cores[s]:g} core{'' if cores[s] == 1 else 's'} each)"
+                              if pd.notna(cores[s]) else str(s) for s in sizes])
         ax.minorticks_off()
         ax.set_ylim(bottom=0)
         gpu = source.startswith("GPUs")
