@@ -990,8 +990,16 @@ class SampleCall {
       const int64_t ahead = i + kWeightedPrefetchAhead;
       const int64_t* ahead_range =
           rel.times && ahead < end ? candidates_.data() + 2 * (rel.seg + ahead) : nullptr;
-      if (attempts && ahead_range &&
-          2 * (ahead_range[1] - ahead_range[0]) < code_degree(degrees[ahead])) {
+      if (last && ahead_range) {
+        // "last" with a mask reads no table entry: its weights and ids back from the end of
+        // its candidates (weighted_last)
+        const int64_t from = starts[ahead] + ahead_range[1] - 1;
+        if (ahead_range[1] > ahead_range[0]) {
+          __builtin_prefetch(weights + from);
+          __builtin_prefetch(ix + from);
+        }
+      } else if (attempts && ahead_range &&
+                 2 * (ahead_range[1] - ahead_range[0]) < code_degree(degrees[ahead])) {
         // drawn over its running sums (weighted_picks.h): no table entry, its weights read
         __builtin_prefetch(weights + starts[ahead] + ahead_range[0]);
       } else if (ahead < end && !weighted_takes_all(degrees[ahead])) {
