@@ -308,8 +308,10 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "(issue 49 item 4) changed one prefetch in the CPU op's weighted pick loop, taken "
              "only by timed destinations under 'last' with a mask, which no stored result runs "
              "(the op's other calls run the same instructions as before), and added the k-rank "
-             "projection, which none of these results runs; it measured sampling-cpu again at "
-             "its final code")
+             "projection, which none of these results runs; it measured sampling-cpu, "
+             "peers-sampling-cpu, peers-loader-cpu, peers-loader-cpu-mag, own-model-pyg-cpu, "
+             "peers-train-cpu-mag, peers-train-cpu and scaling-projection-cpu again at its "
+             "final code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
