@@ -310,7 +310,7 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "(the op's other calls run the same instructions as before), and added the k-rank "
              "projection, which none of these results runs; it measured sampling-cpu, "
              "peers-sampling-cpu, peers-loader-cpu, peers-loader-cpu-mag, own-model-pyg-cpu, "
-             "peers-train-cpu-mag, peers-train-cpu and scaling-projection-cpu again at its "
+             "peers-train-cpu-mag, peers-train-cpu, scaling-projection-cpu and loader-cpu again at its "
              "final code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
