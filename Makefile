@@ -23,16 +23,18 @@ $(PY):
 # torch first: a local wheel where pip's find-links has one (no multi-GB CUDA download on CPU
 # machines), else the registry's. Then, side by side (make -j): the package with every extra
 # (mostly unpacking: disk) and what compiles against that torch (CPU): the extension, and
-# check-cuda where nvcc exists.
+# check-cuda where nvcc exists. --no-compile: Python compiles a module's bytecode when it is
+# first imported, so installing skips the thousands of modules nothing here imports (half the
+# extras' install time).
 TORCH  := $(VENV)/.stamp-torch
 $(TORCH): | $(PY)
-	$(PIP) install -q --upgrade pip setuptools wheel ninja numpy pybind11
-	$(PIP) install -q --no-index --no-deps 'torch>=2.3' 2>/dev/null || true
-	$(PIP) install -q 'torch>=2.3'
+	$(PIP) install -q --no-compile --upgrade pip setuptools wheel ninja numpy pybind11
+	$(PIP) install -q --no-compile --no-index --no-deps 'torch>=2.3' 2>/dev/null || true
+	$(PIP) install -q --no-compile 'torch>=2.3'
 	touch $@
 
 $(DEPS): pyproject.toml $(TORCH)
-	GNNREPRO_NO_EXT=1 $(PIP) install -q --no-build-isolation -e '.[all]'
+	GNNREPRO_NO_EXT=1 $(PIP) install -q --no-compile --no-build-isolation -e '.[all]'
 	touch $@
 
 # Rebuild the extension in place (ninja, incremental) when a C++/CUDA source changes.
@@ -69,7 +71,7 @@ $(PEERS_DIR)/pyg/.stamp: $(DEPS)
 # process the suite keeps about one of 2 cores busy).
 TEST_WORKERS ?= 2
 SERIAL_TESTS := $(addprefix tests/test_,$(addsuffix .py,supervisor gpu_session bench_storage \
-  bench_disk_training peers))
+  peers))
 
 test:
 	$(MAKE) --no-print-directory -j3 setup check-cuda-if-nvcc

@@ -3,7 +3,7 @@
 // One schema per op; CPU and CUDA kernels register against it (TORCH_LIBRARY_IMPL) in their own
 // files, so `torch.ops.gnnrepro.<op>` dispatches on the device of its tensor arguments.
 #include <torch/library.h>
-#include <torch/python.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include "bench/random_reads.h"
 #include "common/local_threads.h"

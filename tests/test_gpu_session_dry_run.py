@@ -22,13 +22,20 @@ MEASUREMENTS = {"placements.json", "copy-overlap.json", "end-to-end.json", "h2d.
                 "sampler-threads.json"}
 
 
-def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def data_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One dataset cache for this file's sessions: each builds its dataset step from it, as a
+    second call within one loan does, rather than generating the same data again."""
+    return dict(os.environ, GNNREPRO_DATA=str(tmp_path_factory.mktemp("data")))
+
+
+def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path,
+                                                      data_env: dict[str, str]) -> None:
     out = tmp_path / "out"
-    env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
     run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out",
                           str(out), "--commit", "abc1234", "--wheels", str(tmp_path / "none"),
                           "--pyg-wheels", str(tmp_path / "none")],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                         cwd=ROOT, env=data_env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     pyg_ran = importlib.util.find_spec("torch_sparse") is not None  # else no wheel to install
     assert {p.name for p in out.iterdir()} == FILES  # at most 8 come back
@@ -75,17 +82,17 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path) -> None:
     assert "== placements" in log and "passed" in log
 
 
-def test_steps_runs_only_the_named_steps_with_what_they_need(tmp_path: Path) -> None:
+def test_steps_runs_only_the_named_steps_with_what_they_need(tmp_path: Path,
+                                                            data_env: dict[str, str]) -> None:
     out = tmp_path / "out"
-    env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
     command = [sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out", str(out),
                "--pyg-wheels", str(tmp_path / "none")]
-    wrong = subprocess.run(command + ["--steps", "pyg,sanitiser"], cwd=ROOT, env=env,
+    wrong = subprocess.run(command + ["--steps", "pyg,sanitiser"], cwd=ROOT, env=data_env,
                            capture_output=True, text=True, timeout=120)
     assert wrong.returncode == 2 and "--steps: ['sanitiser'] not among" in wrong.stderr
     assert not out.exists()
-    run = subprocess.run(command + ["--steps", "pyg"], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=600)
+    run = subprocess.run(command + ["--steps", "pyg"], cwd=ROOT, env=data_env,
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads((out / "session.json").read_text())
     assert report["steps_asked"] == ["pyg"]
@@ -93,14 +100,14 @@ def test_steps_runs_only_the_named_steps_with_what_they_need(tmp_path: Path) -> 
     assert report["steps"]["dataset"]["ok"] and report["steps"]["build"]["ok"]
 
 
-def test_the_ranks_window_runs_alone_and_keeps_its_results(tmp_path: Path) -> None:
+def test_the_ranks_window_runs_alone_and_keeps_its_results(tmp_path: Path,
+                                                           data_env: dict[str, str]) -> None:
     """`--steps ranks,projection` (issue 49 items 3 and 4's window): the build, the rank
     equivalence and the projection of k ranks beside the k ranks it can run, rehearsed with
     CPU ranks over gloo."""
     out = tmp_path / "out"
-    env = dict(os.environ, GNNREPRO_DATA=str(tmp_path / "data"))
     run = subprocess.run([sys.executable, "benchmarks/gpu_session.py", "--dry-run", "--out",
-                          str(out), "--steps", "ranks,projection"], cwd=ROOT, env=env,
+                          str(out), "--steps", "ranks,projection"], cwd=ROOT, env=data_env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads((out / "session.json").read_text())

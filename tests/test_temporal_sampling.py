@@ -141,17 +141,19 @@ def _coo(g: CSCGraph) -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_uniform_picks_are_uniform_over_the_candidates_only():
     """One destination with 20 edges at times 0..19, seed time 9, fanout 3: each of the ten
-    candidates is picked with probability 3/10, later edges never."""
+    candidates is picked with probability 3/10, later edges never. 40 batches of 100 copies of
+    the seed: each copy's subgraph is its own (disjoint), so its picks are its own draws."""
     g = CSCGraph.from_edges(torch.arange(1, 21), torch.zeros(20, dtype=torch.long), 21,
                             keep_edge_ids=True)
     times = torch.arange(20).flip(0)  # not in time order: the sampler sorts a copy
     sampler = FusedSampler(g, [3], times=times, edge_ids=True)
     counts = torch.zeros(20)
-    trials = 4000
-    for b in range(trials):
-        eids = sampler.sample(torch.tensor([0]), batch_id=b,
-                              seed_time=torch.tensor([9])).blocks[0].edge_ids
-        counts[eids] += 1
+    batches, copies = 40, 100
+    trials = batches * copies
+    for b in range(batches):
+        eids = sampler.sample(torch.zeros(copies, dtype=torch.long), batch_id=b,
+                              seed_time=torch.full((copies,), 9)).blocks[0].edge_ids
+        counts += torch.bincount(eids, minlength=20)
     assert counts[times > 9].sum() == 0
     freq = counts[times <= 9] / trials
     assert float((freq - 0.3).abs().max()) < 0.035  # ~5 standard deviations
@@ -210,10 +212,13 @@ def test_excluded_edges_under_uniform_and_last_picks():
     exclude = torch.tensor([19 - 7, 19 - 2])
     uniform = FusedSampler(g, [3], times=times, edge_ids=True)
     counts = torch.zeros(20)
-    trials = 4000
-    for b in range(trials):
-        counts[uniform.sample(torch.tensor([0]), batch_id=b, seed_time=torch.tensor([9]),
-                              exclude=exclude).blocks[0].edge_ids] += 1
+    batches, copies = 40, 100  # copies of the seed in a batch: disjoint subgraphs, own draws
+    trials = batches * copies
+    for b in range(batches):
+        eids = uniform.sample(torch.zeros(copies, dtype=torch.long), batch_id=b,
+                              seed_time=torch.full((copies,), 9), exclude=exclude
+                              ).blocks[0].edge_ids
+        counts += torch.bincount(eids, minlength=20)
     kept = (times <= 9) & ~torch.isin(torch.arange(20), exclude)
     assert counts[~kept].sum() == 0
     assert float((counts[kept] / trials - 3 / 8).abs().max()) < 0.04  # ~5 standard deviations

@@ -7,7 +7,7 @@
 
 // pybind11 with torch's tensor casters; torch/extension.h would add all of libtorch's C++ API
 // (twice the compile time).
-#include <torch/python.h>
+#include <torch/csrc/utils/pybind.h>
 
 namespace gnnrepro {
 

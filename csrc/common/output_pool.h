@@ -9,9 +9,10 @@
 // The pool keeps at most kMaxCachedBytes; what does not fit goes back to the system.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace gnnrepro {
 

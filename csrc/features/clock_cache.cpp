@@ -1,6 +1,8 @@
 // ClockCache (see clock_cache.h): lookups, CLOCK insertion, bindings.
 #include "clock_cache.h"
 
+#include <ATen/ops/tensor.h>
+
 #include <algorithm>
 
 namespace gnnrepro {

@@ -1,6 +1,7 @@
 // DiskGather (see disk_gather.h): the per-batch plan of DiskFeatureStore.gather, bindings.
 #include "disk_gather.h"
 
+#include <ATen/ops/empty.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>

@@ -9,7 +9,8 @@
 // source's row is then summed on its own, in parallel, with no atomics: the result does not
 // depend on the thread count. torch's was the second largest part of an R-GCN step
 // (benchmarks/NOTES.md, "the neighbour mean's backward").
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>

@@ -7,7 +7,8 @@
 // parallel, fused with the ReLU and the 1 / (1 - p) scale. The backward needs no mask: an
 // output element is positive exactly when its input was positive and kept.
 #include <ATen/Parallel.h>
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <torch/library.h>

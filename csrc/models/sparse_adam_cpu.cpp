@@ -11,7 +11,7 @@
 // and the update computed in Python's floats bit for bit (tests/test_sparse_adam.py):
 //   m' = m + (g - m) * (1 - beta1);  v' = v + (g * g - v) * (1 - beta2)
 //   param += -step_size * (m' / (sqrt(v') + eps)),  step_size = lr * sqrt(bc2) / bc1.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>

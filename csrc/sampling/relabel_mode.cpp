@@ -1,6 +1,6 @@
 // See relabel_mode.h. pybind11 first: its namespace carries a visibility attribute that the
 // header's declaration of module_ must not precede.
-#include <torch/python.h>
+#include <torch/csrc/utils/pybind.h>
 
 #include "relabel_mode.h"
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import torch
 
 from gnnrepro.datasets import typed_cache
@@ -67,6 +66,8 @@ def _check_local_copy(root: Path) -> dict[str, Path]:
 
 def _convert(root: Path, params: dict[str, Any]) -> TypedDataset:
     """Read the raw files into a TypedDataset with mag_schema's relations (reverses added)."""
+    import pandas as pd  # here: every process that imports gnnrepro.datasets would pay ~0.5 s
+
     files = _check_local_copy(root)
     counts = pd.read_csv(files["num_nodes"], compression="gzip")
     missing = [t for t in NODE_TYPES if t not in counts.columns]
@@ -97,4 +98,6 @@ def _convert(root: Path, params: dict[str, Any]) -> TypedDataset:
 
 def _int_table(path: Path) -> np.ndarray:
     """The headerless gzip CSV at `path` as a writable, row-major int64 [rows, columns] array."""
+    import pandas as pd
+
     return np.array(pd.read_csv(path, compression="gzip", header=None, dtype=np.int64), order="C")
