@@ -23,18 +23,16 @@ $(PY):
 # torch first: a local wheel where pip's find-links has one (no multi-GB CUDA download on CPU
 # machines), else the registry's. Then, side by side (make -j): the package with every extra
 # (mostly unpacking: disk) and what compiles against that torch (CPU): the extension, and
-# check-cuda where nvcc exists. --no-compile: Python compiles a module's bytecode when it is
-# first imported, so installing skips the thousands of modules nothing here imports (half the
-# extras' install time).
+# check-cuda where nvcc exists.
 TORCH  := $(VENV)/.stamp-torch
 $(TORCH): | $(PY)
-	$(PIP) install -q --no-compile --upgrade pip setuptools wheel ninja numpy pybind11
-	$(PIP) install -q --no-compile --no-index --no-deps 'torch>=2.3' 2>/dev/null || true
-	$(PIP) install -q --no-compile 'torch>=2.3'
+	$(PIP) install -q --upgrade pip setuptools wheel ninja numpy pybind11
+	$(PIP) install -q --no-index --no-deps 'torch>=2.3' 2>/dev/null || true
+	$(PIP) install -q 'torch>=2.3'
 	touch $@
 
 $(DEPS): pyproject.toml $(TORCH)
-	GNNREPRO_NO_EXT=1 $(PIP) install -q --no-compile --no-build-isolation -e '.[all]'
+	GNNREPRO_NO_EXT=1 $(PIP) install -q --no-build-isolation -e '.[all]'
 	touch $@
 
 # Rebuild the extension in place (ninja, incremental) when a C++/CUDA source changes.
@@ -73,8 +71,12 @@ TEST_WORKERS ?= 2
 SERIAL_TESTS := $(addprefix tests/test_,$(addsuffix .py,supervisor gpu_session bench_storage \
   peers))
 
+# The tests' hundreds of Python processes each import the package: its bytecode is compiled
+# first, once (where PYTHONDONTWRITEBYTECODE is set, as on this project's machines, no process
+# would write it, and each would compile every module it imports again).
 test:
 	$(MAKE) --no-print-directory -j3 setup check-cuda-if-nvcc
+	$(PY) -m compileall -q -j 2 gnnrepro benchmarks
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 \
 	  $(addprefix --ignore=,$(SERIAL_TESTS)) tests
 	$(PY) -m pytest -q --durations=10 $(SERIAL_TESTS)
@@ -93,7 +95,11 @@ NVCC       ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA
 CUDA_ARCHS ?= $(shell cat csrc/cuda_archs.txt)
 SM_ARCHS   := $(subst .,,$(CUDA_ARCHS))
 CU_SRC     := $(shell find csrc -name '*.cu')
-CHECK_CUDA := build/check-cuda
+CU_HEADERS := $(shell find csrc -name '*.h' -o -name '*.cuh')
+# One object per source and architecture list, each its own target: under make -j the sources
+# compile side by side and beside the extension's build, not one after another on one core.
+CHECK_CUDA := build/check-cuda/sm$(subst $(eval) ,-,$(SM_ARCHS))
+CU_OBJ     := $(patsubst %.cu,$(CHECK_CUDA)/%.o,$(CU_SRC))
 NVCC_FLAGS  = -std=c++20 -O3 --threads 2 --expt-relaxed-constexpr -Xcompiler -fPIC -DGNNREPRO_WITH_CUDA \
   -DTORCH_API_INCLUDE_EXTENSION_H -DTORCH_EXTENSION_NAME=_C \
   $(foreach a,$(SM_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
@@ -102,13 +108,14 @@ NVCC_FLAGS  = -std=c++20 -O3 --threads 2 --expt-relaxed-constexpr -Xcompiler -fP
     print(" ".join("-isystem " + p for p in include_paths() + [sysconfig.get_paths()["include"]]))') \
   -Xcompiler -idirafter,csrc/cuda_shim
 
-check-cuda: $(TORCH)
+check-cuda: $(CU_OBJ)
+	@echo "check-cuda: $(words $(CU_SRC)) CUDA sources compiled (sm: $(SM_ARCHS))"
+
+$(CHECK_CUDA)/%.o: %.cu $(CU_HEADERS) $(TORCH)
 	@test -n "$(NVCC)" || { echo "check-cuda: nvcc not found (set NVCC= or CUDA_HOME=)"; exit 1; }
-	@mkdir -p $(CHECK_CUDA)
-	@set -e; start=$$(date +%s); for cu in $(CU_SRC); do \
-	  echo "nvcc -c $$cu (sm: $(SM_ARCHS))"; \
-	  $(NVCC) $(NVCC_FLAGS) -c $$cu -o $(CHECK_CUDA)/$$(basename $$cu .cu).o; \
-	done; echo "check-cuda: $(words $(CU_SRC)) CUDA sources compiled in $$(( $$(date +%s) - start )) s"
+	@mkdir -p $(@D)
+	@echo "nvcc -c $< (sm: $(SM_ARCHS))"; start=$$(date +%s); \
+	  $(NVCC) $(NVCC_FLAGS) -c $< -o $@ && echo "nvcc: $< compiled in $$(( $$(date +%s) - start )) s"
 
 # make test runs check-cuda where nvcc exists, and says so where it does not. Its torch first, in
 # this make: under make -j the sub-make must not build it a second time beside this one. It
