@@ -311,7 +311,13 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "projection, which none of these results runs; it measured sampling-cpu, "
              "peers-sampling-cpu, peers-loader-cpu, peers-loader-cpu-mag, own-model-pyg-cpu, "
              "peers-train-cpu-mag, peers-train-cpu, scaling-projection-cpu and loader-cpu again at its "
-             "final code")
+             "final code. Session 23 changed which headers the extension's files include (torch's "
+             "pybind11 header in place of torch/python.h, ATen's per-op headers in place of "
+             "ATen/ATen.h) so that it compiles in half the time: the sampler op's, the feature "
+             "gather's, the weight table's, SparseAdam's and the output pool's objects have the "
+             "same machine code as before (objdump, function by function), the dropout's and the "
+             "neighbour mean's differ only in the names of lambdas, the disk store's in pybind11's "
+             "inlined helpers; it measured sampling-cpu and loader-cpu again")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
