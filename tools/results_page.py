@@ -317,8 +317,8 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "gather's, the weight table's, SparseAdam's and the output pool's objects have the "
              "same machine code as before (objdump, function by function), the dropout's and the "
              "neighbour mean's differ only in the names of lambdas, the disk store's in pybind11's "
-             "inlined helpers; it measured sampling-cpu, sampling-cpu-products, loader-cpu and "
-             "train-cpu again")
+             "inlined helpers; it measured sampling-cpu, sampling-cpu-products, loader-cpu, "
+             "train-cpu, peers-sampling-cpu, peers-loader-cpu and peers-loader-cpu-mag again")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
