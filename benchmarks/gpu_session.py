@@ -66,7 +66,7 @@ MODULES = ["setuptools", "ninja", "numpy", "pandas", "yaml", "psutil", "tqdm", "
 DEADLINE_S = 540
 #: The CUDA op tests run under memcheck (their cuda cases), and the few under racecheck.
 SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows.py",
-                   "tests/gpu/test_sample_errors.py"]
+                   "tests/gpu/test_sample_errors.py", "tests/gpu/test_temporal_cuda.py"]
 RACECHECK_SELECTION = "test_blocks_are_right_and_equal_the_cpu_op and cuda and fanouts1 and device"
 MEASUREMENTS = ("placements", "copy-overlap", "end-to-end")
 #: What `--steps` can name (the dataset and the build come with whatever needs them).

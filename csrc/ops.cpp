@@ -11,6 +11,7 @@
 #include "features/clock_cache.h"
 #include "features/disk_gather.h"
 #include "features/disk_reader.h"
+#include "sampling/disjoint_relabel.h"
 #include "sampling/relabel_mode.h"
 
 TORCH_LIBRARY(gnnrepro, m) {
@@ -136,6 +137,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   gnnrepro::register_disk_gather(m);  // DiskGather: the disk store's gather, one call a batch
   gnnrepro::register_random_reads(m);  // random_line_reads: the random-read ceiling probe
   gnnrepro::register_relabel_mode(m);  // parallel_relabel_threads: the sampler's relabel
+  gnnrepro::register_disjoint_relabel(m);  // disjoint_relabel: the CUDA op's, for the tests
   m.def("output_pool_stats", &gnnrepro::output_pool_stats,
         "[bytes cached, most bytes cached, allocations from the cache, allocations of new "
         "memory] of the pool the CPU sampler's outputs come from (csrc/common/output_pool.h).");

@@ -57,7 +57,9 @@
 #include "../common/picks.h"
 #include "../common/relabel.h"
 #include "../common/rng.h"
+#include "../common/temporal_picks.h"
 #include "../common/weighted_picks.h"
+#include "disjoint_relabel.h"
 #include "sample_args.h"
 #include "sample_errors.h"
 #include "typed_spec.h"
@@ -108,7 +110,7 @@ __global__ void init_status_kernel(ull* status, int64_t slots) {
 }
 
 // Seeds outside [0, N) and seeds whose map entry is not -1, before any entry is written (so
-// what is read is the caller's map).
+// what is read is the caller's map); `map` null: a temporal call, which writes no map entry.
 // `seeds` are one type's (ids in [0, num_nodes)), `map` that type's part of the map and
 // `type_tag` (type << kRelShift) names the type in a bad seed's detail.
 __global__ void check_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n,
@@ -119,7 +121,7 @@ __global__ void check_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n,
     const int64_t v = seeds[i];
     if (v < 0 || v >= num_nodes) {
       flag_error(status, kBadSeed, kBadSeedPos, type_tag | static_cast<ull>(i));
-    } else if (map[v] != kUnmapped) {
+    } else if (map && map[v] != kUnmapped) {
       flag_error(status, kDirtySeedMap, kErrors, 0);
     }
   }
@@ -159,7 +161,8 @@ __global__ void map_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n, i
 // the rest get count 0, so a scan over `upper` gives the real total at its end). Counts are
 // clamped to int32 max so the int64 scan cannot overflow; any real total that large fails the
 // block size check anyway.
-// `dst` holds global ids; the relation's destinations are its type's, from dst_offset on, and
+// `dst` holds global ids (under node_mask: a temporal call's keys carry their seed's index above
+// them); the relation's destinations are its type's, from dst_offset on, and
 // `rel_tag` (relation << kRelShift) makes a bad node's detail name its relation. A uniform
 // relation's degree counts the neighbours not excluded (exclusion.h; all of them where
 // num_excluded is 0), as the CPU op's count_range does.
@@ -169,14 +172,14 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
                              bool replace, const int64_t* __restrict__ nonzero,
                              const float* __restrict__ weights,
                              const int64_t* __restrict__ excluded, int64_t num_excluded,
-                             int64_t dst_offset, ull rel_tag,
+                             int64_t node_mask, int64_t dst_offset, ull rel_tag,
                              int64_t* __restrict__ start, int64_t* __restrict__ degree,
                              int64_t* __restrict__ count, ull* status) {
   const int64_t n = n_base + (n_extra ? *n_extra : 0);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < upper;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t lo = 0, deg = 0, c = 0;
-    const int64_t v = i < n ? dst[i] - dst_offset : -1;
+    const int64_t v = i < n ? (dst[i] & node_mask) - dst_offset : -1;
     if (v >= 0 && v < num_nodes) {  // seeds outside [0, N) are flagged by check_seeds_kernel
       const int64_t a = indptr[v], b = indptr[v + 1];
       if (0 <= a && a <= b && b <= num_edges) {
@@ -198,6 +201,79 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
     start[i] = lo;
     degree[i] = deg;
     count[i] = c;
+  }
+}
+
+// A temporal call's time arguments as the kernels read them, for one timed relation.
+struct TimePtrs {
+  const int64_t* times = nullptr;      // the relation's edge times (null: untimed)
+  const int64_t* seed_time = nullptr;  // per seed (over every type, in order) its time
+  int shift = 0;                       // a key's seed index is key >> shift
+  int64_t window = -1, strategy = 0;
+};
+
+// count_kernel for a timed relation of a temporal call, destination i as the CPU op's
+// count_timed counts it (temporal_picks.h): its candidates at its seed's time (the first edge
+// after the time ends them; with a window, the first after its floor begins them), then the
+// uniform rule over what they leave (start and degree: the sampled range and its kept edges),
+// or, weighted, the whole list's degree code with the candidates' offsets in range[2i, 2i + 2).
+// `dst` holds the call's keys (seed index << shift | global id).
+__global__ void timed_count_kernel(const int64_t* __restrict__ indptr, int64_t num_nodes,
+                                   int64_t num_edges, const int64_t* __restrict__ dst, int64_t n,
+                                   int64_t node_mask, TimePtrs tp, int64_t fanout, bool replace,
+                                   const int64_t* __restrict__ nonzero,
+                                   const float* __restrict__ weights,
+                                   const int64_t* __restrict__ excluded, int64_t num_excluded,
+                                   int64_t dst_offset, ull rel_tag, int64_t* __restrict__ start,
+                                   int64_t* __restrict__ degree, int64_t* __restrict__ count,
+                                   int64_t* __restrict__ range, ull* status) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t lo = 0, deg = 0, c = 0, first = 0, end = 0;
+    const int64_t key = dst[i], v = (key & node_mask) - dst_offset;
+    if (v >= 0 && v < num_nodes) {  // seeds outside [0, N) are flagged by check_seeds_kernel
+      const int64_t a = indptr[v], b = indptr[v + 1];
+      if (0 <= a && a <= b && b <= num_edges) {
+        const int64_t t = tp.seed_time[key >> tp.shift];
+        TimeSearch s{a, b - a};
+        while (time_search_step(s, tp.times, t)) {
+        }
+        end = s.first;
+        first = a;
+        int64_t floor = 0;
+        if (tp.window >= 0 && window_floor(t, tp.window, &floor)) {
+          s = {a, end - a};
+          while (time_search_step(s, tp.times, floor)) {
+          }
+          first = s.first;
+        }
+        if (nonzero) {
+          const int64_t positive = available_positive_in(weights, a, b, first, end, nonzero[v],
+                                                         excluded, num_excluded);
+          lo = a;
+          deg = weighted_degree_code(b - a, positive, fanout, replace);
+          c = weighted_pick_count(b - a, positive, fanout, replace);
+          first -= a;
+          end -= a;
+        } else {
+          const KeptRange kr =
+              kept_strategy_range({first, end}, fanout, tp.strategy, excluded, num_excluded);
+          lo = kr.range.begin;
+          deg = kr.kept;
+          c = pick_count(kr.kept, fanout, replace);
+        }
+        c = std::min<int64_t>(c, std::numeric_limits<int32_t>::max());
+      } else {
+        flag_error(status, kBadIndptr, kBadIndptrNode, rel_tag | static_cast<ull>(v));
+      }
+    }
+    start[i] = lo;
+    degree[i] = deg;
+    count[i] = c;
+    if (range) {
+      range[2 * i] = first;
+      range[2 * i + 1] = end;
+    }
   }
 }
 
@@ -242,7 +318,8 @@ __global__ void edge_positions_kernel(const int64_t* __restrict__ dst, int64_t n
 
 // Positions of a weighted relation's picks: one thread per destination, running the CPU op's
 // routine (weighted_picks.h) over the destination's weights and alias table, its excluded
-// edges never picked.
+// edges never picked. A timed relation's picks are among its candidates (`range`, from
+// timed_count_kernel; null where untimed), its most recent ones under "last" (`last`).
 template <typename IdT>
 __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64_t n,
                                           const int64_t* __restrict__ bp,
@@ -253,6 +330,7 @@ __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64
                                           uint64_t stream,
                                           const int64_t* __restrict__ excluded,
                                           int64_t num_excluded,
+                                          const int64_t* __restrict__ range, bool last,
                                           int64_t* __restrict__ pos) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -261,10 +339,12 @@ __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64
     const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
     const int64_t s = start[i];  // degree[i]: the count kernel's degree code
     const PickOut<IdT> po{nullptr, s, pos + out, nullptr};  // ids: lookup_kernel reads indices
-    const PickContext ctx =  // no marks: exact picks scan the picks
-        pick_context(nullptr, excluded, num_excluded, s, code_degree(degree[i]));
+    const int64_t* candidates = range ? range + 2 * i : nullptr;
+    const PickContext ctx =  // no marks: exact picks scan the picks; no sums (sum_draw)
+        pick_context(nullptr, excluded, num_excluded, s, candidates ? candidates[0] : 0,
+                     candidates ? candidates[1] : code_degree(degree[i]));
     weighted_positions<IdT>(weights + s, table + s * kTableWords<IdT>, degree[i], count, replace,
-                            key, po, ctx);
+                            key, po, ctx, candidates && last);
   }
 }
 
@@ -371,6 +451,30 @@ __global__ void lookup_kernel(const IdT* __restrict__ indices, int64_t num_src,
   }
 }
 
+// lookup_kernel for a temporal call: edge e's key, its neighbour's global id under the seed
+// index of its destination (dst holds the layer's keys, bp the relation's block indptr over its
+// n destinations), or -1 for an id outside [0, num_src) (flagged as lookup_kernel flags it).
+template <typename IdT>
+__global__ void lookup_keys_kernel(const IdT* __restrict__ indices, int64_t num_src,
+                                   int64_t src_offset, ull rel_tag,
+                                   const int64_t* __restrict__ pos, int64_t num_edges,
+                                   const int64_t* __restrict__ dst,
+                                   const int64_t* __restrict__ bp, int64_t n, int64_t node_mask,
+                                   int64_t* __restrict__ keys, ull* status) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < num_edges;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t p = pos[e];
+    const auto local = static_cast<int64_t>(indices[p]);
+    int64_t key = -1;
+    if (local < 0 || local >= num_src) {
+      flag_error(status, kBadIndex, kBadIndexPos, rel_tag | static_cast<ull>(p));
+    } else {
+      key = (dst[owner_of(bp, n, e)] & ~node_mask) | (local + src_offset);
+    }
+    keys[e] = key;
+  }
+}
+
 // First-use markers of neighbours without a local id.
 __global__ void mark_kernel(const int32_t* __restrict__ sampled, int64_t num_edges, int32_t* map) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < num_edges;
@@ -464,32 +568,42 @@ void exclusive_offsets(const T* in, T* out, int64_t items, const at::TensorOptio
                                                static_cast<int>(items), stream));
 }
 
-// One layer's count arrays over `upper` destinations: start | degree | count | bp (upper + 1).
+// One layer's count arrays over `upper` destinations: start | degree | count | bp (upper + 1),
+// and for a weighted timed relation its candidates' offsets (2 * upper; else null).
 struct CountArrays {
   at::Tensor storage;
   int64_t* start;
   int64_t* degree;
   int64_t* count;
   int64_t* bp;
-  CountArrays(int64_t upper, const at::TensorOptions& long_opts)
-      : storage(at::empty({4 * upper + 1}, long_opts)) {
+  int64_t* range = nullptr;
+  CountArrays(int64_t upper, const at::TensorOptions& long_opts, bool with_range = false)
+      : storage(at::empty({(with_range ? 6 : 4) * upper + 1}, long_opts)) {
     start = storage.data_ptr<int64_t>();
     degree = start + upper;
     count = degree + upper;
     bp = count + upper;
+    if (with_range) range = bp + upper + 1;
   }
 };
 
+// `tp`: a timed relation's (then every destination is real: upper = n_base, no n_extra).
 void launch_count(const int64_t* indptr, int64_t num_nodes, int64_t num_edges, const int64_t* dst,
                   int64_t upper, int64_t n_base, const int32_t* n_extra, int64_t fanout,
-                  bool replace, const WeightPtrs& wp, const ExcludedPtrs& ex,
-                  int64_t dst_offset, ull rel_tag, const CountArrays& ca, ull* status,
-                  const at::TensorOptions& bytes_opts, cudaStream_t stream) {
-  if (upper > 0) {
+                  bool replace, const WeightPtrs& wp, const ExcludedPtrs& ex, const TimePtrs& tp,
+                  int64_t node_mask, int64_t dst_offset, ull rel_tag, const CountArrays& ca,
+                  ull* status, const at::TensorOptions& bytes_opts, cudaStream_t stream) {
+  if (upper > 0 && tp.times) {
+    timed_count_kernel<<<cuda_blocks(upper), kCudaThreads, 0, stream>>>(
+        indptr, num_nodes, num_edges, dst, upper, node_mask, tp, fanout, replace, wp.nonzero,
+        wp.weights, ex.positions, ex.count, dst_offset, rel_tag, ca.start, ca.degree, ca.count,
+        ca.range, status);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else if (upper > 0) {
     count_kernel<<<cuda_blocks(upper), kCudaThreads, 0, stream>>>(
         indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, wp.nonzero,
-        wp.weights, ex.positions, ex.count, dst_offset, rel_tag, ca.start, ca.degree, ca.count,
-        status);
+        wp.weights, ex.positions, ex.count, node_mask, dst_offset, rel_tag, ca.start, ca.degree,
+        ca.count, status);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   exclusive_offsets<int64_t>(ca.count, ca.bp, upper, bytes_opts, stream);
@@ -499,12 +613,12 @@ void launch_count(const int64_t* indptr, int64_t num_nodes, int64_t num_edges, c
 template <typename IdT>
 void launch_positions(const int64_t* dst, int64_t n, const CountArrays& ca, int64_t edges,
                       int64_t fanout, bool replace, const WeightPtrs& wp, const ExcludedPtrs& ex,
-                      uint64_t stream_key, int64_t* pos, const at::TensorOptions& long_opts,
-                      cudaStream_t stream) {
+                      bool last, uint64_t stream_key, int64_t* pos,
+                      const at::TensorOptions& long_opts, cudaStream_t stream) {
   if (wp.weights) {
     weighted_positions_kernel<IdT><<<cuda_blocks(n), kCudaThreads, 0, stream>>>(
         dst, n, ca.bp, ca.start, ca.degree, wp.weights, wp.table, replace, stream_key,
-        ex.positions, ex.count, pos);
+        ex.positions, ex.count, ca.range, last, pos);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return;
   }
@@ -589,6 +703,17 @@ __global__ void renumber_kernel(const int64_t* __restrict__ in, int64_t n,
   }
 }
 
+// A temporal call's seeds of one type as keys: seed i of the call (over every type, type t's
+// from `first`) is (i << shift) | its global id, so that a node reached from two seeds is two
+// sources (the CPU op's DisjointMap keys).
+__global__ void seed_keys_kernel(const int64_t* __restrict__ seeds, int64_t n, int64_t first,
+                                 int64_t offset, int shift, int64_t* __restrict__ keys) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    keys[i] = ((first + i) << shift) | (seeds[i] + offset);
+  }
+}
+
 // Reads the status block back (a counted host sync) and raises the first error it holds, in
 // sample_errors.h's order, after resetting node_map (the caller's catch).
 std::vector<ull> sync_status(const ull* status, int64_t slots, cudaStream_t stream,
@@ -643,6 +768,9 @@ std::vector<ull> sync_status(const ull* status, int64_t slots, cudaStream_t stre
 // sync, over a bound on its destinations (the homogeneous op's fanouts.size() + 1 syncs); with
 // several, the sources are split by type first (sorted by type, stably: destinations, then new
 // sources, in order), which costs two more syncs a layer.
+// A temporal call samples each seed's subgraph on its own: its destinations are keys (seed
+// index << shift | global id), no map entry is written, and each layer is relabelled by sorting
+// (disjoint_relabel.h) after a sync that raises the layer's errors: four syncs a layer.
 template <typename IdT>
 class CudaSampleCall {
  public:
@@ -660,7 +788,19 @@ class CudaSampleCall {
         slots_(kStatusSlots + R_ + T_),
         per_layer_(outputs_per_layer(spec, return_eids)),
         out_(per_layer_ * spec.num_layers),
-        ca_(R_), dst_begin_(T_ + 1, 0) {}
+        ca_(R_), dst_begin_(T_ + 1, 0), disjoint_(spec.temporal()), tp_(R_) {
+    if (!disjoint_) return;
+    while ((int64_t{1} << shift_) < spec.total_nodes()) ++shift_;  // the CPU op's keys
+    node_mask_ = (int64_t{1} << shift_) - 1;
+    for (int64_t r = 0; r < R_; ++r) {
+      if (!spec.rels[r].times.defined()) continue;
+      tp_[r].times = static_cast<const int64_t*>(device_readable_ptr(
+          spec.rels[r].times, "edge_times", spec.seeds[0].device()));
+      tp_[r].shift = shift_;
+      tp_[r].window = spec.time_window;
+      tp_[r].strategy = spec.temporal_strategy;
+    }
+  }
 
   std::vector<at::Tensor> run() {
     status_tensor_ = at::empty({slots_}, long_opts_);
@@ -669,7 +809,11 @@ class CudaSampleCall {
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (T_ > 1) offsets_ = at::tensor(spec_.offsets, at::kLong).to(long_opts_.device());
     check_exclusions();
-    map_seeds();
+    if (disjoint_) {
+      seed_keys();
+    } else {
+      map_seeds();
+    }
     count_exact(spec_.num_layers - 1);
     std::vector<ull> host = sync();
     for (int64_t layer = spec_.num_layers - 1; layer >= 0; --layer) {
@@ -721,13 +865,36 @@ class CudaSampleCall {
     }
   }
 
+  // A temporal call's seeds: checked (their range only: no map entry is read or written) and
+  // turned into keys, with their times beside them (one tensor over every type, in order).
+  void seed_keys() {
+    for (int64_t t = 0; t < T_; ++t) dst_begin_[t + 1] = dst_begin_[t] + spec_.seeds[t].numel();
+    n_ = dst_begin_[T_];
+    dst_ = at::empty({n_}, long_opts_);
+    d_ = dst_.data_ptr<int64_t>();
+    for (int64_t t = 0; t < T_; ++t) {
+      const int64_t n = spec_.seeds[t].numel();
+      if (n == 0) continue;
+      const int64_t* s = spec_.seeds[t].data_ptr<int64_t>();
+      const int64_t offset = spec_.offsets[t], limit = spec_.offsets[t + 1] - offset;
+      check_seeds_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(
+          s, n, limit, nullptr, static_cast<ull>(t) << kRelShift, status_);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      seed_keys_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(
+          s, n, dst_begin_[t], offset, shift_, dst_.data_ptr<int64_t>() + dst_begin_[t]);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    seed_time_ = at::cat(spec_.seed_times).contiguous();
+    for (TimePtrs& tp : tp_) tp.seed_time = seed_time_.data_ptr<int64_t>();
+  }
+
   // Counts layer `layer` over the destinations d_, whose type t's are exactly
   // [dst_begin_[t], dst_begin_[t + 1]), and queues each relation's edge total for the sync.
   void count_exact(int64_t layer) {
     for (int64_t r = 0; r < R_; ++r) {
       const RelationSpec& rel = spec_.rels[r];
       const int64_t b = dst_begin_[rel.dst_type], n = dst_begin_[rel.dst_type + 1] - b;
-      ca_[r] = std::make_unique<CountArrays>(n, long_opts_);
+      ca_[r] = std::make_unique<CountArrays>(n, long_opts_, tp_[r].times && rel.weighted());
       count_relation(r, layer, d_ + b, n, n, nullptr, *ca_[r]);
     }
   }
@@ -736,7 +903,7 @@ class CudaSampleCall {
                       const int32_t* n_extra, const CountArrays& ca) {
     const RelationSpec& rel = spec_.rels[r];
     launch_count(ip_[r], rel.indptr.numel() - 1, rel.indices.numel(), dst, upper, n_base, n_extra,
-                 spec_.fanout(layer, r), replace_, wp_[r], ex_[r],
+                 spec_.fanout(layer, r), replace_, wp_[r], ex_[r], tp_[r], node_mask_,
                  spec_.offsets[rel.dst_type], static_cast<ull>(r) << kRelShift, ca, status_,
                  bytes_opts_, stream_);
     total_kernel<int64_t><<<1, 1, 0, stream_>>>(status_ + kStatusSlots + r, ca.bp + upper);
@@ -761,14 +928,16 @@ class CudaSampleCall {
     const int64_t base = per_layer_ * layer, per_rel = return_eids_ ? 3 : 2;
 
     at::Tensor all_indices = at::empty({edges}, long_opts_);
-    at::Tensor edge_scratch = at::empty({3 * edges + 1}, int_opts_);  // sampled | flag | rank
-    at::Tensor src_buffer = at::empty({n + edges}, long_opts_);
+    // sampled | flag | rank, or a temporal call's keys
+    at::Tensor edge_scratch = disjoint_ ? at::Tensor() : at::empty({3 * edges + 1}, int_opts_);
+    at::Tensor edge_keys = disjoint_ ? at::empty({edges}, long_opts_) : at::Tensor();
+    at::Tensor src_buffer = disjoint_ ? at::Tensor() : at::empty({n + edges}, long_opts_);
     int64_t* bi = all_indices.data_ptr<int64_t>();
-    int32_t* sampled = edge_scratch.data_ptr<int32_t>();
-    int32_t* flag = sampled + edges;
-    int32_t* rank = flag + edges;
-    int64_t* src = src_buffer.data_ptr<int64_t>();
-    if (n > 0) {
+    int32_t* sampled = disjoint_ ? nullptr : edge_scratch.data_ptr<int32_t>();
+    int32_t* flag = disjoint_ ? nullptr : sampled + edges;
+    int32_t* rank = disjoint_ ? nullptr : flag + edges;
+    int64_t* src = disjoint_ ? nullptr : src_buffer.data_ptr<int64_t>();
+    if (n > 0 && !disjoint_) {
       C10_CUDA_CHECK(
           cudaMemcpyAsync(src, d_, n * sizeof(int64_t), cudaMemcpyDeviceToDevice, stream_));
     }
@@ -788,7 +957,8 @@ class CudaSampleCall {
       // The block's indices hold the picked positions until fill_kernel overwrites them.
       int64_t* pos = bi + edge_base[r];
       launch_positions<IdT>(d_ + b, nd, *ca_[r], e, spec_.fanout(layer, r), replace_, wp_[r],
-                            ex_[r], relation_key(layer_stream, static_cast<uint64_t>(r)), pos,
+                            ex_[r], tp_[r].times && spec_.temporal_strategy == kTemporalLast,
+                            relation_key(layer_stream, static_cast<uint64_t>(r)), pos,
                             long_opts_, stream_);
       if (return_eids_) {
         at::Tensor eids = at::empty({e}, long_opts_);
@@ -797,6 +967,14 @@ class CudaSampleCall {
         out_[base + per_rel * r + 2] = eids;
       }
       const int64_t src_offset = spec_.offsets[rel.src_type];
+      if (disjoint_) {
+        lookup_keys_kernel<IdT><<<cuda_blocks(e), kCudaThreads, 0, stream_>>>(
+            ix_[r], spec_.offsets[rel.src_type + 1] - src_offset, src_offset,
+            static_cast<ull>(r) << kRelShift, pos, e, d_ + b, ca_[r]->bp, nd, node_mask_,
+            edge_keys.data_ptr<int64_t>() + edge_base[r], status_);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        continue;
+      }
       lookup_kernel<IdT><<<cuda_blocks(e), kCudaThreads, 0, stream_>>>(
           ix_[r], spec_.offsets[rel.src_type + 1] - src_offset, src_offset,
           static_cast<ull>(r) << kRelShift, pos, e, d_, n, map_, sampled + edge_base[r],
@@ -808,6 +986,7 @@ class CudaSampleCall {
         if (rel_edges[r] == 0) out_[base + per_rel * r + 2] = at::empty({0}, long_opts_);
       }
     }
+    if (disjoint_) return finish_disjoint(layer, edge_keys, edge_base);
     if (edges > 0) {
       mark_kernel<<<cuda_blocks(edges), kCudaThreads, 0, stream_>>>(sampled, edges, map_);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -825,6 +1004,34 @@ class CudaSampleCall {
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (T_ == 1) return finish_one_type(layer, all_indices, edge_base, src, rank + edges);
     return finish_typed(layer, all_indices, edge_base, src);
+  }
+
+  // A temporal call's layer: a sync raises what sampling found, then the sort relabels the
+  // layer's keys (two syncs), the outputs are written (per type its node ids, then its
+  // sources' seed indices) and the next layer is counted, and a sync reads its edge totals.
+  std::vector<ull> finish_disjoint(int64_t layer, const at::Tensor& edge_keys,
+                                   const std::vector<int64_t>& edge_base) {
+    const int64_t base = per_layer_ * layer, per_rel = return_eids_ ? 3 : 2;
+    sync();
+    DisjointRelabel relabelled =
+        disjoint_relabel(dst_, dst_begin_, edge_keys, spec_.offsets, node_mask_);
+    for (int64_t r = 0; r < R_; ++r) {
+      const int64_t e = edge_base[r + 1] - edge_base[r];
+      out_[base + per_rel * r + 1] =
+          R_ == 1 ? relabelled.ids : relabelled.ids.narrow(0, edge_base[r], e).clone();
+    }
+    const int64_t types_base = base + per_rel * R_;
+    for (int64_t t = 0; t < T_; ++t) {
+      const at::Tensor& keys = relabelled.sources[t];
+      out_[types_base + t] = keys.bitwise_and(node_mask_).sub_(spec_.offsets[t]);
+      out_[types_base + T_ + t] = keys.bitwise_right_shift(shift_);
+      dst_begin_[t + 1] = dst_begin_[t] + keys.numel();
+    }
+    dst_ = at::cat(relabelled.sources);
+    d_ = dst_.data_ptr<int64_t>();
+    n_ = dst_begin_[T_];
+    if (layer > 0) count_exact(layer - 1);
+    return sync();
   }
 
   // One node type: the next layer is counted over the bound n + edges on its destinations
@@ -968,6 +1175,13 @@ class CudaSampleCall {
   int64_t n_ = 0;
   std::vector<std::unique_ptr<CountArrays>> ca_;
   std::vector<int64_t> dst_begin_;
+  // A temporal call: keys for ids, no map; per relation its time arguments (times null where
+  // untimed), and the seeds' times they point into.
+  const bool disjoint_;
+  int shift_ = 0;
+  int64_t node_mask_ = -1;  // all ones unless disjoint_: a key's global id is key & node_mask_
+  std::vector<TimePtrs> tp_;
+  at::Tensor seed_time_;
 };
 
 std::vector<at::Tensor> run_cuda_call(const TypedSpec& spec, bool replace, int64_t seed,
@@ -1013,6 +1227,10 @@ std::vector<at::Tensor> run_cuda_call(const TypedSpec& spec, bool replace, int64
     at::assert_no_overlap(node_map, rel.indices);
   }
   for (const at::Tensor& s : spec.seeds) at::assert_no_overlap(node_map, s);
+  for (const at::Tensor& s : spec.seed_times) at::assert_no_overlap(node_map, s);
+  for (const RelationSpec& rel : spec.rels) {
+    if (rel.times.defined()) at::assert_no_overlap(node_map, rel.times);
+  }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device.index());
   int32_t* map = node_map.data_ptr<int32_t>();
   try {
@@ -1072,17 +1290,12 @@ std::vector<at::Tensor> sample_fused_typed_cuda(at::TensorList indptrs, at::Tens
                                                 int64_t temporal_strategy,
                                                 const OptionalTensors& excluded_edges,
                                                 at::Tensor node_map) {
-  // The disjoint relabel of temporal calls (a hash map keyed by seed and node) has no CUDA
-  // kernel yet; its per-destination rule (common/temporal_picks.h) is host and device code.
-  TORCH_CHECK(seed_times.empty() && edge_times.empty(),
-              "temporal sampling (seed_times, edge_times) runs on the CPU op only: sample a "
-              "CPU graph on the CPU");
-  (void)time_window;
-  (void)temporal_strategy;
+  const TemporalArgs temporal{edge_times, seed_times.vec(), time_window, temporal_strategy};
+  TORCH_CHECK(!(replace && temporal_strategy == kTemporalLast && !seed_times.empty()),
+              "temporal_strategy 'last' picks without replacement: replace must be false");
   const TypedSpec spec =
       make_typed_spec(indptrs, indices, src_types, dst_types, num_nodes, seeds, fanouts, node_map,
-                      0, edge_weights, alias_tables, positive_counts, TemporalArgs(),
-                      excluded_edges);
+                      0, edge_weights, alias_tables, positive_counts, temporal, excluded_edges);
   return run_cuda_call(spec, replace, seed, batch_id, return_eids, node_map);
 }
 

@@ -79,7 +79,7 @@ class FusedSampler:
     by successive sampling (each pick proportional to the weights not yet picked, as DGL's),
     min(fanout, positive weights) a destination; with `replace`, independent picks.
 
-    `times` makes the sampling temporal (PyG's `edge_time`; CPU): one integer time per edge id
+    `times` makes the sampling temporal (PyG's `edge_time`): one integer time per edge id
     (on a typed graph {relation: times}; relations not named are untimed). Each seed is then
     sampled at its own time at every hop, only edges no later than it (and, with
     `time_window` w, no earlier than its time - w), and on its own: seeds may repeat (one node

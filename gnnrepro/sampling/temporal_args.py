@@ -10,6 +10,7 @@ import torch
 
 from gnnrepro.checks import check_id_tensor
 from gnnrepro.graph import CSCGraph
+from gnnrepro.pinning import pin_in_place
 from gnnrepro.sampling.temporal import (TEMPORAL_STRATEGIES, check_time_tensor,
                                         check_time_window, edge_times, relation_times)
 from gnnrepro.typed_graph import TypedGraph
@@ -53,9 +54,6 @@ class TemporalArgs:
                                  "edges' times)")
             if not disjoint:
                 return None
-        if device.type != "cpu":
-            raise ValueError("temporal and disjoint sampling run on the CPU: device must be "
-                             f"cpu, got {device}")
         if times is None:  # disjoint, every edge a candidate: the op's untimed relations
             num_types = len(graph.num_nodes) if isinstance(graph, TypedGraph) else 1
             return cls(graph, [], [None] * num_types, -1, 0, timed=False)
@@ -85,6 +83,12 @@ class TemporalArgs:
             sorted_graph, rel_times = timed.graph, [timed.times]
             node_times = [None if node_time is None
                           else check_time_tensor(node_time, "node_time", graph.num_nodes)]
+        if device != graph.device:  # a GPU reads the CPU graph over UVA: its sorted copy too
+            sorted_graph.pin_memory_()
+            for t in rel_times:
+                if t is not None and t.numel() and not pin_in_place(t):
+                    raise RuntimeError("could not page-lock the edge times (cudaHostRegister "
+                                       "failed: locked-memory limit?)")
         return cls(sorted_graph, rel_times, node_times, window, TEMPORAL_STRATEGIES[strategy])
 
     def times_by_edge_id(self, rel: int) -> torch.Tensor | None:
@@ -102,13 +106,14 @@ class TemporalArgs:
         return out
 
     def seed_times(self, seeds: list[torch.Tensor], seed_time: object) -> list[torch.Tensor]:
-        """Per node type its seeds' times: `seed_time` (a tensor for one seeded type, or a dict
-        {node type: times}), else each seed's node_time (zeros if untimed: any time will do)."""
+        """Per node type its seeds' times, on the seeds' device: `seed_time` (a tensor for one
+        seeded type, or a dict {node type: times}), else each seed's node_time (zeros if
+        untimed: any time will do)."""
         if not self.timed:
             if seed_time is not None:
                 raise ValueError("seed_time needs a temporal sampler (FusedSampler(..., "
                                  "times=...)); this one is disjoint without times")
-            return [torch.zeros(s.numel(), dtype=torch.int64) for s in seeds]
+            return [torch.zeros(s.numel(), dtype=torch.int64, device=s.device) for s in seeds]
         types = (list(self.graph.num_nodes) if isinstance(self.graph, TypedGraph)
                  else [None])
         if seed_time is not None and not isinstance(seed_time, Mapping):
@@ -121,11 +126,11 @@ class TemporalArgs:
         for ntype, ids, default in zip(types, seeds, self.node_time):
             name = "seed_time" if ntype is None else f"seed_time[{ntype!r}]"
             if seed_time is not None and ntype in seed_time:
-                out.append(check_time_tensor(seed_time[ntype], name, ids.numel()))
+                out.append(check_time_tensor(seed_time[ntype], name, ids.numel()).to(ids.device))
             elif ids.numel() == 0:
-                out.append(torch.empty(0, dtype=torch.int64))
+                out.append(torch.empty(0, dtype=torch.int64, device=ids.device))
             elif default is not None:
-                out.append(default[ids].contiguous())
+                out.append(default[ids.to(default.device)].to(ids.device).contiguous())
             else:
                 raise ValueError(f"{name} is needed: the sampler has no node_time"
                                  f"{'' if ntype is None else f' for {ntype!r}'} to take the "

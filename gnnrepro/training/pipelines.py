@@ -104,7 +104,7 @@ def make_loader(dataset: Dataset, config: TrainConfig, *, rank: int = 0,
     per edge id of dataset.graph, a bool mask, or {relation: weights}; tensors, so an argument
     rather than a setting) and `replace` are how the sampler picks neighbours; `temporal`:
     FusedSampler's further arguments of temporal or disjoint sampling (times, node_time,
-    temporal_strategy, time_window, disjoint, edge_ids), fused pipelines on the CPU;
+    temporal_strategy, time_window, disjoint, edge_ids), fused pipelines;
     `seed_time`: one time per entry of dataset.train_idx (which may then repeat a node), each
     entry sampled at its own (gnnrepro.sampling.timed_seeds; needs `temporal` times);
     `relation_fanouts`: a typed dataset's fanouts per layer {relation: fanout} (FusedSampler's),

@@ -197,7 +197,7 @@ def test_bad_excluded_arguments_are_named(device: str) -> None:
 @needs_cuda
 def test_cuda_op_device_errors() -> None:
     """Positions must live where the relation's indices do (a pageable host array is no UVA
-    array); temporal calls stay refused on the GPU, with or without exclusion."""
+    array)."""
     g = _graph()
     with pytest.raises(RuntimeError, match="relation 0's excluded_edges must be on its "
                                            "indices' device"):
@@ -209,12 +209,6 @@ def test_cuda_op_device_errors() -> None:
         ops.sample_fused_typed([g.indptr.pin_memory()], [g.indices.pin_memory()], [0], [0], [N],
                                [torch.tensor([1], device="cuda")], [3], False, 0, 0, False, [],
                                [], [], [], [], -1, 0, [torch.tensor([1])],
-                               torch.full((N,), -1, dtype=torch.int32, device="cuda"))
-    with pytest.raises(RuntimeError, match="temporal sampling .* runs on the CPU op only"):
-        ops.sample_fused_typed([g.indptr.cuda()], [g.indices.cuda()], [0], [0], [N],
-                               [torch.tensor([1], device="cuda")], [3], False, 0, 0, False, [],
-                               [], [], [], [torch.tensor([0], device="cuda")], -1, 0,
-                               [torch.tensor([1], device="cuda")],
                                torch.full((N,), -1, dtype=torch.int32, device="cuda"))
 
 
