@@ -12,9 +12,9 @@
 #include <ATen/ops/ones.h>
 #include <ATen/ops/searchsorted.h>
 #include <ATen/ops/sort.h>
-#include <ATen/ops/tensor.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
 #include <c10/util/irange.h>
 
 #include <tuple>
@@ -67,31 +67,29 @@ DisjointRelabel disjoint_relabel(const at::Tensor& dst_keys, const std::vector<i
   first.scatter_(0, perm, perm.index_select(0, head_index));
   const at::Tensor edge_first = first.narrow(0, n, edges);
   // New sources: valid edges that are their key's first appearance, by position, then grouped
-  // by type (stably: each type's in position order).
+  // by type (stably: each type's in position order). A key's type counts the offsets its node
+  // reaches (no host array is copied to the device: that would be a sync of its own).
   const at::Tensor valid = edge_keys.ge(0);
-  const at::Tensor offsets_tensor = at::tensor(offsets, opts);
-  const at::Tensor edge_type =
-      (at::searchsorted(offsets_tensor, edge_keys.bitwise_and(node_mask), /*out_int32=*/false,
-                        /*right=*/true).sub(1)).clamp(0, types - 1);
+  const at::Tensor nodes = edge_keys.bitwise_and(node_mask);
+  at::Tensor edge_type = at::zeros_like(edge_keys);
+  for (int64_t t = 1; t < types; ++t) edge_type.add_(nodes.ge(offsets[t]));
   const at::Tensor is_new = valid.logical_and(edge_first.eq(index.narrow(0, n, edges)));
   const at::Tensor new_edges = at::nonzero(is_new).view({-1});  // a sync
   const auto [new_type, order] =
       at::sort(edge_type.index_select(0, new_edges), /*stable=*/true, 0, false);
   const at::Tensor by_type = new_edges.index_select(0, order);
-  const at::Tensor type_start =  // per type its first entry in by_type, then their count
-      at::searchsorted(new_type, at::arange(types + 1, opts), false, /*right=*/false);
-  std::vector<int64_t> dst_counts(types);
-  for (const auto t : c10::irange(types)) dst_counts[t] = dst_begin[t + 1] - dst_begin[t];
-  const at::Tensor rank = at::arange(new_type.numel(), opts).sub(type_start.index_select(0, new_type));
-  local.narrow(0, n, edges)
-      .index_copy_(0, by_type, at::tensor(dst_counts, opts).index_select(0, new_type).add(rank));
-  out.ids = at::where(valid, local.index_select(0, edge_first), 0);
-  const at::Tensor starts = type_start.cpu();  // a sync
+  const at::Tensor starts =  // per type its first entry in by_type, then their count: a sync
+      at::searchsorted(new_type, at::arange(types + 1, opts), false, /*right=*/false).cpu();
   const int64_t* s = starts.data_ptr<int64_t>();
-  for (const auto t : c10::irange(types)) {
-    out.sources.push_back(at::cat({dst_keys.narrow(0, dst_begin[t], dst_counts[t]),
-                                   edge_keys.index_select(0, by_type.narrow(0, s[t], s[t + 1] - s[t]))}));
+  at::Tensor edge_local = local.narrow(0, n, edges);
+  for (const auto t : c10::irange(types)) {  // type t's new sources: ids from its destinations'
+    const int64_t count = s[t + 1] - s[t], first_id = dst_begin[t + 1] - dst_begin[t];
+    const at::Tensor firsts = by_type.narrow(0, s[t], count);
+    if (count > 0) edge_local.index_copy_(0, firsts, at::arange(first_id, first_id + count, opts));
+    out.sources.push_back(at::cat({dst_keys.narrow(0, dst_begin[t], first_id),
+                                   edge_keys.index_select(0, firsts)}));
   }
+  out.ids = at::where(valid, local.index_select(0, edge_first), 0);
   return out;
 }
 

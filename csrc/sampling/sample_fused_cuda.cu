@@ -208,6 +208,7 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
 struct TimePtrs {
   const int64_t* times = nullptr;      // the relation's edge times (null: untimed)
   const int64_t* seed_time = nullptr;  // per seed (over every type, in order) its time
+  int64_t num_seeds = 0;               // seed_time's length
   int shift = 0;                       // a key's seed index is key >> shift
   int64_t window = -1, strategy = 0;
 };
@@ -230,11 +231,13 @@ __global__ void timed_count_kernel(const int64_t* __restrict__ indptr, int64_t n
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t lo = 0, deg = 0, c = 0, first = 0, end = 0;
-    const int64_t key = dst[i], v = (key & node_mask) - dst_offset;
-    if (v >= 0 && v < num_nodes) {  // seeds outside [0, N) are flagged by check_seeds_kernel
+    const int64_t key = dst[i], v = (key & node_mask) - dst_offset, seed = key >> tp.shift;
+    // seeds outside [0, N) are flagged by check_seeds_kernel; every key's seed index is in
+    // range (seed_keys_kernel, then the relabel's sources), checked all the same
+    if (v >= 0 && v < num_nodes && seed >= 0 && seed < tp.num_seeds) {
       const int64_t a = indptr[v], b = indptr[v + 1];
       if (0 <= a && a <= b && b <= num_edges) {
-        const int64_t t = tp.seed_time[key >> tp.shift];
+        const int64_t t = tp.seed_time[seed];
         TimeSearch s{a, b - a};
         while (time_search_step(s, tp.times, t)) {
         }
@@ -705,12 +708,15 @@ __global__ void renumber_kernel(const int64_t* __restrict__ in, int64_t n,
 
 // A temporal call's seeds of one type as keys: seed i of the call (over every type, type t's
 // from `first`) is (i << shift) | its global id, so that a node reached from two seeds is two
-// sources (the CPU op's DisjointMap keys).
+// sources (the CPU op's DisjointMap keys). The id is masked: a seed outside its range (flagged
+// by check_seeds_kernel, raised at the first sync, after the first count) must not carry into
+// the seed index, which the count reads a time at.
 __global__ void seed_keys_kernel(const int64_t* __restrict__ seeds, int64_t n, int64_t first,
                                  int64_t offset, int shift, int64_t* __restrict__ keys) {
+  const int64_t node_mask = (int64_t{1} << shift) - 1;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    keys[i] = ((first + i) << shift) | (seeds[i] + offset);
+    keys[i] = ((first + i) << shift) | ((seeds[i] + offset) & node_mask);
   }
 }
 
@@ -885,7 +891,10 @@ class CudaSampleCall {
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     seed_time_ = at::cat(spec_.seed_times).contiguous();
-    for (TimePtrs& tp : tp_) tp.seed_time = seed_time_.data_ptr<int64_t>();
+    for (TimePtrs& tp : tp_) {
+      tp.seed_time = seed_time_.data_ptr<int64_t>();
+      tp.num_seeds = seed_time_.numel();
+    }
   }
 
   // Counts layer `layer` over the destinations d_, whose type t's are exactly

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from gnnrepro._ops import ops
 from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling import FusedSampler
 from gnnrepro.typed_graph import TypedGraph
@@ -148,3 +149,47 @@ def test_bad_indices_are_named_and_leave_the_map_clean(device: str) -> None:
         sampler.sample(torch.tensor([0, 0], device=device), 0,
                        seed_time=torch.tensor([100, 100], device=device))
     assert bool((sampler._node_map == -1).all())
+
+
+@pytest.mark.parametrize("bad", [1024, -1, 2**40])
+def test_a_bad_seed_is_named_by_the_op(device: str, bad: int) -> None:
+    """Seeds straight to the op (FusedSampler checks them first): a seed outside [0, N) is
+    raised as the CPU op raises it, and no kernel reads a seed time it does not have."""
+    n = 1024  # a power of two: -1's low bits are a valid node, 1024 is one past the last
+    g = CSCGraph.from_edges(torch.arange(n), torch.arange(n).roll(1), n)
+    g = CSCGraph(g.indptr.to(device), g.indices.to(device))
+    seeds = torch.tensor([3, bad], device=device)
+    with pytest.raises(ValueError, match=rf"seeds must lie in \[0, num_nodes={n}\): "
+                                         rf"seeds\[1\] = {bad}"):
+        ops.sample_fused_typed([g.indptr], [g.indices], [0], [0], [n], [seeds], [2, 2], False,
+                               0, 0, False, [], [], [], [torch.zeros(n, dtype=torch.long,
+                                                                     device=device)],
+                               [torch.zeros(2, dtype=torch.long, device=device)], -1, 0, [],
+                               torch.full((n,), -1, dtype=torch.int32, device=device))
+
+
+@needs_cuda
+def test_host_syncs_are_four_a_layer_and_one(capfd) -> None:
+    """docs/gpu.md's count: the first count's sync, then per layer the sync that raises its
+    errors, the relabel's two (the new sources' count, their count per type) and the next
+    count's."""
+    import warnings
+    g, times = _graph()
+    seeds, seed_time = _seeds()
+    g = g.to("cuda")
+    args = ([g.indptr], [g.indices], [0], [0], [g.num_nodes], [seeds.cuda()], [3, 3], False, 0,
+            0, False, [], [], [], [times.cuda()], [seed_time.cuda()], -1, 0, [],
+            torch.full((g.num_nodes,), -1, dtype=torch.int32, device="cuda"))
+    ops.sample_fused_typed(*args)  # the first call's one-off work (cub, the allocator)
+    torch.cuda.synchronize()
+    capfd.readouterr()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ops.sample_fused_typed(*args)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    printed = capfd.readouterr().err.count("called a synchronizing CUDA operation")
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    assert len(syncs) + printed == 4 * 2 + 1
