@@ -6,8 +6,9 @@ core; tests/gpu with CUDA required; compute-sanitizer memcheck over the CUDA op 
 racecheck over a few; the paper's 1-GPU measurements at products-sim `--scale` (per-batch
 sampling per placement, the copy overlap, the end-to-end ladder); the host-to-device ceiling;
 MLPerf's R-GAT preset for a fixed number of steps on igbh-sim (its result in session.json); the
-PyG figure; then, in the time left, the CPU sampler at 1-16 threads with each relabel
-(benchmarks/sampler_threads.py).
+PyG figure; temporal sampling on the GPU against uniform, its blocks checked against the CPU
+op's (bench temporal-sampling --sampler-device cuda); then, in the time left, the CPU sampler
+at 1-16 threads with each relabel (benchmarks/sampler_threads.py).
 The dataset is generated in the background from the start (it needs one core; the build and
 tests use the others), and the measurements wait for it.
 
@@ -15,8 +16,8 @@ OUT holds 4 files (a lent machine returns at most 8): session.json (every step's
 seconds, findings and the headline figures, rewritten after each step), session.log (every
 step's output, appended as it runs), results.tar.gz (one JSON per measurement, the archive
 rewritten as each is kept: placements.json, copy-overlap.json, end-to-end.json, h2d.json,
-sampler-threads.json, own-model-pyg.json: PyG's model on PyG's loader and on ours, last,
-benchmarks/gpu_pyg_peer.py) and the built extension (_C*.so: carried back, `--reuse-build`
+temporal-sampling.json, sampler-threads.json, own-model-pyg.json: PyG's model on PyG's loader
+and on ours, benchmarks/gpu_pyg_peer.py) and the built extension (_C*.so: carried back, `--reuse-build`
 spares a second session on the same GPU kind the build). The folder is stored as it comes
 back (gnnrepro.experiments.gpu_results reads the archive).
 
@@ -70,8 +71,8 @@ SANITIZED_TESTS = ["tests/gpu/test_sample_fused.py", "tests/gpu/test_gather_rows
 RACECHECK_SELECTION = "test_blocks_are_right_and_equal_the_cpu_op and cuda and fanouts1 and device"
 MEASUREMENTS = ("placements", "copy-overlap", "end-to-end")
 #: What `--steps` can name (the dataset and the build come with whatever needs them).
-STEPS = ("tests", "sanitizers", "measurements", "h2d", "mlperf", "pyg", "threads", "ranks",
-         "projection")
+STEPS = ("tests", "sanitizers", "measurements", "h2d", "mlperf", "pyg", "temporal", "threads",
+         "ranks", "projection")
 #: The steps of the multi-GPU window (issue 49 items 3 and 4): `--steps ranks,projection`.
 RANKS_WINDOW = ("ranks", "projection")
 #: What runs without --steps: all but the multi-GPU window's, which has a loan of its own:
@@ -221,6 +222,21 @@ def step_h2d(s: Session, cuda: bool) -> None:
                                            for k in ("pinned", "pageable") if k in result}
 
 
+def step_temporal(s: Session, cuda: bool, built: bool, scale: float) -> None:
+    """Temporal sampling on the GPU, each contender against uniform and its first batches
+    against the CPU op's blocks (issue 51: the CUDA op's temporal path; the CPU on a dry run)."""
+    if not built or not s.report["steps"].get("dataset", {}).get("ok"):
+        s.skip("temporal-sampling", "skipped: no build or no dataset")
+        return
+    result = step_measure(s, "temporal-sampling",
+                          ["temporal-sampling", *data_args(scale, cuda), "--batches", "10",
+                           "--repeats", "2", "--sampler-device", "cuda" if cuda else "cpu"],
+                          90, reserve_s=30)
+    if result and "blocks_equal_cpu" in result:
+        s.report["figures"]["temporal_blocks_equal_cpu"] = result["blocks_equal_cpu"]
+        s.save()
+
+
 def step_sampler_threads(s: Session, built: bool, scale: float) -> None:
     """The CPU sampler at 1-16 threads with each relabel, beside the machine's random-read rate
     at the same counts (issue 49 item 6, benchmarks/sampler_threads.py): the only 16-core
@@ -327,8 +343,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     s.save()
     began = time.monotonic()
-    dataset = (step_dataset(s, scale) if steps & {"measurements", "threads", "pyg", "projection"}
-               else None)
+    dataset = (step_dataset(s, scale)
+               if steps & {"measurements", "threads", "pyg", "temporal", "projection"} else None)
     try:
         built = step_build(s, cuda, args.reuse_build)
         if built and "tests" in steps:
@@ -345,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
             step_mlperf(s, cuda, built)
         if "pyg" in steps:
             step_pyg_peer(s, cuda, built, scale, args.pyg_wheels)
+        if "temporal" in steps:
+            step_temporal(s, cuda, built, scale)
         if "threads" in steps:  # after the PyG figure: it takes only the time left
             step_sampler_threads(s, built, scale)
         if "ranks" in steps:

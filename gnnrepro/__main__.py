@@ -211,7 +211,7 @@ def _temporal_sampling(args: argparse.Namespace, data: dict[str, Any]) -> dict[s
     result = temporal_sampling.measure(**data, fanouts=args.fanouts, batch_size=args.batch_size,
                                        batches=args.batches, threads=args.threads,
                                        repeats=args.repeats, samplers=args.samplers,
-                                       seed=args.seed)
+                                       seed=args.seed, sampler_device=args.sampler_device)
     print(temporal_sampling.format_table(result))
     return result
 

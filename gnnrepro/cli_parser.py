@@ -172,8 +172,8 @@ def _add_weighted_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
 def _add_temporal_sampling(kinds: Subparsers) -> argparse.ArgumentParser:
     s = kinds.add_parser("temporal-sampling", help="temporal sampling (edge times, a time per "
                                                    "seed, disjoint subgraphs) against uniform")
-    add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed"], scale=1.0,
-                fanouts=[15, 10, 5])
+    add_options(s, [*DATA_OPTIONS, "fanouts", "batch_size", "threads", "seed",
+                    "sampler_device"], scale=1.0, fanouts=[15, 10, 5])
     _add_timed_batches(s, 20, temporal_sampling.SAMPLERS)
     return s
 

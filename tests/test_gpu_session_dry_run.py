@@ -19,7 +19,7 @@ from gnnrepro.experiments.gpu_results import GpuSession
 ROOT = Path(__file__).resolve().parents[1]
 FILES = {"session.json", "session.log", "results.tar.gz"}
 MEASUREMENTS = {"placements.json", "copy-overlap.json", "end-to-end.json", "h2d.json",
-                "sampler-threads.json"}
+                "temporal-sampling.json", "sampler-threads.json"}
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +49,14 @@ def test_dry_run_runs_every_step_and_writes_every_file(tmp_path: Path,
     names = list(steps)
     assert names[:7] == ["dataset", "build", "tests-gpu", "memcheck", "racecheck", "placements",
                          "copy-overlap"]
-    assert names[-4:] == ["h2d", "mlperf-rgat", "own-model-pyg", "sampler-threads"]
-    assert len(names) >= 14 and all(name.startswith("end-to-end-") for name in names[7:-4])
+    assert names[-5:] == ["h2d", "mlperf-rgat", "own-model-pyg", "temporal-sampling",
+                          "sampler-threads"]
+    assert len(names) >= 15 and all(name.startswith("end-to-end-") for name in names[7:-5])
+    temporal = stored.result("temporal-sampling")  # every contender, on the CPU here
+    assert temporal["params"]["sampler_device"] == "cpu"
+    assert set(temporal["samplers"]) == {"uniform", "disjoint", "temporal-all", "temporal",
+                                         "temporal-last", "temporal-exclude",
+                                         "temporal-weighted"}
     threads = stored.result("sampler-threads")  # both relabels and the read rate per count
     assert set(threads["relabel"]) == set(threads["random_reads"]) == {"1", "2"}
     assert all(ms > 0 for both in threads["relabel"].values() for ms in both.values())
