@@ -43,6 +43,8 @@ namespace {
 constexpr int64_t kChunk = 1024;
 constexpr int64_t kCountChunk = 4096;
 constexpr int64_t kClearChunk = 16384;
+// Sources per item of a temporal call's output split.
+constexpr int64_t kSplitChunk = 32768;
 // Edges per item of the parallel relabel's last pass.
 constexpr int64_t kResolveChunk = 16384;
 
@@ -360,6 +362,14 @@ class SampleCall {
     int64_t* ids;
     int64_t begin, end;
   };
+  // An item of a temporal call's output split: keys[begin, end) of one node type's sources
+  // into their node ids (less the type's offset) and their seeds' indices.
+  struct SplitItem {
+    const int64_t* keys;
+    int64_t* nodes;
+    int64_t* seeds;
+    int64_t offset, begin, end;
+  };
 
   // Checks the seeds and gives them local ids 0, 1, ... type by type. Range, then a clean map at
   // every seed, then duplicates (the smallest repeated node), each over all seeds before the
@@ -506,11 +516,15 @@ class SampleCall {
     bad_indptr_.store(kNoError);
     make_items(kCountChunk);
     const auto counting = static_cast<int64_t>(items_.size());
-    return {counting + static_cast<int64_t>(resolve_items_.size()), [this, counting](int64_t c) {
+    const auto resolving = static_cast<int64_t>(resolve_items_.size());
+    return {counting + resolving + static_cast<int64_t>(split_items_.size()),
+            [this, counting, resolving](int64_t c) {
               if (c < counting) {
                 count_range(items_[c]);
-              } else {
+              } else if (c < counting + resolving) {
                 resolve_chunk(resolve_items_[c - counting]);
+              } else {
+                split_chunk(split_items_[c - counting - resolving]);
               }
             }};
   }
@@ -692,8 +706,13 @@ class SampleCall {
     make_items(kChunk);
     if (disjoint_) {
       reset_disjoint_map(num_dst_ + block_edges);
+      DisjointMap::Slot* const slots = disjoint_map_.slots();
       for (int64_t t = 0; t < num_types_; ++t) {
         for (int64_t i = dst_begin_[t]; i < dst_begin_[t + 1]; ++i) {
+          // random writes into the layer's cold map: its first probes prefetched for writing
+          if (i + kRelabelPrefetchAhead < num_dst_) {
+            __builtin_prefetch(slots + disjoint_map_.slot(d[i + kRelabelPrefetchAhead]), 1);
+          }
           disjoint_map_.insert_new(d[i], i - dst_begin_[t]);
         }
       }
@@ -1191,15 +1210,16 @@ class SampleCall {
     if (disjoint_) {  // per type its ids and their seeds' indices; the keys go on
       dst_ = pooled_empty(dst_begin_[num_types_], at::kLong);
       int64_t* all = dst_.data_ptr<int64_t>();
+      split_items_.clear();
       for (int64_t t = 0; t < num_types_; ++t) {
-        const int64_t n = next_[t], offset = spec_.offsets[t];
+        const int64_t n = next_[t];
         at::Tensor src_nodes = pooled_empty(n, at::kLong), src_seeds = pooled_empty(n, at::kLong);
-        int64_t *nodes = src_nodes.data_ptr<int64_t>(), *seeds = src_seeds.data_ptr<int64_t>();
-        const int64_t* from = srcs_[t];
-        if (n) std::memcpy(all + dst_begin_[t], from, n * sizeof(int64_t));
-        for (int64_t i = 0; i < n; ++i) {
-          nodes[i] = (from[i] & node_mask_) - offset;
-          seeds[i] = from[i] >> shift_;
+        if (n) std::memcpy(all + dst_begin_[t], srcs_[t], n * sizeof(int64_t));
+        // split by the next step's team (the next layer's counting, or the clearing)
+        for (int64_t b = 0; b < n; b += kSplitChunk) {
+          split_items_.push_back({all + dst_begin_[t], src_nodes.data_ptr<int64_t>(),
+                                  src_seeds.data_ptr<int64_t>(), spec_.offsets[t], b,
+                                  std::min(n, b + kSplitChunk)});
         }
         out_[types_base + t] = src_nodes;
         out_[types_base + num_types_ + t] = src_seeds;
@@ -1228,8 +1248,12 @@ class SampleCall {
   // The last step: every node the map holds is an input node (each layer's sources include its
   // destinations), so clearing just those restores the all -1 invariant.
   TeamStep plan_clear() {
+    if (disjoint_) {  // a temporal call never wrote the map: the last layer's split is left
+      return {static_cast<int64_t>(split_items_.size()),
+              [this](int64_t c) { split_chunk(split_items_[c]); }};
+    }
     const int64_t* input_nodes = dst_.data_ptr<int64_t>();
-    const int64_t n = disjoint_ ? 0 : num_dst_;  // a temporal call never wrote the map
+    const int64_t n = num_dst_;
     int32_t* const map = map_;
     return {(n + kClearChunk - 1) / kClearChunk, [=](int64_t c) {
               const int64_t end = std::min(n, (c + 1) * kClearChunk);
@@ -1240,6 +1264,16 @@ class SampleCall {
                 map[input_nodes[i]] = kUnmapped;
               }
             }};
+  }
+
+  // A temporal call's output split (finish_layer), one item.
+  void split_chunk(const SplitItem& item) const {
+    const int64_t mask = node_mask_, offset = item.offset;
+    const int shift = shift_;
+    for (int64_t i = item.begin; i < item.end; ++i) {
+      item.nodes[i] = (item.keys[i] & mask) - offset;
+      item.seeds[i] = item.keys[i] >> shift;
+    }
   }
 
   // Errors found in parallel are recorded as (relation << kRelShift) | position, so that the
@@ -1283,6 +1317,7 @@ class SampleCall {
   std::vector<int64_t> rel_base_, firsts_;
   std::atomic<bool> repaired_{false};  // a verification took back a lost store
   std::vector<ResolveItem> resolve_items_;
+  std::vector<SplitItem> split_items_;  // a temporal call's output split (finish_layer)
   // A temporal call with a timed and weighted relation: per destination (as start_) its
   // candidates [begin, end) as offsets into its list (count_timed; weighted_pick_chunk).
   bool weighted_timed_ = false;
