@@ -319,12 +319,15 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "neighbour mean's differ only in the names of lambdas, the disk store's in pybind11's "
              "inlined helpers; it measured sampling-cpu, sampling-cpu-products, loader-cpu, "
              "train-cpu, peers-sampling-cpu, peers-loader-cpu and peers-loader-cpu-mag again. "
-             "Session 24 (issue 51) let the CUDA op sample temporally: the CPU op's source is "
-             "unchanged; the extension gained a relabel by sorting that only the CUDA op calls "
-             "(csrc/sampling/disjoint_relabel.cpp, registered in ops.cpp for the tests), the "
-             "temporal sampler puts seed times on the seeds' device (the CPU, where they were, in "
-             "every run here) and FusedSampler's and the pipelines' docstrings changed: nothing "
-             "these runs measure changed")
+             "Session 24 (issue 51) let the CUDA op sample temporally: the extension gained a "
+             "relabel by sorting that only the CUDA op calls (csrc/sampling/disjoint_relabel.cpp, "
+             "registered in ops.cpp for the tests), the temporal sampler puts seed times on the "
+             "seeds' device (the CPU, where they were, in every run here) and FusedSampler's and "
+             "the pipelines' docstrings changed; in the CPU op, temporal and disjoint calls "
+             "prefetch their map inserts and split their outputs in parallel (other calls run the "
+             "same code but for one more comparison per counting item); it measured "
+             "weighted-sampling-cpu-products, temporal-sampling-cpu-products, sampling-cpu, "
+             "sampling-cpu-products, loader-cpu and train-cpu again")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
