@@ -157,6 +157,32 @@ __global__ void map_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n, i
   }
 }
 
+// A temporal call's time arguments as the kernels read them, for one relation.
+struct TimePtrs {
+  const int64_t* times = nullptr;      // the relation's edge times (null: untimed)
+  const int64_t* seed_time = nullptr;  // per seed (over every type, in order) its time
+  int64_t num_seeds = 0;               // seed_time's length
+  int shift = 0;                       // a key's seed index is key >> shift
+  int64_t window = -1, strategy = 0;
+};
+
+// A timed destination's candidates [first, end) in its list [a, b) at time t, as the CPU op's
+// count_timed finds them (temporal_picks.h): the first edge after t ends them; with a window,
+// the first edge after its floor begins them.
+__device__ CandidateRange candidates_at(const int64_t* __restrict__ times, int64_t a, int64_t b,
+                                        int64_t t, int64_t window) {
+  TimeSearch s{a, b - a};
+  while (time_search_step(s, times, t)) {
+  }
+  const int64_t end = s.first;
+  int64_t floor = 0;
+  if (window < 0 || !window_floor(t, window, &floor)) return {a, end};
+  s = {a, end - a};
+  while (time_search_step(s, times, floor)) {
+  }
+  return {s.first, end};
+}
+
 // Start, degree and pick count of destinations 0..upper-1 (the first n_base + *n_extra are real;
 // the rest get count 0, so a scan over `upper` gives the real total at its end). Counts are
 // clamped to int32 max so the int64 scan cannot overflow; any real total that large fails the
@@ -166,29 +192,48 @@ __global__ void map_seeds_kernel(const int64_t* __restrict__ seeds, int64_t n, i
 // `rel_tag` (relation << kRelShift) makes a bad node's detail name its relation. A uniform
 // relation's degree counts the neighbours not excluded (exclusion.h; all of them where
 // num_excluded is 0), as the CPU op's count_range does.
+// A timed relation (tp.times set: a temporal call) counts as the CPU op's count_timed does: over
+// its candidates at its seed's time (start and degree: the sampled range and its kept edges),
+// or, weighted, the whole list's degree code with the candidates' offsets in range[2i, 2i + 2).
 __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nodes,
                              int64_t num_edges, const int64_t* __restrict__ dst, int64_t upper,
                              int64_t n_base, const int32_t* __restrict__ n_extra, int64_t fanout,
                              bool replace, const int64_t* __restrict__ nonzero,
                              const float* __restrict__ weights,
                              const int64_t* __restrict__ excluded, int64_t num_excluded,
-                             int64_t node_mask, int64_t dst_offset, ull rel_tag,
+                             TimePtrs tp, int64_t node_mask, int64_t dst_offset, ull rel_tag,
                              int64_t* __restrict__ start, int64_t* __restrict__ degree,
-                             int64_t* __restrict__ count, ull* status) {
+                             int64_t* __restrict__ count, int64_t* __restrict__ range,
+                             ull* status) {
   const int64_t n = n_base + (n_extra ? *n_extra : 0);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < upper;
        i += int64_t{gridDim.x} * blockDim.x) {
     int64_t lo = 0, deg = 0, c = 0;
-    const int64_t v = i < n ? (dst[i] & node_mask) - dst_offset : -1;
-    if (v >= 0 && v < num_nodes) {  // seeds outside [0, N) are flagged by check_seeds_kernel
+    CandidateRange cand{0, 0};
+    const int64_t key = i < n ? dst[i] : -1, v = i < n ? (key & node_mask) - dst_offset : -1;
+    // seeds outside [0, N) are flagged by check_seeds_kernel; a key's seed index is in range
+    // (seed_keys_kernel, then the relabel's sources), checked all the same
+    const int64_t seed = tp.times ? key >> tp.shift : 0;
+    if (v >= 0 && v < num_nodes && seed >= 0 && (!tp.times || seed < tp.num_seeds)) {
       const int64_t a = indptr[v], b = indptr[v + 1];
       if (0 <= a && a <= b && b <= num_edges) {
         lo = a;
+        cand = tp.times ? candidates_at(tp.times, a, b, tp.seed_time[seed], tp.window)
+                        : CandidateRange{a, b};
         if (nonzero) {  // a weighted relation records its degree code (weighted_picks.h)
           const int64_t positive =
-              available_positive(weights, a, b, nonzero[v], excluded, num_excluded);
+              tp.times ? available_positive_in(weights, a, b, cand.begin, cand.end, nonzero[v],
+                                               excluded, num_excluded)
+                       : available_positive(weights, a, b, nonzero[v], excluded, num_excluded);
           c = weighted_pick_count(b - a, positive, fanout, replace);
           deg = weighted_degree_code(b - a, positive, fanout, replace);
+          cand = {cand.begin - a, cand.end - a};  // offsets in the list, for the picks
+        } else if (tp.times) {
+          const KeptRange kr = kept_strategy_range(cand, fanout, tp.strategy, excluded,
+                                                   num_excluded);
+          lo = kr.range.begin;
+          deg = kr.kept;
+          c = pick_count(deg, fanout, replace);
         } else {
           deg = b - a - excluded_in(excluded, num_excluded, a, b);
           c = pick_count(deg, fanout, replace);
@@ -201,81 +246,9 @@ __global__ void count_kernel(const int64_t* __restrict__ indptr, int64_t num_nod
     start[i] = lo;
     degree[i] = deg;
     count[i] = c;
-  }
-}
-
-// A temporal call's time arguments as the kernels read them, for one timed relation.
-struct TimePtrs {
-  const int64_t* times = nullptr;      // the relation's edge times (null: untimed)
-  const int64_t* seed_time = nullptr;  // per seed (over every type, in order) its time
-  int64_t num_seeds = 0;               // seed_time's length
-  int shift = 0;                       // a key's seed index is key >> shift
-  int64_t window = -1, strategy = 0;
-};
-
-// count_kernel for a timed relation of a temporal call, destination i as the CPU op's
-// count_timed counts it (temporal_picks.h): its candidates at its seed's time (the first edge
-// after the time ends them; with a window, the first after its floor begins them), then the
-// uniform rule over what they leave (start and degree: the sampled range and its kept edges),
-// or, weighted, the whole list's degree code with the candidates' offsets in range[2i, 2i + 2).
-// `dst` holds the call's keys (seed index << shift | global id).
-__global__ void timed_count_kernel(const int64_t* __restrict__ indptr, int64_t num_nodes,
-                                   int64_t num_edges, const int64_t* __restrict__ dst, int64_t n,
-                                   int64_t node_mask, TimePtrs tp, int64_t fanout, bool replace,
-                                   const int64_t* __restrict__ nonzero,
-                                   const float* __restrict__ weights,
-                                   const int64_t* __restrict__ excluded, int64_t num_excluded,
-                                   int64_t dst_offset, ull rel_tag, int64_t* __restrict__ start,
-                                   int64_t* __restrict__ degree, int64_t* __restrict__ count,
-                                   int64_t* __restrict__ range, ull* status) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t lo = 0, deg = 0, c = 0, first = 0, end = 0;
-    const int64_t key = dst[i], v = (key & node_mask) - dst_offset, seed = key >> tp.shift;
-    // seeds outside [0, N) are flagged by check_seeds_kernel; every key's seed index is in
-    // range (seed_keys_kernel, then the relabel's sources), checked all the same
-    if (v >= 0 && v < num_nodes && seed >= 0 && seed < tp.num_seeds) {
-      const int64_t a = indptr[v], b = indptr[v + 1];
-      if (0 <= a && a <= b && b <= num_edges) {
-        const int64_t t = tp.seed_time[seed];
-        TimeSearch s{a, b - a};
-        while (time_search_step(s, tp.times, t)) {
-        }
-        end = s.first;
-        first = a;
-        int64_t floor = 0;
-        if (tp.window >= 0 && window_floor(t, tp.window, &floor)) {
-          s = {a, end - a};
-          while (time_search_step(s, tp.times, floor)) {
-          }
-          first = s.first;
-        }
-        if (nonzero) {
-          const int64_t positive = available_positive_in(weights, a, b, first, end, nonzero[v],
-                                                         excluded, num_excluded);
-          lo = a;
-          deg = weighted_degree_code(b - a, positive, fanout, replace);
-          c = weighted_pick_count(b - a, positive, fanout, replace);
-          first -= a;
-          end -= a;
-        } else {
-          const KeptRange kr =
-              kept_strategy_range({first, end}, fanout, tp.strategy, excluded, num_excluded);
-          lo = kr.range.begin;
-          deg = kr.kept;
-          c = pick_count(kr.kept, fanout, replace);
-        }
-        c = std::min<int64_t>(c, std::numeric_limits<int32_t>::max());
-      } else {
-        flag_error(status, kBadIndptr, kBadIndptrNode, rel_tag | static_cast<ull>(v));
-      }
-    }
-    start[i] = lo;
-    degree[i] = deg;
-    count[i] = c;
     if (range) {
-      range[2 * i] = first;
-      range[2 * i + 1] = end;
+      range[2 * i] = cand.begin;
+      range[2 * i + 1] = cand.end;
     }
   }
 }
@@ -322,7 +295,7 @@ __global__ void edge_positions_kernel(const int64_t* __restrict__ dst, int64_t n
 // Positions of a weighted relation's picks: one thread per destination, running the CPU op's
 // routine (weighted_picks.h) over the destination's weights and alias table, its excluded
 // edges never picked. A timed relation's picks are among its candidates (`range`, from
-// timed_count_kernel; null where untimed), its most recent ones under "last" (`last`).
+// count_kernel; null where untimed), its most recent ones under "last" (`last`).
 template <typename IdT>
 __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64_t n,
                                           const int64_t* __restrict__ bp,
@@ -428,10 +401,21 @@ floyd_kernel(const int64_t* __restrict__ dst, int64_t n, const int64_t* __restri
   }
 }
 
+// The neighbour id (within its source type) at position p, or -1 where `indices` holds one
+// outside [0, num_src), flagged with the relation's tag (the smallest position wins).
+template <typename IdT>
+__device__ __forceinline__ int64_t neighbour_at(const IdT* __restrict__ indices, int64_t p,
+                                                int64_t num_src, ull rel_tag, ull* status) {
+  const auto local = static_cast<int64_t>(indices[p]);
+  if (local >= 0 && local < num_src) return local;
+  flag_error(status, kBadIndex, kBadIndexPos, rel_tag | static_cast<ull>(p));
+  return -1;
+}
+
 // Global neighbour ids of the picked positions (the relation's source ids are its source type's,
-// numbered from src_offset). An id outside [0, num_src) is flagged (the smallest position, with
-// the relation's tag) and its edge gets sampled = -1, which later kernels skip; so is a map entry
-// the op cannot have written (relabel.h: before marking, an entry is -1 or a destination's id).
+// numbered from src_offset). An id outside [0, num_src) is flagged (neighbour_at) and its edge
+// gets sampled = -1, which later kernels skip; so is a map entry the op cannot have written
+// (relabel.h: before marking, an entry is -1 or a destination's id).
 template <typename IdT>
 __global__ void lookup_kernel(const IdT* __restrict__ indices, int64_t num_src,
                               int64_t src_offset, ull rel_tag, const int64_t* __restrict__ pos,
@@ -440,12 +424,9 @@ __global__ void lookup_kernel(const IdT* __restrict__ indices, int64_t num_src,
                               ull* status) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < num_edges;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t p = pos[e];
-    const auto local = static_cast<int64_t>(indices[p]);
+    const int64_t local = neighbour_at(indices, pos[e], num_src, rel_tag, status);
     int32_t id = -1;
-    if (local < 0 || local >= num_src) {
-      flag_error(status, kBadIndex, kBadIndexPos, rel_tag | static_cast<ull>(p));
-    } else {
+    if (local >= 0) {
       const int64_t u = local + src_offset;
       id = static_cast<int32_t>(u);
       if (!map_entry_ok(map[u], u, n, dst)) flag_error(status, kDirtyMap, kErrors, 0);
@@ -466,15 +447,8 @@ __global__ void lookup_keys_kernel(const IdT* __restrict__ indices, int64_t num_
                                    int64_t* __restrict__ keys, ull* status) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < num_edges;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t p = pos[e];
-    const auto local = static_cast<int64_t>(indices[p]);
-    int64_t key = -1;
-    if (local < 0 || local >= num_src) {
-      flag_error(status, kBadIndex, kBadIndexPos, rel_tag | static_cast<ull>(p));
-    } else {
-      key = (dst[owner_of(bp, n, e)] & ~node_mask) | (local + src_offset);
-    }
-    keys[e] = key;
+    const int64_t local = neighbour_at(indices, pos[e], num_src, rel_tag, status);
+    keys[e] = local < 0 ? -1 : (dst[owner_of(bp, n, e)] & ~node_mask) | (local + src_offset);
   }
 }
 
@@ -590,23 +564,17 @@ struct CountArrays {
   }
 };
 
-// `tp`: a timed relation's (then every destination is real: upper = n_base, no n_extra).
+// `tp`: a timed relation's time arguments (times null where untimed).
 void launch_count(const int64_t* indptr, int64_t num_nodes, int64_t num_edges, const int64_t* dst,
                   int64_t upper, int64_t n_base, const int32_t* n_extra, int64_t fanout,
                   bool replace, const WeightPtrs& wp, const ExcludedPtrs& ex, const TimePtrs& tp,
                   int64_t node_mask, int64_t dst_offset, ull rel_tag, const CountArrays& ca,
                   ull* status, const at::TensorOptions& bytes_opts, cudaStream_t stream) {
-  if (upper > 0 && tp.times) {
-    timed_count_kernel<<<cuda_blocks(upper), kCudaThreads, 0, stream>>>(
-        indptr, num_nodes, num_edges, dst, upper, node_mask, tp, fanout, replace, wp.nonzero,
-        wp.weights, ex.positions, ex.count, dst_offset, rel_tag, ca.start, ca.degree, ca.count,
-        ca.range, status);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else if (upper > 0) {
+  if (upper > 0) {
     count_kernel<<<cuda_blocks(upper), kCudaThreads, 0, stream>>>(
         indptr, num_nodes, num_edges, dst, upper, n_base, n_extra, fanout, replace, wp.nonzero,
-        wp.weights, ex.positions, ex.count, node_mask, dst_offset, rel_tag, ca.start, ca.degree,
-        ca.count, status);
+        wp.weights, ex.positions, ex.count, tp, node_mask, dst_offset, rel_tag, ca.start,
+        ca.degree, ca.count, ca.range, status);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   exclusive_offsets<int64_t>(ca.count, ca.bp, upper, bytes_opts, stream);

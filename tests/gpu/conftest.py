@@ -6,6 +6,8 @@ run), where that is a failure instead."""
 from __future__ import annotations
 
 import os
+import warnings
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -53,3 +55,20 @@ def registered():
     yield register
     if used:
         torch.cuda.synchronize()  # nothing may still read them when the test drops its tensors
+
+
+def host_syncs(call: Callable[[], object], capfd: pytest.CaptureFixture) -> int:
+    """How many host syncs `call()` makes, as torch's sync debug mode sees them (through
+    c10::cuda). Its warnings reach Python's warnings where torch routes a custom op's C++
+    warnings there, else stderr (torch 2.11 on an H100 machine): both are counted."""
+    torch.cuda.synchronize()
+    capfd.readouterr()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    printed = capfd.readouterr().err.count("called a synchronizing CUDA operation")
+    return len([w for w in caught if "synchroniz" in str(w.message)]) + printed

@@ -12,7 +12,7 @@ from gnnrepro.graph import CSCGraph
 from gnnrepro.sampling import FusedSampler
 from gnnrepro.typed_graph import TypedGraph
 
-from .conftest import needs_cuda
+from .conftest import host_syncs, needs_cuda
 
 
 def _graph() -> tuple[CSCGraph, torch.Tensor]:
@@ -173,7 +173,6 @@ def test_host_syncs_are_four_a_layer_and_one(capfd) -> None:
     """docs/gpu.md's count: the first count's sync, then per layer the sync that raises its
     errors, the relabel's two (the new sources' count, their count per type) and the next
     count's."""
-    import warnings
     g, times = _graph()
     seeds, seed_time = _seeds()
     g = g.to("cuda")
@@ -181,15 +180,4 @@ def test_host_syncs_are_four_a_layer_and_one(capfd) -> None:
             0, False, [], [], [], [times.cuda()], [seed_time.cuda()], -1, 0, [],
             torch.full((g.num_nodes,), -1, dtype=torch.int32, device="cuda"))
     ops.sample_fused_typed(*args)  # the first call's one-off work (cub, the allocator)
-    torch.cuda.synchronize()
-    capfd.readouterr()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            ops.sample_fused_typed(*args)
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    printed = capfd.readouterr().err.count("called a synchronizing CUDA operation")
-    syncs = [w for w in caught if "synchroniz" in str(w.message)]
-    assert len(syncs) + printed == 4 * 2 + 1
+    assert host_syncs(lambda: ops.sample_fused_typed(*args), capfd) == 4 * 2 + 1
