@@ -783,11 +783,7 @@ class CudaSampleCall {
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (T_ > 1) offsets_ = at::tensor(spec_.offsets, at::kLong).to(long_opts_.device());
     check_exclusions();
-    if (disjoint_) {
-      seed_keys();
-    } else {
-      map_seeds();
-    }
+    map_seeds();
     count_exact(spec_.num_layers - 1);
     std::vector<ull> host = sync();
     for (int64_t layer = spec_.num_layers - 1; layer >= 0; --layer) {
@@ -808,60 +804,43 @@ class CudaSampleCall {
     }
   }
 
-  // Checks the seeds type by type and maps them to 0, 1, ... (type-major global ids in dst_).
+  // Checks the seeds type by type into dst_ (type-major). A plain call maps them to 0, 1, ...
+  // (global ids in dst_); a temporal call checks only their range (it reads and writes no map
+  // entry) and turns them into keys, with their times beside them (one tensor, types in order).
   void map_seeds() {
     for (int64_t t = 0; t < T_; ++t) dst_begin_[t + 1] = dst_begin_[t] + spec_.seeds[t].numel();
     n_ = dst_begin_[T_];
-    if (T_ == 1) {
-      dst_ = spec_.seeds[0];
-    } else {
-      dst_ = at::empty({n_}, long_opts_);
-    }
+    dst_ = T_ == 1 && !disjoint_ ? spec_.seeds[0] : at::empty({n_}, long_opts_);
     d_ = dst_.data_ptr<int64_t>();
     for (int64_t t = 0; t < T_; ++t) {
       const int64_t n = spec_.seeds[t].numel();
       if (n == 0) continue;
       const int64_t* s = spec_.seeds[t].data_ptr<int64_t>();
       const int64_t offset = spec_.offsets[t], limit = spec_.offsets[t + 1] - offset;
+      int64_t* out = dst_.data_ptr<int64_t>() + dst_begin_[t];
       check_seeds_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(
-          s, n, limit, map_ + offset, static_cast<ull>(t) << kRelShift, status_);
+          s, n, limit, disjoint_ ? nullptr : map_ + offset, static_cast<ull>(t) << kRelShift,
+          status_);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-      if (T_ > 1) {
-        add_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(
-            s, n, offset, dst_.data_ptr<int64_t>() + dst_begin_[t]);
+      if (disjoint_) {
+        seed_keys_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(s, n, dst_begin_[t],
+                                                                        offset, shift_, out);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      } else if (T_ > 1) {
+        add_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(s, n, offset, out);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
       }
     }
-    if (n_ > 0) {  // a bad seed (flagged above) may map another type's entry: reset on error
+    if (disjoint_) {
+      seed_time_ = at::cat(spec_.seed_times).contiguous();
+      for (TimePtrs& tp : tp_) {
+        tp.seed_time = seed_time_.data_ptr<int64_t>();
+        tp.num_seeds = seed_time_.numel();
+      }
+    } else if (n_ > 0) {  // a bad seed (flagged above) may map another type's entry: reset on error
       map_seeds_kernel<<<cuda_blocks(n_), kCudaThreads, 0, stream_>>>(d_, n_, spec_.total_nodes(),
                                                                        map_, status_);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-  }
-
-  // A temporal call's seeds: checked (their range only: no map entry is read or written) and
-  // turned into keys, with their times beside them (one tensor over every type, in order).
-  void seed_keys() {
-    for (int64_t t = 0; t < T_; ++t) dst_begin_[t + 1] = dst_begin_[t] + spec_.seeds[t].numel();
-    n_ = dst_begin_[T_];
-    dst_ = at::empty({n_}, long_opts_);
-    d_ = dst_.data_ptr<int64_t>();
-    for (int64_t t = 0; t < T_; ++t) {
-      const int64_t n = spec_.seeds[t].numel();
-      if (n == 0) continue;
-      const int64_t* s = spec_.seeds[t].data_ptr<int64_t>();
-      const int64_t offset = spec_.offsets[t], limit = spec_.offsets[t + 1] - offset;
-      check_seeds_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(
-          s, n, limit, nullptr, static_cast<ull>(t) << kRelShift, status_);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      seed_keys_kernel<<<cuda_blocks(n), kCudaThreads, 0, stream_>>>(
-          s, n, dst_begin_[t], offset, shift_, dst_.data_ptr<int64_t>() + dst_begin_[t]);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-    seed_time_ = at::cat(spec_.seed_times).contiguous();
-    for (TimePtrs& tp : tp_) {
-      tp.seed_time = seed_time_.data_ptr<int64_t>();
-      tp.num_seeds = seed_time_.numel();
     }
   }
 
