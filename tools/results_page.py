@@ -327,7 +327,9 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "prefetch their map inserts and split their outputs in parallel (other calls run the "
              "same code but for one more comparison per counting item); it measured "
              "weighted-sampling-cpu-products, temporal-sampling-cpu-products, sampling-cpu, "
-             "sampling-cpu-products, loader-cpu and train-cpu again")
+             "sampling-cpu-products, loader-cpu, train-cpu, peers-sampling-cpu, peers-loader-cpu, "
+             "peers-loader-cpu-mag, own-model-pyg-cpu, peers-train-cpu and peers-train-cpu-mag "
+             "again")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
