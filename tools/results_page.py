@@ -329,9 +329,7 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "weighted-sampling-cpu-products, temporal-sampling-cpu-products, sampling-cpu, "
              "sampling-cpu-products, loader-cpu, train-cpu, peers-sampling-cpu, peers-loader-cpu, "
              "peers-loader-cpu-mag, own-model-pyg-cpu, peers-train-cpu and peers-train-cpu-mag "
-             "again; the first six before its last edits to the CUDA op (which no CPU run "
-             "executes), weighted-sampling-cpu-products also before the change to temporal and "
-             "disjoint calls (of which its calls run one comparison per counting item)")
+             "again at its final code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
