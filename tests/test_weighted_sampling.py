@@ -55,7 +55,11 @@ PATTERNS = [torch.tensor([1.0, 2, 3, 0, 4]), torch.tensor([100.0, 1, 1, 0.01, 5,
 @pytest.mark.parametrize("w", PATTERNS)
 @pytest.mark.parametrize("fanout", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
-def test_inclusion_is_successive_sampling(w, fanout, dtype):
+@pytest.mark.parametrize("degree", [0, 70])
+def test_inclusion_is_successive_sampling(w, fanout, dtype, degree):
+    """As the pattern (a list short enough for the sum tree) and padded with zero weights to
+    `degree` (a list past kTreeLeaves: table draws, redraws and exact picks)."""
+    w = torch.cat([w, torch.zeros(max(degree - len(w), 0))])
     g, weights = copies_graph(w, dtype)
     sampler = FusedSampler(g, [fanout], weights=weights, edge_ids=True, seed=3)
     block = sampler.sample(torch.arange(COPIES)).blocks[0]
@@ -84,7 +88,7 @@ def test_with_replacement_draws_proportionally():
 def random_weighted_graph(seed: int = 0) -> tuple[CSCGraph, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     n = 400
-    deg = torch.randint(0, 40, (n,), generator=gen)
+    deg = torch.randint(0, 130, (n,), generator=gen)  # lists picked by sum tree and by table
     deg[:3] = torch.tensor([0, 5, 300])  # an isolated node, a small list, a hub
     indptr = torch.cat([torch.zeros(1, dtype=torch.long), deg.cumsum(0)])
     indices = torch.randint(0, n, (int(indptr[-1]),), generator=gen)

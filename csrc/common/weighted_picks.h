@@ -7,16 +7,18 @@
 // slot's keep threshold and alias offset, then the neighbour ids of both (the slot's own and its
 // alias's, copies of `indices`), so that the CPU op's table draw reads one random entry and no
 // `indices` line after it (the CUDA kernels read `indices`; picks that are not table draws read
-// `indices` on both). The op therefore takes the table as weight_table built it for these
-// `indices`: on any other table it stays in bounds, but the devices may disagree. A pick reads
-// one table entry: a slot drawn
-// uniformly over the destination's list keeps itself with probability threshold / 2^32, else
-// gives its alias, so that each offset comes out proportional to its weight (to 2^-32 of a
-// slot). Only positive weights are ever picked. Without replacement the picks are successive
-// sampling, each proportional to the weights not yet picked (DGL's CPU sampler's scheme, and
-// what its CUDA keys give): a table draw is kept if its offset is not picked yet; after
-// kAliasAttempts draws that all land on picked offsets, the destination's remaining picks are
-// resolved exactly over its unpicked weights (a pass over its list). Either way a pick is
+// `indices` on both, the CPU op in its gather: kIdFromIndices). The op therefore takes the
+// table as weight_table built it for these `indices`: on any other table it stays in bounds,
+// but the devices may disagree. A pick reads one table entry: a slot drawn uniformly over the
+// destination's list keeps itself with probability threshold / 2^32, else gives its alias, so
+// that each offset comes out proportional to its weight (to 2^-32 of a slot). Only positive
+// weights are ever picked. Without replacement the picks are successive sampling, each
+// proportional to the weights not yet picked (DGL's CPU sampler's scheme, and what its CUDA
+// keys give): a table draw is kept if its offset is not picked yet; after kAliasAttempts draws
+// that all land on picked offsets, the destination's remaining picks are resolved exactly over
+// its unpicked weights (a pass over its list). A destination with at most kTreeLeaves
+// candidates picks by a sum tree over their weights instead (tree_picks: exact, no draw
+// redrawn, its weights read in order rather than its entries at random). Either way a pick is
 // proportional to the unpicked weights. With replacement each pick is one table draw.
 //
 // Excluded edges (a link-prediction batch's own edges: common/exclusion.h) are never picked, as
@@ -28,7 +30,8 @@
 // A timed destination (a temporal call: temporal_picks.h) picks among its candidates only, a
 // range [begin, end) of its list: offsets outside it are unavailable as excluded ones are, its
 // counts are over the range's positive weights, and a range shorter than half the list draws
-// over its running sums rather than the table (whose draws would mostly fall outside it).
+// over its running sums rather than the table (whose draws would mostly fall outside it), or
+// by a sum tree where it is short enough.
 //
 // Bit-identical on both devices: every floating-point step is one correctly rounded IEEE
 // operation (add_rn, sub_rn, mul_rn, div_rn: no fused multiply-add on the device, and the host
@@ -248,32 +251,46 @@ GNNREPRO_HD int64_t table_slot(int64_t degree, uint64_t key, uint64_t index) {
   return static_cast<int64_t>(below(draw(key, 2 * index), static_cast<uint64_t>(degree)));
 }
 
+// The 32-bit coin of table draw `index` (whether its slot keeps itself).
+GNNREPRO_HD uint32_t table_coin(uint64_t key, uint64_t index) {
+  return static_cast<uint32_t>(draw(key, 2 * index + 1));
+}
+
+// What slot `slot` of a destination's list (`table` from its first entry) gives for `coin`: an
+// offset in [0, degree), and its neighbour id into *id where id is not null.
+template <typename IdT>
+GNNREPRO_HD int64_t entry_pick(const int64_t* table, int64_t degree, int64_t slot, uint32_t coin,
+                               int64_t* id) {
+  const int64_t* entry = table + slot * kTableWords<IdT>;
+  const int64_t alias = entry_alias(entry[0]);
+  const bool kept = coin < entry_threshold(entry[0]) || alias >= degree;  // (a malformed alias:
+  if (id) *id = entry_id<IdT>(entry, kept);                                // the slot itself)
+  return kept ? slot : alias;
+}
+
 // One table draw over a destination's list (`table` from its first entry): an offset in
 // [0, degree), and its neighbour id into *id where id is not null.
 template <typename IdT>
 GNNREPRO_HD int64_t table_draw(const int64_t* table, int64_t degree, uint64_t key, uint64_t index,
                                int64_t* id) {
-  const int64_t slot = table_slot(degree, key, index);
-  const int64_t* entry = table + slot * kTableWords<IdT>;
-  const int64_t alias = entry_alias(entry[0]);
-  const bool kept = static_cast<uint32_t>(draw(key, 2 * index + 1)) < entry_threshold(entry[0]) ||
-                    alias >= degree;  // (a malformed alias: the slot itself)
-  if (id) *id = entry_id<IdT>(entry, kept);
-  return kept ? slot : alias;
+  return entry_pick<IdT>(table, degree, table_slot(degree, key, index), table_coin(key, index),
+                         id);
 }
 
+// The id a pick that is not a table draw leaves in `ids` (a value no neighbour id has): the
+// caller reads it from `indices` afterwards (the CPU op's gather, with its reads prefetched).
+constexpr int64_t kIdFromIndices = -0x7FFFFFFFFFFFFFFFll - 1;
+
 // Where one destination's picks go: positions (start + offset) into out[0, count) and, where
-// `ids` is not null, their neighbour ids into ids[0, count) (from the table, or from `ix`, the
-// destination's list, for picks not drawn from it).
-template <typename IdT>
+// `ids` is not null, their neighbour ids into ids[0, count): a table draw's from its entry,
+// kIdFromIndices for the others.
 struct PickOut {
-  const IdT* ix;
   int64_t start;
   int64_t* out;
   int64_t* ids;
   GNNREPRO_HD void set(int64_t n, int64_t offset) const {
     out[n] = start + offset;
-    if (ids) ids[n] = static_cast<int64_t>(ix[offset]);
+    if (ids) ids[n] = kIdFromIndices;
   }
 };
 
@@ -380,8 +397,8 @@ GNNREPRO_HD int64_t available_positive_in(const float* w, int64_t lo, int64_t hi
 // The destination's positive candidates, in order, as its `count` picks; if they are fewer
 // than `count` (a count that overstates them), the first other candidates fill the rest
 // (count <= the candidates, as available_positive bounds it).
-template <typename IdT, bool Restricted>
-GNNREPRO_HD void weighted_take_all(const float* w, int64_t count, const PickOut<IdT>& po,
+template <bool Restricted>
+GNNREPRO_HD void weighted_take_all(const float* w, int64_t count, const PickOut& po,
                                    const PickContext& ctx) {
   int64_t n = 0;
   for (int64_t j = ctx.begin; j < ctx.end && n < count; ++j) {
@@ -396,8 +413,8 @@ GNNREPRO_HD void weighted_take_all(const float* w, int64_t count, const PickOut<
 // of positive weight (the weights act as a mask: which edges may be taken, not how likely),
 // none excluded, written in time order. If they are fewer than `count` (a count that overstates
 // them: see weighted_take_all), the most recent other candidates fill the rest.
-template <typename IdT, bool Restricted>
-GNNREPRO_HD void weighted_last(const float* w, int64_t count, const PickOut<IdT>& po,
+template <bool Restricted>
+GNNREPRO_HD void weighted_last(const float* w, int64_t count, const PickOut& po,
                                const PickContext& ctx) {
   int64_t first = ctx.end, found = 0;  // the positive ones: from `first` on
   while (found < count && first > ctx.begin) {
@@ -500,17 +517,111 @@ GNNREPRO_HD int64_t sum_draw(const float* w, const PickContext& ctx, int64_t sta
   return -1;
 }
 
+// Candidates that a destination without replacement picks among by a sum tree (tree_picks)
+// rather than by draws (a power of two). Their weights span a quarter of the cache lines their
+// table entries do (4 bytes an edge against 16) and are read in order; their picks often cover
+// much of them, where table draws would land on picked offsets and turn exact. 64 read the
+// fewest lines over a products-sim 1.0 batch's frontier (benchmarks/NOTES.md, session 25).
+constexpr int64_t kTreeLeaves = 64;
+
+// How a destination's picks without replacement are drawn: by a sum tree over few candidates;
+// over the candidates' running sums (sum_draw) where they are short of half the list (a timed
+// destination early in its list, whose table draws would mostly fall outside them); else
+// from the table.
+enum class PickMethod { kTree, kSums, kTable };
+GNNREPRO_HD PickMethod pick_method(const PickContext& ctx, int64_t degree) {
+  if (ctx.end - ctx.begin <= kTreeLeaves) return PickMethod::kTree;
+  return 2 * (ctx.end - ctx.begin) < degree ? PickMethod::kSums : PickMethod::kTable;
+}
+
+// Draws read ahead: a destination whose picks start with table draws (first_draws_from_table)
+// may have every pick's first draw made before the destination is resolved, so that a caller
+// can make them over many destinations at once and their entries' random reads overlap as a
+// gather's do (the CPU op's weighted pick chunk). Pick n's first draw is table draw
+// first_draw_index(n, replace); a caller that made it keeps its position (start + offset) in
+// out[n] and its id in ids[n], and says so with `first_drawn`, and the routines below take it
+// from there rather than draw it again: the same draws, the same picks.
+GNNREPRO_HD bool first_draws_from_table(int64_t degree_code, bool replace, const PickContext& ctx,
+                                        bool last) {
+  if (last || weighted_takes_all(degree_code)) return false;
+  const int64_t degree = code_degree(degree_code);
+  if (replace) return !restricted(ctx, degree);  // (replaced_pick: not)
+  return pick_method(ctx, degree) == PickMethod::kTable;
+}
+GNNREPRO_HD uint64_t first_draw_index(int64_t n, bool replace) {
+  return replace ? static_cast<uint64_t>(n) : static_cast<uint64_t>(n) * kAliasAttempts;
+}
+
+// `count` distinct picks by successive sampling over at most kTreeLeaves candidates, exactly:
+// a sum tree over their available weights (positive, not excluded), pick n's draw (index
+// n * kAliasAttempts) descends it to a leaf in proportion to the unpicked weight, and the
+// picked leaf is zeroed, its ancestors summed again from their children. Every node is thus
+// the sum of its children as they are (no subtraction that could cancel a small weight beside
+// a large picked one), in one order on both devices. A descent takes a child of positive sum
+// only, so it ends on a positive leaf; with counts past the positive weights (malformed input)
+// the first candidates not picked fill the rest.
+template <bool Restricted>
+GNNREPRO_HD void tree_picks(const float* w, int64_t count, uint64_t key, const PickOut& po,
+                            const PickContext& ctx) {
+  double tree[2 * kTreeLeaves];  // node v's children 2v and 2v + 1; leaves from `leaves` on
+  const int64_t m = ctx.end - ctx.begin;
+  int64_t leaves = 1;
+  while (leaves < m) leaves *= 2;
+  for (int64_t j = 0; j < m; ++j) {  // (selects, not branches: half the weights may be zero)
+    const int64_t offset = ctx.begin + j;
+    const double weight = static_cast<double>(w[offset]);
+    tree[leaves + j] = weight > 0.0 && !is_excluded<Restricted>(ctx, po.start, offset) ? weight
+                                                                                       : 0.0;
+  }
+  for (int64_t j = m; j < leaves; ++j) tree[leaves + j] = 0.0;
+  for (int64_t v = leaves - 1; v >= 1; --v) tree[v] = add_rn(tree[2 * v], tree[2 * v + 1]);
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t leaf = -1;
+    if (tree[1] > 0.0) {
+      const uint64_t index = static_cast<uint64_t>(n) * kAliasAttempts;
+      double x = mul_rn(unit_draw(draw(key, 2 * index)), tree[1]);
+      int64_t v = 1;
+      while (v < leaves) {
+        const double left = tree[2 * v], right = tree[2 * v + 1];
+        const bool go_left = left > 0.0 && (x < left || !(right > 0.0));
+        x = go_left ? x : sub_rn(x, left);
+        v = 2 * v + (go_left ? 0 : 1);
+      }
+      leaf = v - leaves;
+    }
+    if (leaf < 0) {  // no positive weight left (malformed counts): the first not picked
+      for (leaf = 0; leaf < m - 1 && already_picked(po.out, n, po.start + ctx.begin + leaf);
+           ++leaf) {}
+    }
+    po.set(n, ctx.begin + leaf);
+    // The leaf zeroed and its ancestors summed again, the running sum kept in a register.
+    double sum = 0.0;
+    int64_t v = leaves + leaf;
+    tree[v] = 0.0;
+    for (; v > 1; v /= 2) {
+      sum = add_rn(sum, tree[v ^ 1]);  // (addition commutes: the same as left + right)
+      tree[v / 2] = sum;
+    }
+  }
+}
+
 // `count` distinct picks by successive sampling (count <= the candidates, as
 // weighted_pick_count gives; the scheme's distribution needs count <= the positive weights).
-// A draw is a table draw, or, where the candidates are short of half the list (a timed
-// destination early in its list, whose table draws would mostly fall outside them), a draw
-// over the candidates' running sums (sum_draw). Either way a draw on a picked offset is
-// redrawn, and after kAliasAttempts such draws the destination's picks are exact.
+// Few candidates are picked by a sum tree (tree_picks); else a draw is a table draw, or one
+// over the candidates' running sums (sum_draw) where pick_method says so. Either way a draw
+// on a picked offset is redrawn, and after kAliasAttempts such draws the destination's picks
+// are exact.
+// `first_drawn`: the picks' first draws are in po.out and po.ids (first_draws_from_table).
 template <typename IdT, bool Restricted>
 GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t degree,
-                                int64_t count, uint64_t key, const PickOut<IdT>& po,
-                                const PickContext& ctx) {
-  const bool by_sums = 2 * (ctx.end - ctx.begin) < degree;
+                                int64_t count, uint64_t key, const PickOut& po,
+                                const PickContext& ctx, bool first_drawn) {
+  const PickMethod method = pick_method(ctx, degree);
+  if (method == PickMethod::kTree) {
+    tree_picks<Restricted>(w, count, key, po, ctx);
+    return;
+  }
+  const bool by_sums = method == PickMethod::kSums;
   const double total = by_sums ? candidate_sums<Restricted>(w, ctx, po.start) : 0.0;
   bool exact = false;
   double rest = 0.0;  // the unpicked weight, once picks are exact
@@ -520,9 +631,14 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
     for (int a = 0; !exact && a < kAliasAttempts; ++a) {
       const uint64_t index = static_cast<uint64_t>(n) * kAliasAttempts + a;
       int64_t id = 0;
-      const int64_t t =
-          by_sums ? sum_draw<Restricted>(w, ctx, po.start, total, key, index)
-                  : table_draw<IdT>(table, degree, key, index, po.ids ? &id : nullptr);
+      int64_t t;
+      if (a == 0 && first_drawn) {
+        t = po.out[n] - po.start;
+        if (po.ids) id = po.ids[n];
+      } else {
+        t = by_sums ? sum_draw<Restricted>(w, ctx, po.start, total, key, index)
+                    : table_draw<IdT>(table, degree, key, index, po.ids ? &id : nullptr);
+      }
       if (t >= 0 && !unavailable<Restricted>(ctx, po.out, n, po.start, t)) {
         if (by_sums) {
           po.set(n, t);
@@ -561,7 +677,7 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
 // the candidates' weights (earlier picks stay available).
 template <typename IdT>
 GNNREPRO_HD void replaced_pick(const float* w, const int64_t* table, int64_t degree, int64_t n,
-                               uint64_t key, const PickOut<IdT>& po, const PickContext& ctx) {
+                               uint64_t key, const PickOut& po, const PickContext& ctx) {
   for (int a = 0; a < kAliasAttempts; ++a) {
     int64_t id = 0;
     const int64_t t = table_draw<IdT>(table, degree, key,
@@ -583,39 +699,44 @@ GNNREPRO_HD void replaced_pick(const float* w, const int64_t* table, int64_t deg
 template <typename IdT, bool Restricted>
 GNNREPRO_HD void weighted_positions_with(const float* w, const int64_t* table,
                                          int64_t degree_code, int64_t count, bool replace,
-                                         uint64_t key, const PickOut<IdT>& po,
-                                         const PickContext& ctx) {
+                                         uint64_t key, const PickOut& po,
+                                         const PickContext& ctx, bool first_drawn) {
   const int64_t degree = code_degree(degree_code);
   if (weighted_takes_all(degree_code)) {
-    weighted_take_all<IdT, Restricted>(w, count, po, ctx);
+    weighted_take_all<Restricted>(w, count, po, ctx);
   } else if (replace && Restricted) {
-    for (int64_t n = 0; n < count; ++n) replaced_pick(w, table, degree, n, key, po, ctx);
+    for (int64_t n = 0; n < count; ++n) replaced_pick<IdT>(w, table, degree, n, key, po, ctx);
   } else if (replace) {  // independent table draws
-    for (int64_t n = 0; n < count; ++n) {
+    for (int64_t n = 0; n < count && !first_drawn; ++n) {
       int64_t id = 0;
       po.out[n] = po.start + table_draw<IdT>(table, degree, key, static_cast<uint64_t>(n),
                                              po.ids ? &id : nullptr);
       if (po.ids) po.ids[n] = id;
     }
   } else {
-    weighted_picks<IdT, Restricted>(w, table, degree, count, key, po, ctx);
+    weighted_picks<IdT, Restricted>(w, table, degree, count, key, po, ctx, first_drawn);
   }
 }
 
 // `ctx`: pick_context's, its [begin, end) within [0, code_degree(degree_code)]. `last`: a
 // timed destination under temporal_strategy "last" (weighted_last; never with replacement).
+// `first_drawn`: where first_draws_from_table holds, the picks' first draws are in po.out and
+// po.ids.
 template <typename IdT>
 GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_t degree_code,
                                     int64_t count, bool replace, uint64_t key,
-                                    const PickOut<IdT>& po, const PickContext& ctx,
-                                    bool last = false) {
+                                    const PickOut& po, const PickContext& ctx,
+                                    bool last = false, bool first_drawn = false) {
   if (count <= 0) return;
+  first_drawn = first_drawn && first_draws_from_table(degree_code, replace, ctx, last);
   if (last) {
-    weighted_last<IdT, true>(w, count, po, ctx);
+    weighted_last<true>(w, count, po, ctx);
   } else if (restricted(ctx, code_degree(degree_code))) {
-    weighted_positions_with<IdT, true>(w, table, degree_code, count, replace, key, po, ctx);
+    weighted_positions_with<IdT, true>(w, table, degree_code, count, replace, key, po, ctx,
+                                       first_drawn);
   } else {
-    weighted_positions_with<IdT, false>(w, table, degree_code, count, replace, key, po, ctx);
+    weighted_positions_with<IdT, false>(w, table, degree_code, count, replace, key, po, ctx,
+                                        first_drawn);
   }
 }
 

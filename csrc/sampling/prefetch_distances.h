@@ -10,7 +10,7 @@ constexpr int64_t kPrefetchAhead = 16;         // indptr entries of the destinat
 constexpr int64_t kRelabelPrefetchAhead = 32;  // relabel map entries of the picked nodes
 constexpr int64_t kOwnerPrefetchAhead = 12;    // the source list entries the map check reads
 constexpr int64_t kGatherPrefetchAhead = 64;   // `indices` entries at the picked positions
-constexpr int64_t kWeightedPrefetchAhead = 1;  // destinations whose alias table draws are read
+constexpr int64_t kWeightedPrefetchAhead = 4;  // weighted destinations whose weights are read
 
 constexpr int kTimeSearchGroup = 16;  // temporal searches run in lockstep (their misses overlap)
 

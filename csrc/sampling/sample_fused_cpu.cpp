@@ -984,11 +984,18 @@ class SampleCall {
     }
   }
 
-  // pick_chunk for a weighted relation (weighted_picks.h): positions into bi, their neighbour
-  // ids (read from the alias table entries, not from `indices`) into `ids` at the same offsets
-  // from bp[begin]. The entries of the first draws of the destination kWeightedPrefetchAhead
-  // ahead are prefetched: a draw's slot is a pure function of its key, and the entries are the
-  // picks' random reads.
+  // pick_chunk for a weighted relation (weighted_picks.h), in three passes over destinations
+  // [begin, end):
+  // (1) the first table draw of each pick of a destination whose picks start with one
+  //     (first_draws_from_table): its slot's position into bi, its coin into `ids` (random
+  //     numbers only, sequential writes; -1 in bi for the other destinations' picks);
+  // (2) those slots' table entries read as gather_chunk reads `indices`, prefetched a fixed
+  //     number of picks ahead, so that their random reads overlap across destinations: the
+  //     drawn offset's position into bi, its neighbour id into `ids`;
+  // (3) each destination resolved by weighted_positions, which takes the first draws from
+  //     there: draws on picked offsets drawn again, exact picks, take-all and timed ones.
+  // Positions end in bi, their neighbour ids (from the table entries, or `indices` for picks
+  // that are not table draws) in `ids` at the same offsets from bp[begin].
   void weighted_pick_chunk(const Rel& rel, int64_t begin, int64_t end, int64_t* ids) {
     constexpr int64_t S = kTableWords<IdT>;
     const int64_t* offsets = rel.bp;  // locals: see count_range
@@ -998,17 +1005,58 @@ class SampleCall {
     const int64_t* table = rel.table;
     const IdT* ix = rel.ix;
     int64_t* picks = rel.bi;
-    const int64_t base = offsets[begin];
+    const int64_t base = offsets[begin], e_end = offsets[end];
     const bool attempts = !replace_;
-    const bool last = spec_.temporal_strategy == kTemporalLast;  // timed destinations: a mask
+    const bool last = rel.times && spec_.temporal_strategy == kTemporalLast;  // a mask
     thread_local std::vector<uint8_t> thread_marks;  // exact picks' scratch (weighted_picks.h)
     std::vector<uint8_t>& marks = thread_marks;  // looked up once, not per destination
     thread_local std::vector<double> thread_sums;  // a timed destination's running sums
     std::vector<double>& sums = thread_sums;
-    for (int64_t i = begin; i < end; ++i) {
+    // A timed relation's candidates of destination i (count_timed), else null: the whole list.
+    auto range_of = [&](int64_t i) {
+      return rel.times ? candidates_.data() + 2 * (rel.seg + i) : nullptr;
+    };
+    auto context_of = [&](int64_t i) {
+      const int64_t start = starts[i], degree = code_degree(degrees[i]);
+      const ExcludedSpan near = excluded_near(rel.excluded, start, start + degree);
+      const int64_t* range = range_of(i);
+      return pick_context(attempts ? marks.data() : nullptr, near.excluded, near.n, start,
+                          range ? range[0] : 0, range ? range[1] : degree);
+    };
+    for (int64_t i = begin; i < end; ++i) {  // (1)
+      int64_t* out = picks + offsets[i];
+      const int64_t count = offsets[i + 1] - offsets[i];
+      if (count == 0) continue;
+      if (!first_draws_from_table(degrees[i], replace_, context_of(i), last)) {
+        std::fill(out, out + count, int64_t{-1});
+        continue;
+      }
+      const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[i]));
+      int64_t* coins = ids + (offsets[i] - base);
+      for (int64_t n = 0; n < count; ++n) {
+        const uint64_t index = first_draw_index(n, replace_);
+        out[n] = starts[i] + table_slot(degrees[i], key, index);
+        coins[n] = table_coin(key, index);
+      }
+    }
+    for (int64_t i = begin, e = base; i < end; ++i) {  // (2)
+      const int64_t start = starts[i], degree = code_degree(degrees[i]);
+      const bool drawn = e < offsets[i + 1] && picks[e] >= 0;
+      for (; e < offsets[i + 1]; ++e) {
+        if (e + kGatherPrefetchAhead < e_end && picks[e + kGatherPrefetchAhead] >= 0) {
+          __builtin_prefetch(table + picks[e + kGatherPrefetchAhead] * S);
+        }
+        if (!drawn) continue;
+        int64_t id = 0;
+        const int64_t offset = entry_pick<IdT>(table + start * S, degree, picks[e] - start,
+                                               static_cast<uint32_t>(ids[e - base]), &id);
+        picks[e] = start + offset;
+        ids[e - base] = id;
+      }
+    }
+    for (int64_t i = begin; i < end; ++i) {  // (3)
       const int64_t ahead = i + kWeightedPrefetchAhead;
-      const int64_t* ahead_range =
-          rel.times && ahead < end ? candidates_.data() + 2 * (rel.seg + ahead) : nullptr;
+      const int64_t* ahead_range = ahead < end ? range_of(ahead) : nullptr;
       if (last && ahead_range) {
         // "last" with a mask reads no table entry: its weights and ids back from the end of
         // its candidates (weighted_last)
@@ -1021,55 +1069,58 @@ class SampleCall {
                  2 * (ahead_range[1] - ahead_range[0]) < code_degree(degrees[ahead])) {
         // drawn over its running sums (weighted_picks.h): no table entry, its weights read
         __builtin_prefetch(weights + starts[ahead] + ahead_range[0]);
-      } else if (ahead < end && !weighted_takes_all(degrees[ahead])) {
-        const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[ahead]));
-        const int64_t* t = table + starts[ahead] * S;
-        for (int64_t n = 0, c = offsets[ahead + 1] - offsets[ahead]; n < c; ++n) {
-          const uint64_t index = attempts ? static_cast<uint64_t>(n) * kAliasAttempts : n;
-          __builtin_prefetch(t + table_slot(degrees[ahead], key, index) * S);
-        }
+      } else if (ahead < end && (weighted_takes_all(degrees[ahead]) ||
+                                 (attempts && code_degree(degrees[ahead]) <= kTreeLeaves))) {
+        // taking its positive weights, or picking by a sum tree: its weights read in order
+        const float* first = weights + starts[ahead];
+        const int64_t read = std::min(code_degree(degrees[ahead]), kTreeLeaves);
+        for (int64_t j = 0; j < read; j += 64 / sizeof(float)) __builtin_prefetch(first + j);
       }
       const int64_t count = offsets[i + 1] - offsets[i];
       if (count == 0) continue;
       const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[i]));
       const int64_t start = starts[i];
-      const PickOut<IdT> po{ix + start, start, picks + offsets[i], ids + (offsets[i] - base)};
+      const PickOut po{start, picks + offsets[i], ids + (offsets[i] - base)};
       if (attempts && !weighted_takes_all(degrees[i]) &&
           static_cast<int64_t>(marks.size()) < degrees[i]) {
         marks.resize(degrees[i], 0);  // only successive sampling marks its picks
       }
-      const int64_t degree = code_degree(degrees[i]);
-      const ExcludedSpan near = excluded_near(rel.excluded, start, start + degree);
-      // A timed relation's candidates (count_timed), else the whole list.
-      const int64_t* range = rel.times ? candidates_.data() + 2 * (rel.seg + i) : nullptr;
-      PickContext ctx = pick_context(attempts ? marks.data() : nullptr, near.excluded, near.n,
-                                     start, range ? range[0] : 0, range ? range[1] : degree);
-      if (range && attempts) {
-        if (static_cast<int64_t>(sums.size()) < range[1] - range[0]) {
-          sums.resize(range[1] - range[0]);
+      PickContext ctx = context_of(i);
+      if (rel.times && attempts) {  // scratch for running sums (PickMethod::kSums)
+        if (static_cast<int64_t>(sums.size()) < ctx.end - ctx.begin) {
+          sums.resize(ctx.end - ctx.begin);
         }
         ctx.sums = sums.data();
       }
       weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count, replace_,
-                              key, po, ctx, range && last);
+                              key, po, ctx, last, /*first_drawn=*/true);
     }
   }
 
-  // gather_chunk for a weighted relation: the ids are those weighted_pick_chunk read.
+  // gather_chunk for a weighted relation: the ids are those weighted_pick_chunk read from the
+  // table entries, and for its other picks (kIdFromIndices) those of `indices`, read here with
+  // prefetching as gather_chunk reads them.
   void weighted_gather_chunk(const Rel& rel, int64_t r, int64_t e_begin, int64_t e_end,
                              const int64_t* ids) {
     int64_t* picks = rel.bi;  // locals: see count_range
+    const IdT* ix = rel.ix;
     const int64_t src_nodes = rel.num_src_nodes, src_offset = rel.src_offset;
     if (rel.eid && e_end > e_begin) {
       std::memcpy(rel.eid + e_begin, picks + e_begin, (e_end - e_begin) * sizeof(int64_t));
     }
+    const int64_t* chunk_ids = ids - e_begin;  // indexed by edge
     for (int64_t e = e_begin; e < e_end; ++e) {
-      const int64_t u = ids[e - e_begin];
+      const int64_t ahead = e + kGatherPrefetchAhead;
+      if (ahead < e_end && chunk_ids[ahead] == kIdFromIndices) {
+        __builtin_prefetch(ix + picks[ahead]);
+      }
+      const bool from_table = chunk_ids[e] != kIdFromIndices;
+      const int64_t u = from_table ? chunk_ids[e] : static_cast<int64_t>(ix[picks[e]]);
       if (static_cast<uint64_t>(u) >= static_cast<uint64_t>(src_nodes)) {
-        // An id out of range from `indices` (a pick that is not a table draw), else the table's.
-        const bool from_table =
-            static_cast<uint64_t>(rel.ix[picks[e]]) < static_cast<uint64_t>(src_nodes);
-        atomic_min(from_table ? bad_table_ : bad_index_, (r << kRelShift) | picks[e]);
+        // An id out of range: `indices` holds it, or the table does where `indices` does not.
+        const bool table_only =
+            from_table && static_cast<uint64_t>(ix[picks[e]]) < static_cast<uint64_t>(src_nodes);
+        atomic_min(table_only ? bad_table_ : bad_index_, (r << kRelShift) | picks[e]);
         picks[e] = -1;  // skipped by the relabel; the error is raised after the layer
         continue;
       }

@@ -314,7 +314,7 @@ __global__ void weighted_positions_kernel(const int64_t* __restrict__ dst, int64
     if (count == 0) continue;
     const uint64_t key = node_key(stream, static_cast<uint64_t>(dst[i]));
     const int64_t s = start[i];  // degree[i]: the count kernel's degree code
-    const PickOut<IdT> po{nullptr, s, pos + out, nullptr};  // ids: lookup_kernel reads indices
+    const PickOut po{s, pos + out, nullptr};  // ids: lookup_kernel reads indices
     const int64_t* candidates = range ? range + 2 * i : nullptr;
     const PickContext ctx =  // no marks: exact picks scan the picks; no sums (sum_draw)
         pick_context(nullptr, excluded, num_excluded, s, candidates ? candidates[0] : 0,

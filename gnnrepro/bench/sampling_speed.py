@@ -48,6 +48,17 @@ def seed_batches(train_idx: torch.Tensor, batch_size: int, batches: int,
     return [order[i * batch_size:(i + 1) * batch_size] for i in range(min(batches, available))]
 
 
+def on_gpu(sample: Callable[[torch.Tensor, int], MiniBatch]) -> Callable[[torch.Tensor, int],
+                                                                          MiniBatch]:
+    """`sample` with its seeds moved to the GPU and the GPU synchronized after each call, so
+    that its time is the GPU's too."""
+    def run(seeds: torch.Tensor, batch_id: int) -> MiniBatch:
+        out = sample(seeds.to("cuda"), batch_id)
+        torch.cuda.synchronize()
+        return out
+    return run
+
+
 def make_sampler(name: str, graph: CSCGraph, fanouts: list[int], seed: int,
                  sampler_device: str = "cpu") -> Callable:
     """A callable (seeds, batch_id) -> sample for the named contender (DGL's returns its
@@ -65,12 +76,7 @@ def make_sampler(name: str, graph: CSCGraph, fanouts: list[int], seed: int,
         else:
             cls = FusedSampler if name == "fused" else ReferenceSampler
             sampler = cls(graph.to("cuda"), fanouts, seed=seed)
-
-        def sample_on_gpu(seeds: torch.Tensor, batch_id: int) -> MiniBatch:
-            mb = sampler.sample(seeds.to("cuda"), batch_id)
-            torch.cuda.synchronize()
-            return mb
-        return sample_on_gpu
+        return on_gpu(sampler.sample)
     if sampler_device != "cpu":
         raise ValueError(f"sampler_device={sampler_device!r} places the fused and reference "
                          f"samplers only; {name!r} samples on the CPU (leave it out with "

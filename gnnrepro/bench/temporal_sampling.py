@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from gnnrepro.bench.placements import blocks_equal
-from gnnrepro.bench.sampling_speed import seed_batches
+from gnnrepro.bench.sampling_speed import on_gpu, seed_batches
 from gnnrepro.bench.timing import summarize, time_interleaved
 from gnnrepro.config import check_placement, resolve_threads, validate
 from gnnrepro.datasets import load_scaled
@@ -89,16 +89,6 @@ def _first_in_edges(graph: Any, seeds: torch.Tensor) -> torch.Tensor:
     return ids.to(seeds.device)
 
 
-def _on_gpu(sample: Callable[[torch.Tensor, int], MiniBatch]) -> Callable[[torch.Tensor, int],
-                                                                           MiniBatch]:
-    """`sample` with its seeds moved to the GPU and the GPU synchronized after each call."""
-    def run(seeds: torch.Tensor, batch_id: int) -> MiniBatch:
-        out = sample(seeds.to("cuda"), batch_id)
-        torch.cuda.synchronize()
-        return out
-    return run
-
-
 def _placed(graph: Any, times: torch.Tensor, node_time: torch.Tensor,
             sampler_device: str) -> tuple[Any, Any, torch.Tensor, torch.Tensor]:
     """(the time-sorted graph and the times where the contenders read them, the sorted graph
@@ -148,7 +138,7 @@ def measure(dataset: str = "products-sim", scale: float = 1.0, root: str | None 
                                    device)
                   for name in samplers}
     if device is not None:
-        contenders = {name: _on_gpu(sample) for name, sample in contenders.items()}
+        contenders = {name: on_gpu(sample) for name, sample in contenders.items()}
     edges: dict[str, int] = defaultdict(int)
     sources: dict[str, int] = defaultdict(int)
     progress = Progress("bench temporal-sampling",
