@@ -329,7 +329,13 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "weighted-sampling-cpu-products, temporal-sampling-cpu-products, sampling-cpu, "
              "sampling-cpu-products, loader-cpu, train-cpu, peers-sampling-cpu, peers-loader-cpu, "
              "peers-loader-cpu-mag, own-model-pyg-cpu, peers-train-cpu and peers-train-cpu-mag "
-             "again at its final code")
+             "again at its final code. Session 25 (issue 51) changed how the CPU op picks on "
+             "weighted relations: a chunk's table draws are made first and their entries read "
+             "as one stream, a destination of at most 64 candidates picks by a sum tree over "
+             "its weights (the CUDA op shares that rule), and the ids of picks that are not "
+             "table draws are read in the gather; uniform relations run the same code as "
+             "before, and weighted lists longer than 64 draw the same picks; it measured the "
+             "same twelve results again at its final code")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
