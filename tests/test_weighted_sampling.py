@@ -262,6 +262,43 @@ def test_malformed_tables_never_leave_the_list(replace):
     assert bool((node_map == -1).all())
 
 
+@pytest.mark.parametrize("degree", [4, 70])
+@pytest.mark.parametrize("excluded", [[1], [2, 3]])
+def test_overstated_counts_never_pick_an_excluded_edge(degree, excluded):
+    """Positive counts past the positive weights (handed to the op directly) fill a destination's
+    picks with candidates of weight zero, never with its excluded edges: by the sum tree (a
+    list of 4) as by the table's exact picks (70)."""
+    indptr = torch.tensor([0, degree, degree])
+    indices = torch.arange(degree) % 2
+    w = torch.zeros(degree)
+    w[0] = 1.0
+    table, _ = _ops.ops.weight_table(indptr, indices, w)
+    node_map = torch.full((2,), -1, dtype=torch.int32)
+    flat = _ops.ops.sample_fused_typed([indptr], [indices], [0], [0], [2], [torch.tensor([0])],
+                                       [2], False, 0, 0, True, [w], [table],
+                                       [torch.tensor([degree, 0])], [], [], -1, 0,
+                                       [torch.tensor(excluded)], node_map)
+    picks = flat[2]
+    assert picks.numel() == 2 and picks.unique().numel() == 2 and 0 in picks.tolist()
+    assert not bool(torch.isin(picks, torch.tensor(excluded)).any()), picks
+
+
+@pytest.mark.parametrize("replace", [False, True])
+def test_a_table_id_of_int64_min_is_the_tables_error(replace):
+    """An id word equal to the op's own marker for ids read from `indices` is a bad id of the
+    table like any other out of range, not taken for such a marker."""
+    g, w = random_weighted_graph(3)
+    table, nonzero = _ops.ops.weight_table(g.indptr, g.indices, w)
+    table = table.view(-1, 3).clone()
+    table[:, 1:] = -2**63
+    node_map = torch.full((g.num_nodes,), -1, dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="alias_tables does not belong to its indices"):
+        _ops.ops.sample_fused_typed([g.indptr], [g.indices], [0], [0], [g.num_nodes],
+                                    [torch.arange(0, 400, 3)], [7], replace, 0, 0, True, [w],
+                                    [table.view(-1)], [nonzero], [], [], -1, 0, [], node_map)
+    assert bool((node_map == -1).all())
+
+
 def test_opcheck_with_weights():
     g, w = random_weighted_graph()
     table, nonzero = _ops.ops.weight_table(g.indptr, g.indices, w)

@@ -256,15 +256,24 @@ GNNREPRO_HD uint32_t table_coin(uint64_t key, uint64_t index) {
   return static_cast<uint32_t>(draw(key, 2 * index + 1));
 }
 
+// The id a pick that is not a table draw leaves in `ids` (a value no neighbour id has): the
+// caller reads it from `indices` afterwards (the CPU op's gather, with its reads prefetched).
+constexpr int64_t kIdFromIndices = -0x7FFFFFFFFFFFFFFFll - 1;
+
 // What slot `slot` of a destination's list (`table` from its first entry) gives for `coin`: an
-// offset in [0, degree), and its neighbour id into *id where id is not null.
+// offset in [0, degree), and its neighbour id into *id where id is not null (an entry that
+// holds kIdFromIndices, malformed, gives -1: out of range as it is, and not taken for a pick
+// whose id is read from `indices`).
 template <typename IdT>
 GNNREPRO_HD int64_t entry_pick(const int64_t* table, int64_t degree, int64_t slot, uint32_t coin,
                                int64_t* id) {
   const int64_t* entry = table + slot * kTableWords<IdT>;
   const int64_t alias = entry_alias(entry[0]);
   const bool kept = coin < entry_threshold(entry[0]) || alias >= degree;  // (a malformed alias:
-  if (id) *id = entry_id<IdT>(entry, kept);                                // the slot itself)
+  if (id) {                                                                // the slot itself)
+    const int64_t given = entry_id<IdT>(entry, kept);
+    *id = given == kIdFromIndices ? -1 : given;
+  }
   return kept ? slot : alias;
 }
 
@@ -276,10 +285,6 @@ GNNREPRO_HD int64_t table_draw(const int64_t* table, int64_t degree, uint64_t ke
   return entry_pick<IdT>(table, degree, table_slot(degree, key, index), table_coin(key, index),
                          id);
 }
-
-// The id a pick that is not a table draw leaves in `ids` (a value no neighbour id has): the
-// caller reads it from `indices` afterwards (the CPU op's gather, with its reads prefetched).
-constexpr int64_t kIdFromIndices = -0x7FFFFFFFFFFFFFFFll - 1;
 
 // Where one destination's picks go: positions (start + offset) into out[0, count) and, where
 // `ids` is not null, their neighbour ids into ids[0, count): a table draw's from its entry,
@@ -589,9 +594,14 @@ GNNREPRO_HD void tree_picks(const float* w, int64_t count, uint64_t key, const P
       }
       leaf = v - leaves;
     }
-    if (leaf < 0) {  // no positive weight left (malformed counts): the first not picked
-      for (leaf = 0; leaf < m - 1 && already_picked(po.out, n, po.start + ctx.begin + leaf);
-           ++leaf) {}
+    if (leaf < 0) {  // no positive weight left (malformed counts): the first candidate not
+      for (leaf = 0; leaf < m - 1; ++leaf) {  // picked nor excluded, else the last
+        const int64_t offset = ctx.begin + leaf;
+        if (!already_picked(po.out, n, po.start + offset) &&
+            !is_excluded<Restricted>(ctx, po.start, offset)) {
+          break;
+        }
+      }
     }
     po.set(n, ctx.begin + leaf);
     // The leaf zeroed and its ancestors summed again, the running sum kept in a register.
