@@ -336,7 +336,9 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "table draws are read in the gather; uniform relations run the same code as "
              "before, and weighted lists longer than 64 draw the same picks; it measured the "
              "same twelve results again at its final code, after mending two faults a review "
-             "found that only arrays handed to the op directly reach")
+             "found that only arrays handed to the op directly reach, and own-model-dgl-cpu; "
+             "the results above sample no weighted relation, so its change leaves their work "
+             "as it was")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
