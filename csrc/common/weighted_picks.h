@@ -557,6 +557,17 @@ GNNREPRO_HD uint64_t first_draw_index(int64_t n, bool replace) {
   return replace ? static_cast<uint64_t>(n) : static_cast<uint64_t>(n) * kAliasAttempts;
 }
 
+// A weight as a sum tree's leaf: itself where positive, else zero (NaN too), by a mask rather
+// than a branch, which half-zero weights would mispredict half the time.
+GNNREPRO_HD double leaf_weight(float weight) {
+  double leaf = static_cast<double>(weight);
+  uint64_t bits;
+  memcpy(&bits, &leaf, sizeof(bits));
+  bits &= 0ull - static_cast<uint64_t>(leaf > 0.0);
+  memcpy(&leaf, &bits, sizeof(bits));
+  return leaf;
+}
+
 // `count` distinct picks by successive sampling over at most kTreeLeaves candidates, exactly:
 // a sum tree over their available weights (positive, not excluded), pick n's draw (index
 // n * kAliasAttempts) descends it to a leaf in proportion to the unpicked weight, and the
@@ -572,11 +583,9 @@ GNNREPRO_HD void tree_picks(const float* w, int64_t count, uint64_t key, const P
   const int64_t m = ctx.end - ctx.begin;
   int64_t leaves = 1;
   while (leaves < m) leaves *= 2;
-  for (int64_t j = 0; j < m; ++j) {  // (selects, not branches: half the weights may be zero)
+  for (int64_t j = 0; j < m; ++j) {
     const int64_t offset = ctx.begin + j;
-    const double weight = static_cast<double>(w[offset]);
-    tree[leaves + j] = weight > 0.0 && !is_excluded<Restricted>(ctx, po.start, offset) ? weight
-                                                                                       : 0.0;
+    tree[leaves + j] = is_excluded<Restricted>(ctx, po.start, offset) ? 0.0 : leaf_weight(w[offset]);
   }
   for (int64_t j = m; j < leaves; ++j) tree[leaves + j] = 0.0;
   for (int64_t v = leaves - 1; v >= 1; --v) tree[v] = add_rn(tree[2 * v], tree[2 * v + 1]);
@@ -615,39 +624,56 @@ GNNREPRO_HD void tree_picks(const float* w, int64_t count, uint64_t key, const P
   }
 }
 
-// `count` distinct picks by successive sampling (count <= the candidates, as
-// weighted_pick_count gives; the scheme's distribution needs count <= the positive weights).
-// Few candidates are picked by a sum tree (tree_picks); else a draw is a table draw, or one
-// over the candidates' running sums (sum_draw) where pick_method says so. Either way a draw
-// on a picked offset is redrawn, and after kAliasAttempts such draws the destination's picks
-// are exact.
-// `first_drawn`: the picks' first draws are in po.out and po.ids (first_draws_from_table).
-template <typename IdT, bool Restricted>
-GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t degree,
-                                int64_t count, uint64_t key, const PickOut& po,
-                                const PickContext& ctx, bool first_drawn) {
-  const PickMethod method = pick_method(ctx, degree);
-  if (method == PickMethod::kTree) {
-    tree_picks<Restricted>(w, count, key, po, ctx);
-    return;
-  }
-  const bool by_sums = method == PickMethod::kSums;
-  const double total = by_sums ? candidate_sums<Restricted>(w, ctx, po.start) : 0.0;
+// Where a destination's picks by draws stand (resume_drawn_picks): pick n's attempt a is the
+// next draw, or with `exact` pick n is resolved exactly over the unpicked weight `rest`.
+// `entry_due`: attempt a reads its table entry now (a caller deferred it to prefetch it).
+struct DrawProgress {
+  int64_t n = 0;
+  int a = 0;
   bool exact = false;
-  double rest = 0.0;  // the unpicked weight, once picks are exact
+  bool entry_due = false;
+  double rest = 0.0;
+};
+
+// Picks n on of weighted_picks' draws (pick_method kSums or kTable), from `progress`. Returns -1
+// once the `count` picks are made. With `defer`, a table draw whose entry is not at hand (any
+// but a first draw given by the caller) is not read: its slot's offset is returned, `progress`
+// at it, and the next call reads it, so that a caller can prefetch the entry and resolve other
+// destinations meanwhile (the CPU op). The same draws in the same order either way: deferring
+// changes no pick. The marks of ctx (if any) hold picks [0, n) while this runs and are all zero
+// when it returns.
+template <typename IdT, bool Restricted>
+GNNREPRO_HD int64_t resume_picks_with(const float* w, const int64_t* table, int64_t degree,
+                                      int64_t count, uint64_t key, const PickOut& po,
+                                      const PickContext& ctx, bool first_drawn, bool by_sums,
+                                      double total, DrawProgress& progress, bool defer) {
+  DrawProgress& p = progress;
+  if (ctx.marks) {
+    for (int64_t i = 0; i < p.n; ++i) ctx.marks[po.out[i] - po.start] = 1;
+  }
   const uint64_t exact_key = mix64(key ^ 0x5851F42D4C957F2Dull);
-  for (int64_t n = 0; n < count; ++n) {
+  int64_t deferred = -1;
+  for (; p.n < count && deferred < 0; ++p.n) {
+    const int64_t n = p.n;
     bool drawn = false;
-    for (int a = 0; !exact && a < kAliasAttempts; ++a) {
-      const uint64_t index = static_cast<uint64_t>(n) * kAliasAttempts + a;
+    for (; !p.exact && p.a < kAliasAttempts; ++p.a) {
+      const uint64_t index = static_cast<uint64_t>(n) * kAliasAttempts + p.a;
       int64_t id = 0;
       int64_t t;
-      if (a == 0 && first_drawn) {
+      if (p.a == 0 && first_drawn) {
         t = po.out[n] - po.start;
         if (po.ids) id = po.ids[n];
+      } else if (by_sums) {
+        t = sum_draw<Restricted>(w, ctx, po.start, total, key, index);
       } else {
-        t = by_sums ? sum_draw<Restricted>(w, ctx, po.start, total, key, index)
-                    : table_draw<IdT>(table, degree, key, index, po.ids ? &id : nullptr);
+        const int64_t slot = table_slot(degree, key, index);
+        if (defer && !p.entry_due) {
+          p.entry_due = true;
+          deferred = slot;
+          break;
+        }
+        p.entry_due = false;
+        t = entry_pick<IdT>(table, degree, slot, table_coin(key, index), po.ids ? &id : nullptr);
       }
       if (t >= 0 && !unavailable<Restricted>(ctx, po.out, n, po.start, t)) {
         if (by_sums) {
@@ -661,25 +687,51 @@ GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t de
         break;
       }
     }
+    if (deferred >= 0) break;  // (pick n stays next)
+    p.a = 0;
     if (drawn) continue;
-    if (!exact) {  // from here on, this destination's picks are exact
-      exact = true;
-      rest = unpicked_weight<Restricted>(w, ctx, po.start, po.out, n);
+    if (!p.exact) {  // from here on, this destination's picks are exact
+      p.exact = true;
+      p.rest = unpicked_weight<Restricted>(w, ctx, po.start, po.out, n);
     }
-    const int64_t j = exact_pick<Restricted>(w, ctx, po.start, po.out, n, n, rest, exact_key);
+    const int64_t j = exact_pick<Restricted>(w, ctx, po.start, po.out, n, n, p.rest, exact_key);
     if (ctx.marks) ctx.marks[j] = 1;
     po.set(n, j);
     // The next pick's unpicked weight: subtracted while the pick is at most half of it (the
     // difference then loses no more than an ulp or two), else summed afresh, so that a small
     // weight left beside a huge picked one keeps its share.
     const double picked = static_cast<double>(w[j]);
-    rest = picked <= mul_rn(rest, 0.5) ? sub_rn(rest, picked)
-                                       : unpicked_weight<Restricted>(w, ctx, po.start, po.out,
-                                                                     n + 1);
+    p.rest = picked <= mul_rn(p.rest, 0.5) ? sub_rn(p.rest, picked)
+                                           : unpicked_weight<Restricted>(w, ctx, po.start, po.out,
+                                                                         n + 1);
   }
   if (ctx.marks) {
-    for (int64_t i = 0; i < count; ++i) ctx.marks[po.out[i] - po.start] = 0;
+    for (int64_t i = 0; i < p.n; ++i) ctx.marks[po.out[i] - po.start] = 0;
   }
+  return deferred;
+}
+
+// `count` distinct picks by successive sampling (count <= the candidates, as
+// weighted_pick_count gives; the scheme's distribution needs count <= the positive weights).
+// Few candidates are picked by a sum tree (tree_picks); else a draw is a table draw, or one
+// over the candidates' running sums (sum_draw) where pick_method says so. Either way a draw
+// on a picked offset is redrawn, and after kAliasAttempts such draws the destination's picks
+// are exact (resume_picks_with, without deferring).
+// `first_drawn`: the picks' first draws are in po.out and po.ids (first_draws_from_table).
+template <typename IdT, bool Restricted>
+GNNREPRO_HD void weighted_picks(const float* w, const int64_t* table, int64_t degree,
+                                int64_t count, uint64_t key, const PickOut& po,
+                                const PickContext& ctx, bool first_drawn) {
+  const PickMethod method = pick_method(ctx, degree);
+  if (method == PickMethod::kTree) {
+    tree_picks<Restricted>(w, count, key, po, ctx);
+    return;
+  }
+  const bool by_sums = method == PickMethod::kSums;
+  const double total = by_sums ? candidate_sums<Restricted>(w, ctx, po.start) : 0.0;
+  DrawProgress progress;
+  resume_picks_with<IdT, Restricted>(w, table, degree, count, key, po, ctx, first_drawn, by_sums,
+                                     total, progress, /*defer=*/false);
 }
 
 // Pick n with replacement of a restricted destination: table draws (draw index
@@ -748,6 +800,24 @@ GNNREPRO_HD void weighted_positions(const float* w, const int64_t* table, int64_
     weighted_positions_with<IdT, false>(w, table, degree_code, count, replace, key, po, ctx,
                                         first_drawn);
   }
+}
+
+// weighted_positions for a destination whose first draws are in po.out and po.ids
+// (first_draws_from_table, without replacement: its picks are table draws), resumable: from
+// `progress` on, each table entry past the first draws deferred as resume_picks_with defers it.
+// Returns -1 once the picks are made, else the offset of the entry the next call reads. The
+// same picks as weighted_positions(..., first_drawn = true).
+template <typename IdT>
+GNNREPRO_HD int64_t resume_drawn_picks(const float* w, const int64_t* table, int64_t degree_code,
+                                       int64_t count, uint64_t key, const PickOut& po,
+                                       const PickContext& ctx, DrawProgress& progress) {
+  const int64_t degree = code_degree(degree_code);
+  if (restricted(ctx, degree)) {
+    return resume_picks_with<IdT, true>(w, table, degree, count, key, po, ctx, true, false, 0.0,
+                                        progress, /*defer=*/true);
+  }
+  return resume_picks_with<IdT, false>(w, table, degree, count, key, po, ctx, true, false, 0.0,
+                                       progress, /*defer=*/true);
 }
 
 }  // namespace gnnrepro

@@ -11,6 +11,7 @@ constexpr int64_t kRelabelPrefetchAhead = 32;  // relabel map entries of the pic
 constexpr int64_t kOwnerPrefetchAhead = 12;    // the source list entries the map check reads
 constexpr int64_t kGatherPrefetchAhead = 64;   // `indices` entries at the picked positions
 constexpr int64_t kWeightedPrefetchAhead = 4;  // weighted destinations whose weights are read
+constexpr int64_t kRedrawsInFlight = 8;        // weighted destinations waiting on a redraw's entry
 
 constexpr int kTimeSearchGroup = 16;  // temporal searches run in lockstep (their misses overlap)
 

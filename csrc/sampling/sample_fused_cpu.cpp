@@ -16,6 +16,7 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <limits>
@@ -993,7 +994,10 @@ class SampleCall {
   //     number of picks ahead, so that their random reads overlap across destinations: the
   //     drawn offset's position into bi, its neighbour id into `ids`;
   // (3) each destination resolved by weighted_positions, which takes the first draws from
-  //     there: draws on picked offsets drawn again, exact picks, take-all and timed ones.
+  //     there: draws on picked offsets drawn again, exact picks, take-all and timed ones. A
+  //     destination of table draws whose draw lands on a picked offset waits for its redraw's
+  //     entry (prefetched) while up to kRedrawsInFlight others are resolved
+  //     (resume_drawn_picks: the same picks).
   // Positions end in bi, their neighbour ids (from the table entries, or `indices` for picks
   // that are not table draws) in `ids` at the same offsets from bp[begin].
   void weighted_pick_chunk(const Rel& rel, int64_t begin, int64_t end, int64_t* ids) {
@@ -1054,6 +1058,30 @@ class SampleCall {
         ids[e - base] = id;
       }
     }
+    // (3): destinations waiting on a redraw's entry, oldest first (a ring).
+    struct Waiting {
+      int64_t i;
+      DrawProgress progress;
+    };
+    std::array<Waiting, kRedrawsInFlight> waiting;
+    int64_t oldest = 0, held = 0;
+    auto resume = [&](int64_t i, DrawProgress progress) {
+      const int64_t start = starts[i];
+      const uint64_t key = node_key(rel.stream, static_cast<uint64_t>(dst_ids[i]));
+      const PickOut po{start, picks + offsets[i], ids + (offsets[i] - base)};
+      const int64_t slot =
+          resume_drawn_picks<IdT>(weights + start, table + start * S, degrees[i],
+                                  offsets[i + 1] - offsets[i], key, po, context_of(i), progress);
+      if (slot < 0) return;
+      __builtin_prefetch(table + (start + slot) * S);
+      waiting[(oldest + held++) % kRedrawsInFlight] = {i, progress};
+    };
+    auto resume_oldest = [&] {
+      const Waiting w = waiting[oldest];
+      oldest = (oldest + 1) % kRedrawsInFlight;
+      --held;
+      resume(w.i, w.progress);
+    };
     for (int64_t i = begin; i < end; ++i) {  // (3)
       const int64_t ahead = i + kWeightedPrefetchAhead;
       const int64_t* ahead_range = ahead < end ? range_of(ahead) : nullptr;
@@ -1086,6 +1114,11 @@ class SampleCall {
         marks.resize(degrees[i], 0);  // only successive sampling marks its picks
       }
       PickContext ctx = context_of(i);
+      if (attempts && first_draws_from_table(degrees[i], replace_, ctx, last)) {
+        while (held == kRedrawsInFlight) resume_oldest();
+        resume(i, DrawProgress{});
+        continue;
+      }
       if (rel.times && attempts) {  // scratch for running sums (PickMethod::kSums)
         if (static_cast<int64_t>(sums.size()) < ctx.end - ctx.begin) {
           sums.resize(ctx.end - ctx.begin);
@@ -1095,6 +1128,7 @@ class SampleCall {
       weighted_positions<IdT>(weights + start, table + start * S, degrees[i], count, replace_,
                               key, po, ctx, last, /*first_drawn=*/true);
     }
+    while (held > 0) resume_oldest();
   }
 
   // gather_chunk for a weighted relation: the ids are those weighted_pick_chunk read from the
