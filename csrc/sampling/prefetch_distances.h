@@ -12,6 +12,8 @@ constexpr int64_t kOwnerPrefetchAhead = 12;    // the source list entries the ma
 constexpr int64_t kGatherPrefetchAhead = 64;   // `indices` entries at the picked positions
 constexpr int64_t kWeightedPrefetchAhead = 4;  // weighted destinations whose weights are read
 constexpr int64_t kRedrawsInFlight = 8;        // weighted destinations waiting on a redraw's entry
+constexpr int64_t kDeferredPicksMax = 64;      // ... of at most this many picks (a resume marks
+                                               // its destination's earlier picks again)
 
 constexpr int kTimeSearchGroup = 16;  // temporal searches run in lockstep (their misses overlap)
 

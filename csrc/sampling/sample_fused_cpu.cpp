@@ -995,9 +995,9 @@ class SampleCall {
   //     drawn offset's position into bi, its neighbour id into `ids`;
   // (3) each destination resolved by weighted_positions, which takes the first draws from
   //     there: draws on picked offsets drawn again, exact picks, take-all and timed ones. A
-  //     destination of table draws whose draw lands on a picked offset waits for its redraw's
-  //     entry (prefetched) while up to kRedrawsInFlight others are resolved
-  //     (resume_drawn_picks: the same picks).
+  //     destination of table draws (of at most kDeferredPicksMax picks) whose draw lands on a
+  //     picked offset waits for its redraw's entry (prefetched) while up to kRedrawsInFlight
+  //     others are resolved (resume_drawn_picks: the same picks).
   // Positions end in bi, their neighbour ids (from the table entries, or `indices` for picks
   // that are not table draws) in `ids` at the same offsets from bp[begin].
   void weighted_pick_chunk(const Rel& rel, int64_t begin, int64_t end, int64_t* ids) {
@@ -1073,7 +1073,9 @@ class SampleCall {
           resume_drawn_picks<IdT>(weights + start, table + start * S, degrees[i],
                                   offsets[i + 1] - offsets[i], key, po, context_of(i), progress);
       if (slot < 0) return;
-      __builtin_prefetch(table + (start + slot) * S);
+      const int64_t* entry = table + (start + slot) * S;
+      __builtin_prefetch(entry);
+      __builtin_prefetch(entry + S - 1);  // (an int64 entry, 24 bytes, may cross a line)
       waiting[(oldest + held++) % kRedrawsInFlight] = {i, progress};
     };
     auto resume_oldest = [&] {
@@ -1114,7 +1116,8 @@ class SampleCall {
         marks.resize(degrees[i], 0);  // only successive sampling marks its picks
       }
       PickContext ctx = context_of(i);
-      if (attempts && first_draws_from_table(degrees[i], replace_, ctx, last)) {
+      if (attempts && count <= kDeferredPicksMax &&
+          first_draws_from_table(degrees[i], replace_, ctx, last)) {
         while (held == kRedrawsInFlight) resume_oldest();
         resume(i, DrawProgress{});
         continue;
