@@ -47,7 +47,6 @@ struct Destination {
   std::exit(1);
 }
 
-template <typename IdT>
 PickContext context(const Relation& r, const Destination& d, uint8_t* marks) {
   return gnnrepro::pick_context(marks, r.excluded.empty() ? nullptr : r.excluded.data(),
                                 static_cast<int64_t>(r.excluded.size()), d.start, d.begin, d.end);
@@ -76,7 +75,9 @@ void first_draws(const Relation& r, const Destination& d, const PickContext& ctx
 template <typename IdT>
 void check_case(int c, std::mt19937_64& g, int64_t& deferrals, int64_t& picks) {
   constexpr int64_t S = gnnrepro::kTableWords<IdT>;
-  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(g); };
+  auto uniform = [&](double a, double b) {
+    return std::uniform_real_distribution<double>(a, b)(g);
+  };
   auto between = [&](int64_t a, int64_t b) {
     return static_cast<int64_t>(g() % static_cast<uint64_t>(b - a + 1)) + a;
   };
@@ -86,7 +87,9 @@ void check_case(int c, std::mt19937_64& g, int64_t& deferrals, int64_t& picks) {
   std::vector<int64_t> lo(num_dst + 1, 0);
   for (int i = 0; i < num_dst; ++i) {
     const int kind = static_cast<int>(g() % 4);
-    lo[i + 1] = lo[i] + (kind == 0 ? between(0, 64) : kind == 1 ? between(65, 140) : between(60, 400));
+    lo[i + 1] = lo[i] + (kind == 0   ? between(0, 64)
+                         : kind == 1 ? between(65, 140)
+                                     : between(60, 400));
   }
   const int64_t edges = lo[num_dst];
   const int weights_kind = static_cast<int>(g() % 5);
@@ -187,7 +190,7 @@ void check_case(int c, std::mt19937_64& g, int64_t& deferrals, int64_t& picks) {
     if (d.count == 0) continue;
     const int64_t degree = gnnrepro::code_degree(d.degree_code);
     if (attempts && static_cast<int64_t>(marks.size()) < degree) marks.resize(degree, 0);
-    PickContext ctx = context<IdT>(r, d, attempts ? marks.data() : nullptr);
+    PickContext ctx = context(r, d, attempts ? marks.data() : nullptr);
     first_draws<IdT>(r, d, ctx, cpu.data() + offsets[i], cpu_ids.data() + offsets[i]);
     first_draws<IdT>(r, d, ctx, ring.data() + offsets[i], ring_ids.data() + offsets[i]);
     if (attempts) {
@@ -202,7 +205,7 @@ void check_case(int c, std::mt19937_64& g, int64_t& deferrals, int64_t& picks) {
     gnnrepro::weighted_positions<IdT>(
         r.w.data() + d.start, r.table.data() + d.start * S, d.degree_code, d.count, r.replace,
         d.key, PickOut{d.start, device.data() + offsets[i], nullptr},
-        context<IdT>(r, d, nullptr), d.last, /*first_drawn=*/false);
+        context(r, d, nullptr), d.last, /*first_drawn=*/false);
   }
   struct Waiting {
     size_t i;
@@ -216,10 +219,12 @@ void check_case(int c, std::mt19937_64& g, int64_t& deferrals, int64_t& picks) {
     const int64_t slot = gnnrepro::resume_drawn_picks<IdT>(
         r.w.data() + d.start, r.table.data() + d.start * S, d.degree_code, d.count, d.key,
         PickOut{d.start, ring.data() + offsets[i], ring_ids.data() + offsets[i]},
-        context<IdT>(r, d, marks.data()), progress);
+        context(r, d, marks.data()), progress);
     check_marks(i);
     if (slot < 0) return;
-    if (slot >= gnnrepro::code_degree(d.degree_code)) fail("a deferred slot outside the list", c, i);
+    if (slot >= gnnrepro::code_degree(d.degree_code)) {
+      fail("a deferred slot outside the list", c, i);
+    }
     ++deferrals;
     waiting.push_back({i, progress});
   };
@@ -233,7 +238,7 @@ void check_case(int c, std::mt19937_64& g, int64_t& deferrals, int64_t& picks) {
   for (int i = 0; i < num_dst; ++i) {
     const Destination& d = ds[i];
     if (d.count == 0) continue;
-    PickContext ctx = context<IdT>(r, d, attempts ? marks.data() : nullptr);
+    PickContext ctx = context(r, d, attempts ? marks.data() : nullptr);
     if (!attempts || !gnnrepro::first_draws_from_table(d.degree_code, r.replace, ctx, d.last)) {
       std::copy(cpu.begin() + offsets[i], cpu.begin() + offsets[i + 1], ring.begin() + offsets[i]);
       std::copy(cpu_ids.begin() + offsets[i], cpu_ids.begin() + offsets[i + 1],
