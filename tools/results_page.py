@@ -341,8 +341,12 @@ _ISSUE_50 = ("issue 50 (typed graphs, sessions 11 and 12, 2026-11-28) generalise
              "as it was. Session 26 (issue 51) let the CPU op's weighted pick chunk prefetch a "
              "redraw's table entry and resolve other destinations meanwhile (the same picks) "
              "and build sum-tree leaves by a mask; uniform relations run the same code as "
-             "before; it measured the same thirteen results again at its final code, and the "
-             "results above still sample no weighted relation")
+             "before; it measured the same thirteen results again at its final code, then "
+             "train-cpu-mag-0.25 (with -no-relations), link-prediction-cpu-mag, "
+             "link-prediction-cpu-citation, scaling-cpu, partitioned-cpu-10ep and "
+             "scaling-projection-cpu; the results above take tens of minutes to hours each, or "
+             "data this VM's cache lacks (mag-sim 1.0, papers-sim, igb-sim, igbh-sim), and "
+             "sample no weighted relation")
 _GPU_REASON = "a GPU session runs only on a lent GPU machine (none was lent to this session)"
 PEERS_REASON = ("at products size each peer's run takes tens of minutes on 2 cores; our side "
                 "of it was measured again in the matching rows above")
